@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+console.error('sandkeep: the CLI is not built yet')
+process.exit(1)

@@ -1,0 +1,68 @@
+import type { HealthCheckResult } from './health.js'
+
+/** How the turn got its sandbox. */
+export type ResumeOutcome =
+  /** No sandbox was mapped: one was created (and bootstrapped). */
+  | 'created'
+  /** The mapped sandbox was paused and `connect` resumed it. */
+  | 'resumed'
+  /** The mapped sandbox was already running (another turn held it, or `keep`). */
+  | 'reconnected'
+  /** The mapped sandbox was gone (killed, past retention): a new one was created and rehydrated. */
+  | 'recreated'
+
+/** What the start of a turn found and did. Available as `turn.report` once the sandbox is resumed. */
+export interface ResumeReport {
+  /** Conversation id. */
+  conversationId: string
+  /** Tenant. */
+  tenant: string
+  /** The sandbox this turn uses. */
+  sandboxId: string
+  /** The sandbox mapped before this turn, when it differs from `sandboxId` (recreated, or re-mapped). */
+  previousSandboxId?: string
+  /** How the sandbox was obtained. */
+  outcome: ResumeOutcome
+  /** Durations, ms. */
+  timings: {
+    /** Store round trips at turn start (lease + record). */
+    storeMs: number
+    /** Provider create/connect, retries included. */
+    connectMs: number
+    /** Built-in and declared probes, repairs included. */
+    healthMs: number
+    /** Bootstrap and journal replay. */
+    rehydrateMs: number
+    /** From `beginTurn` (or the first lazy use) to the sandbox being ready. */
+    totalMs: number
+  }
+  /** What the pause kept, from the built-in probes: true kept, false lost, null unknown (nothing to compare). */
+  survived: { memory: boolean | null; filesystem: boolean | null; processes: boolean | null }
+  /** Probe results, built-in first, then declared. */
+  checks: HealthCheckResult[]
+  /** True when earlier sandbox state is gone (recreated, or memory lost): tell the model. */
+  stateLost: boolean
+  /** Provider calls retried because of transient failures. */
+  retries: number
+  /** Journal steps replayed. */
+  rehydratedSteps: number
+}
+
+/** What `turn.end()` did. */
+export interface TurnEndReport {
+  /** What happened to the sandbox. */
+  action: 'paused' | 'auto-pause' | 'kept' | 'killed' | 'left-running-for-other-holders' | 'none'
+  /** True when this turn was the last holder. */
+  last: boolean
+  /** Durations, ms. */
+  timings: {
+    /** Time inside the turn body (ready to end). */
+    workMs: number
+    /** The store round trip at turn end. */
+    storeMs: number
+    /** The pause (or setTimeout, or kill) call. */
+    pauseMs: number
+  }
+  /** An error the end swallowed so the turn body's outcome stands (pause failed, store down). */
+  error?: { code: string; message: string }
+}

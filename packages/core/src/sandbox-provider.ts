@@ -1,0 +1,217 @@
+import type { CodeLanguage } from './journal.js'
+
+/** Sandbox state as the platform reports it. */
+export type SandboxState = 'running' | 'paused'
+
+/** Lifecycle the platform applies when a sandbox's timeout expires. */
+export interface SandboxLifecycle {
+  /** `'pause'`: the platform pauses the sandbox at timeout (auto-pause); `'kill'` (the usual default) kills it. */
+  onTimeout: 'pause' | 'kill'
+  /** With `onTimeout: 'pause'`: traffic to the paused sandbox resumes it. Default false. */
+  autoResume?: boolean
+}
+
+/** Options of {@link SandboxProvider.create}. */
+export interface CreateSandboxOptions {
+  /** Template to create from; default the provider's template. */
+  template?: string
+  /** Sandbox timeout, ms: the platform kills (or pauses) it this long after the last reset. */
+  timeoutMs?: number
+  /** Metadata kept on the sandbox. sandkeep writes `sandkeep.tenant`, `sandkeep.session`, `sandkeep.version`. */
+  metadata: Record<string, string>
+  /** Environment variables for every process in the sandbox. */
+  envs?: Record<string, string>
+  /** Outbound internet access. sandkeep's default is false. */
+  allowInternetAccess?: boolean
+  /** Timeout behaviour. */
+  lifecycle?: SandboxLifecycle
+  /** Aborts the call. */
+  signal?: AbortSignal
+}
+
+/** Options of {@link SandboxProvider.connect}. */
+export interface ConnectSandboxOptions {
+  /** Sandbox timeout to set on connect, ms. */
+  timeoutMs?: number
+  /** Aborts the call. */
+  signal?: AbortSignal
+}
+
+/** What a provider knows of a sandbox without connecting to it. */
+export interface SandboxInfo {
+  /** Sandbox id. */
+  sandboxId: string
+  /** Template id, when known. */
+  templateId?: string
+  /** Metadata set at creation. */
+  metadata: Record<string, string>
+  /** Running or paused. */
+  state: SandboxState
+  /** When it started, when known. */
+  startedAt?: Date
+  /** When its timeout expires, when known. */
+  endAt?: Date
+}
+
+/** Result of {@link SandboxHandle.runCommand}. A non-zero exit code is a result, not an error. */
+export interface CommandResult {
+  /** Exit code; `-1` when the process was killed by a signal or timed out. */
+  exitCode: number
+  /** Standard output, UTF-8. */
+  stdout: string
+  /** Standard error, UTF-8. */
+  stderr: string
+}
+
+/** Options of {@link SandboxHandle.runCommand}. */
+export interface RunCommandOptions {
+  /** Working directory; default the sandbox's home. */
+  cwd?: string
+  /** Extra environment variables. */
+  envs?: Record<string, string>
+  /** Kill the command after this many ms; default 60 000. `0` means no limit. */
+  timeoutMs?: number
+  /** Aborts the command (it is killed). */
+  signal?: AbortSignal
+  /** Called with each stdout chunk as it arrives. */
+  onStdout?: (chunk: string) => void
+  /** Called with each stderr chunk as it arrives. */
+  onStderr?: (chunk: string) => void
+  /** Data written to standard input, which is then closed. */
+  stdin?: string
+}
+
+/** A process running in the sandbox. */
+export interface ProcessInfo {
+  /** Pid inside the sandbox. */
+  pid: number
+  /** The command line it was started with (for E2B: the `bash -l -c` argument when started that way). */
+  command: string
+  /** Executable and arguments as the platform reports them, when known. */
+  cmd?: string
+  /** Arguments, when known. */
+  args?: string[]
+  /** Working directory, when known. */
+  cwd?: string
+}
+
+/** Result of {@link SandboxHandle.runCode}. An exception in the code is a result (`error`), not a throw. */
+export interface CodeResult {
+  /** The last expression's value as a notebook shows it; `null` when there is none. */
+  text: string | null
+  /** Everything printed to stdout. */
+  stdout: string
+  /** Everything printed to stderr. */
+  stderr: string
+  /** The exception raised by the code, or `null`. */
+  error: { name: string; value: string; traceback: string } | null
+}
+
+/** Options of {@link SandboxHandle.runCode}. */
+export interface RunCodeOptions {
+  /** Default `'python'`. */
+  language?: CodeLanguage
+  /** Interpreter context id; default the language's default context. */
+  contextId?: string
+  /** Kill the cell after this many ms; default 60 000. */
+  timeoutMs?: number
+  /** Aborts the cell. */
+  signal?: AbortSignal
+  /** Called with each stdout chunk as it is printed. */
+  onStdout?: (chunk: string) => void
+  /** Called with each stderr chunk as it is printed. */
+  onStderr?: (chunk: string) => void
+}
+
+/** An entry of {@link SandboxHandle.listDir}. */
+export interface FileEntry {
+  /** Base name. */
+  name: string
+  /** Absolute path inside the sandbox. */
+  path: string
+  /** Entry type. */
+  type: 'file' | 'dir' | 'symlink' | 'other'
+  /** Size in bytes, when known. */
+  size?: number
+}
+
+/**
+ * A connected sandbox, provider-neutral. Used by the session manager, health checks and integrations.
+ * Methods throw SandkeepError: FILE_NOT_FOUND, TIMEOUT, ABORTED, SANDBOX_NOT_FOUND (killed meanwhile),
+ * SANDBOX_UNAVAILABLE, PROVIDER_ERROR.
+ */
+export interface SandboxHandle<Native = unknown> {
+  /** The sandbox id (may differ from the id passed to `connect` when the platform re-mapped it). */
+  readonly id: string
+  /** `providerId` of the provider that made this handle. */
+  readonly providerId: string
+  /** Runs `bash -l -c command` to completion. */
+  runCommand(command: string, options?: RunCommandOptions): Promise<CommandResult>
+  /** Starts `bash -l -c command` in the background; it outlives this call and the turn. */
+  startProcess(
+    command: string,
+    options?: { cwd?: string; envs?: Record<string, string> },
+  ): Promise<{ pid: number }>
+  /** Processes running in the sandbox (started through the platform's process API). */
+  listProcesses(): Promise<ProcessInfo[]>
+  /** Kills a process (SIGKILL). Returns false when it was not running. */
+  killProcess(pid: number): Promise<boolean>
+  /** Runs a code cell in a persistent interpreter. */
+  runCode(code: string, options?: RunCodeOptions): Promise<CodeResult>
+  /** Reads a file as UTF-8 text. */
+  readFile(path: string, options?: { format?: 'text'; signal?: AbortSignal }): Promise<string>
+  /** Reads a file as bytes. */
+  readFile(path: string, options: { format: 'bytes'; signal?: AbortSignal }): Promise<Uint8Array>
+  /** Writes a file, creating parent directories. */
+  writeFile(path: string, data: string | Uint8Array, options?: { signal?: AbortSignal }): Promise<void>
+  /** Lists a directory; `depth` default 1. */
+  listDir(path: string, options?: { depth?: number; signal?: AbortSignal }): Promise<FileEntry[]>
+  /** True when the path exists. */
+  exists(path: string): Promise<boolean>
+  /** Removes a file or directory (recursively). */
+  remove(path: string): Promise<void>
+  /** The provider's own SDK object (for E2B: the code-interpreter `Sandbox`). */
+  readonly native: Native
+}
+
+/**
+ * A sandbox platform. `create`, `connect` and `kill` are required; the rest are capabilities the session
+ * manager uses when present and reports as CAPABILITY_UNSUPPORTED when a configuration needs one that is
+ * missing (for example `onTurnEnd: 'pause'` without `pause`). Run `sandboxProviderConformance` from
+ * `@sandkeep/core/test` against any new implementation.
+ */
+export interface SandboxProvider<Native = unknown> {
+  /** Contract version. */
+  readonly specificationVersion: 'v1'
+  /** Short stable name, e.g. `'e2b'`; stored in session records. */
+  readonly providerId: string
+  /** Template used when `create` names none. */
+  readonly defaultTemplate?: string
+  /**
+   * Creates a sandbox.
+   * @throws SandkeepError PROVIDER_AUTH, INVALID_ARGUMENT (unknown template), SANDBOX_UNAVAILABLE (retryable).
+   */
+  create(options: CreateSandboxOptions): Promise<SandboxHandle<Native>>
+  /**
+   * Connects to a sandbox, resuming it when paused. The returned handle's `id` may differ from `sandboxId`.
+   * @throws SandkeepError SANDBOX_NOT_FOUND (killed or past retention), PROVIDER_AUTH, SANDBOX_UNAVAILABLE
+   *   (retryable: 5xx, network, 409 still transitioning, 429).
+   */
+  connect(sandboxId: string, options?: ConnectSandboxOptions): Promise<SandboxHandle<Native>>
+  /** Kills a sandbox. Returns false when it did not exist. */
+  kill(sandboxId: string, options?: { signal?: AbortSignal }): Promise<boolean>
+  /** Pauses a sandbox. Returns false when it was already paused. SANDBOX_NOT_FOUND when it is gone. */
+  pause?(sandboxId: string, options?: { signal?: AbortSignal }): Promise<boolean>
+  /** Sets the sandbox's timeout to now + `timeoutMs`. */
+  setTimeout?(sandboxId: string, timeoutMs: number, options?: { signal?: AbortSignal }): Promise<void>
+  /** Lists sandboxes, filtered by metadata (all pairs must match) and state. */
+  list?(options?: {
+    metadata?: Record<string, string>
+    state?: SandboxState[]
+    limit?: number
+    cursor?: string
+    signal?: AbortSignal
+  }): Promise<{ sandboxes: SandboxInfo[]; cursor?: string }>
+  /** Reads a sandbox's info. SANDBOX_NOT_FOUND when it is gone. */
+  getInfo?(sandboxId: string, options?: { signal?: AbortSignal }): Promise<SandboxInfo>
+}

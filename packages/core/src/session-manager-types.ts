@@ -1,0 +1,155 @@
+import type { HealthCheck } from './health.js'
+import type { JournalStep } from './journal.js'
+import type { ResumeReport, TurnEndReport } from './report.js'
+import type { SandboxHandle, SandboxProvider } from './sandbox-provider.js'
+import type { SessionPage, SessionRecord, SessionStore } from './session-store.js'
+
+/** What happens to the sandbox when the last turn holding it ends. */
+export type OnTurnEnd = 'pause' | 'auto-pause' | 'keep' | 'kill'
+
+/** Options of `createSessionManager`. */
+export interface SessionManagerOptions {
+  /** Where sessions are kept. */
+  store: SessionStore
+  /** The sandbox platform. */
+  provider: SandboxProvider
+  /** Default `'pause'`. `'auto-pause'` needs `provider.setTimeout`; `'pause'` needs `provider.pause`. */
+  onTurnEnd?: OnTurnEnd
+  /** With `'auto-pause'`: idle time before the platform pauses the sandbox, ms. Default 60 000. */
+  idleTimeoutMs?: number
+  /** Sandbox creation settings. */
+  sandbox?: {
+    /** Template; default the provider's. */
+    template?: string
+    /** Sandbox timeout, ms; default 600 000 (must cover the longest turn). */
+    timeoutMs?: number
+    /** Extra metadata (sandkeep's own keys are added; never put secrets here). */
+    metadata?: Record<string, string>
+    /** Environment variables. */
+    envs?: Record<string, string>
+    /** Outbound internet. Default false. */
+    allowInternetAccess?: boolean
+  }
+  /** Declared probes run after every resume. */
+  healthChecks?: HealthCheck[]
+  /** Built-in fidelity probes (memory sentinel, marker file, process list). Default true. */
+  fidelityProbes?: boolean
+  /** Runs on every fresh sandbox (created or recreated), before the journal replay. */
+  bootstrap?: JournalStep[] | ((sandbox: SandboxHandle) => Promise<void>)
+  /** `'journal'`: replay recorded steps after a recreate or a detected memory loss. Default `'journal'`. */
+  rehydrate?: 'journal' | 'none'
+  /** Lease length, ms; renewed at a third of it while the turn runs. Default 30 000. */
+  leaseMs?: number
+  /** Session TTL in the store, ms. Default 30 days. */
+  ttlMs?: number
+  /** How long a holder waits for another's creation, ms. Default 60 000. */
+  createWaitMs?: number
+  /** Retries of transient provider failures. Default `{ retries: 4, minTimeoutMs: 100, maxTimeoutMs: 3000 }`. */
+  retry?: { retries?: number; minTimeoutMs?: number; maxTimeoutMs?: number }
+}
+
+/** Options of `beginTurn` and `withTurn`. */
+export interface TurnOptions {
+  /** Tenant; default `'default'`. */
+  tenant?: string
+  /** Aborts resume and the turn's sandbox calls. */
+  abortSignal?: AbortSignal
+  /** When true, the sandbox is resumed on first use; a turn that never uses it makes no provider call. */
+  lazy?: boolean
+}
+
+/** A turn's journal. */
+export interface TurnJournal {
+  /** Records a setup step for rehydration (after it ran successfully). */
+  record(step: JournalStep): Promise<void>
+  /** The steps recorded so far in this session. */
+  list(): Promise<JournalStep[]>
+}
+
+/** One turn of a conversation: holds the session's lease until `end()`. */
+export interface Turn extends AsyncDisposable {
+  /** Conversation id. */
+  readonly conversationId: string
+  /** Tenant. */
+  readonly tenant: string
+  /**
+   * The sandbox. In a lazy turn the first call on it resumes the sandbox. Throws TURN_ENDED after `end()`.
+   */
+  readonly sandbox: SandboxHandle
+  /** What the resume found; `undefined` while a lazy turn has not touched its sandbox. */
+  readonly report: ResumeReport | undefined
+  /** Resumes now (no-op when done) and returns the ready sandbox. */
+  ready(): Promise<SandboxHandle>
+  /** True once the sandbox was resumed in this turn. */
+  readonly started: boolean
+  /** Setup steps for rehydration. */
+  readonly journal: TurnJournal
+  /** Fires when the turn ends or its abort signal fires. */
+  readonly signal: AbortSignal
+  /** Ends the turn: manifest, lease release, then pause/keep/kill as configured. Idempotent. */
+  end(): Promise<TurnEndReport>
+  /** The end report once ended. */
+  readonly endReport: TurnEndReport | undefined
+}
+
+/** Events emitted by the session manager, with their payloads. */
+export interface SessionManagerEvents {
+  'turn-start': { conversationId: string; tenant: string; holderId: string; lazy: boolean }
+  'resume-end': { conversationId: string; tenant: string; report: ResumeReport }
+  'health-check': {
+    conversationId: string
+    tenant: string
+    sandboxId: string
+    result: import('./health.js').HealthCheckResult
+  }
+  rehydrate: {
+    conversationId: string
+    tenant: string
+    sandboxId: string
+    steps: number
+    ms: number
+    reason: 'created' | 'recreated' | 'memory-lost'
+  }
+  'turn-end': { conversationId: string; tenant: string; report: ResumeReport | undefined; end: TurnEndReport }
+  'pause-end': {
+    conversationId: string
+    tenant: string
+    sandboxId: string
+    action: TurnEndReport['action']
+    ms: number
+  }
+  error: { conversationId?: string; tenant?: string; error: unknown; phase: string }
+}
+
+/** Result of `gc`. */
+export interface GcResult {
+  /** Sandboxes killed because no session maps to them. */
+  killedSandboxes: string[]
+  /** Sessions deleted because their sandbox is gone. */
+  deletedSessions: Array<{ tenant: string; conversationId: string }>
+}
+
+/** Keeps conversations' sandboxes across turns. Made by `createSessionManager`. */
+export interface SessionManager {
+  /** Begins a turn. Throws INVALID_ARGUMENT before any I/O on bad ids. */
+  beginTurn(conversationId: string, options?: TurnOptions): Promise<Turn>
+  /** Runs `fn` inside a turn and ends the turn even when `fn` throws (then rethrows). */
+  withTurn<T>(conversationId: string, fn: (turn: Turn) => Promise<T>, options?: TurnOptions): Promise<T>
+  /** Kills the session's sandbox and deletes the session. Returns false when there was none. */
+  endSession(conversationId: string, options?: { tenant?: string }): Promise<boolean>
+  /** Reads a session's record. */
+  getSession(conversationId: string, options?: { tenant?: string }): Promise<SessionRecord | null>
+  /** Lists a tenant's sessions, most recent first. */
+  listSessions(options?: { tenant?: string; limit?: number; cursor?: string }): Promise<SessionPage>
+  /** Kills orphaned sandboxes and deletes sessions whose sandbox is gone. */
+  gc(options?: { tenant?: string; dryRun?: boolean }): Promise<GcResult>
+  /** Subscribes to an event; returns the unsubscribe function. */
+  on<E extends keyof SessionManagerEvents>(
+    event: E,
+    listener: (payload: SessionManagerEvents[E]) => void,
+  ): () => void
+  /** The store. */
+  readonly store: SessionStore
+  /** The provider. */
+  readonly provider: SandboxProvider
+}

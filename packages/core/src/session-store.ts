@@ -1,0 +1,242 @@
+import type { JournalEntry, JournalStep } from './journal.js'
+import type { SessionKey } from './validation.js'
+
+/** The schema version of {@link SessionRecord}s written by this version of sandkeep. */
+export const SESSION_RECORD_SCHEMA_VERSION = 1
+
+/** What sandkeep last knew of the sandbox's state. */
+export type SessionSandboxState = 'running' | 'paused' | 'killed' | 'unknown'
+
+/**
+ * What the turn that ended last left behind, so the next turn can check what survived the pause.
+ * Written at turn end by the session manager.
+ */
+export interface TurnManifest {
+  /** When the manifest was written, epoch ms. */
+  writtenAt: number
+  /** The sandbox the manifest describes. */
+  sandboxId: string
+  /** One sentinel per interpreter context the turn used; `null` when no code ran in this sandbox. */
+  memory: Array<{
+    /** Interpreter language of the context. */
+    language: string
+    /** Context id, or `null` for the language's default context. */
+    contextId: string | null
+    /** Name of the global variable holding the sentinel. */
+    variable: string
+    /** The sentinel's value; a memory-keeping resume still has it. */
+    value: string
+  }> | null
+  /** The marker file written at turn end; `null` when the filesystem probe is off. */
+  filesystem: {
+    /** Absolute path inside the sandbox. */
+    path: string
+    /** Its content. */
+    value: string
+  } | null
+  /** Background processes running at turn end; `null` when the process probe is off or unsupported. */
+  processes: Array<{
+    /** Pid inside the sandbox. */
+    pid: number
+    /** The command line as started (for E2B: the `bash -l -c` argument). */
+    command: string
+    /** Working directory, when known. */
+    cwd?: string
+  }> | null
+}
+
+/** One session: a conversation mapped to a sandbox. Stored as JSON with a schema version. */
+export interface SessionRecord {
+  /** Always {@link SESSION_RECORD_SCHEMA_VERSION} for records this version writes. */
+  schemaVersion: 1
+  /** Tenant the session belongs to. */
+  tenant: string
+  /** The raw conversation id (keys only hold a hash of it). */
+  conversationId: string
+  /** The sandbox that holds this conversation's state; `null` before the first creation finished. */
+  sandboxId: string | null
+  /** `SandboxProvider.providerId` of the provider that created the sandbox. */
+  providerId: string | null
+  /** Template the sandbox was created from, when known. */
+  template: string | null
+  /** When the session was first recorded, epoch ms. */
+  createdAt: number
+  /** When the record last changed, epoch ms. */
+  updatedAt: number
+  /** When the latest turn started, epoch ms; `null` before the first turn. */
+  lastTurnStartedAt: number | null
+  /** When the latest turn ended, epoch ms; `null` before the first turn ended. */
+  lastTurnEndedAt: number | null
+  /** Number of turns that ended. */
+  turnCount: number
+  /** Seconds the sandbox ran during turns (begin to end), summed over turns. */
+  runningSeconds: number
+  /** Seconds the sandbox spent paused between turns, summed. */
+  pausedSeconds: number
+  /** What sandkeep last knew of the sandbox's state. */
+  state: SessionSandboxState
+  /** When the sandbox was last paused (or left to auto-pause), epoch ms; `null` when running or never paused. */
+  pausedAt: number | null
+  /** Fencing token of the holder that last wrote `sandboxId`; writes with a lower token are refused. */
+  mappingToken: number
+  /** What the latest turn left behind; `null` before the first turn ended. */
+  manifest: TurnManifest | null
+  /** Free-form, JSON-safe data for integrations (never secrets). */
+  extra?: Record<string, unknown>
+}
+
+/** A holder's right to use a session for a while. Renew it before `expiresAt` for long turns. */
+export interface Lease {
+  /** Unique id of the holder (one per turn). */
+  holderId: string
+  /** Monotonically increasing per session; a higher token supersedes a lower one for mapping writes. */
+  fencingToken: number
+  /** When the lease lapses unless renewed, epoch ms (store clock). */
+  expiresAt: number
+}
+
+/** Answer of {@link SessionStore.acquire}. */
+export interface AcquireResult {
+  /** The lease taken. */
+  lease: Lease
+  /** The record as it was when the lease was taken; `null` when the session is new. */
+  record: SessionRecord | null
+  /**
+   * True when this holder must create the sandbox (no sandbox mapped and no live creation claim): it holds
+   * the creation claim until it calls `setSandbox` or its lease lapses. False when a sandbox is mapped, or
+   * when another holder is creating it (then `record?.sandboxId` is null: wait with `claimCreation`).
+   */
+  create: boolean
+  /** Live holders after this one joined, this one included. */
+  holders: number
+}
+
+/** Answer of {@link SessionStore.claimCreation}. */
+export interface ClaimResult {
+  /** The record now; when it has a `sandboxId`, use it. */
+  record: SessionRecord | null
+  /** True when this holder now holds the creation claim (the previous claimant's lease lapsed). */
+  create: boolean
+}
+
+/** Fields written when a holder maps (or re-maps) the session to a sandbox. */
+export interface SetSandboxInput {
+  /** The new sandbox id. */
+  sandboxId: string
+  /**
+   * The id the holder believes is mapped now (`null` for a first creation). When the store holds another id
+   * the write is refused with LEASE_LOST: someone else changed the mapping first.
+   */
+  expectedSandboxId: string | null
+  /** Provider that owns the sandbox. */
+  providerId: string
+  /** Template it was created from. */
+  template?: string | null
+  /** State to record, default `'running'`. */
+  state?: SessionSandboxState
+}
+
+/** What a holder writes as it releases its lease at turn end (one round trip with the release). */
+export interface ReleaseInput {
+  /** The manifest of what this turn left behind; omitted = keep the stored one. */
+  manifest?: TurnManifest | null
+  /** When the turn ended, epoch ms. */
+  turnEndedAt: number
+  /** Seconds to add to `runningSeconds`. */
+  runningSeconds?: number
+  /** Seconds to add to `pausedSeconds` (the pause that preceded this turn). */
+  pausedSeconds?: number
+  /**
+   * State to record only if this holder turns out to be the last live holder (it is the one that pauses);
+   * with `pausedAt` set when the state is `'paused'`. Omitted = leave the state.
+   */
+  stateIfLast?: SessionSandboxState
+  /** Session TTL to set, ms; default the store's `ttlMs`. */
+  ttlMs?: number
+}
+
+/** Answer of {@link SessionStore.release}. */
+export interface ReleaseResult {
+  /** True when no live holder remains: the caller is the one that pauses (or kills, or keeps). */
+  last: boolean
+  /** The record after the write; `null` when the session was deleted meanwhile. */
+  record: SessionRecord | null
+}
+
+/** One page of {@link SessionStore.list}. */
+export interface SessionPage {
+  /** Sessions, most recently active first. */
+  sessions: SessionRecord[]
+  /** Pass back to get the next page; `undefined` on the last page. */
+  cursor?: string
+}
+
+/**
+ * Where a conversation finds its sandbox. Implementations: `createMemorySessionStore` (one process) and
+ * `createRedisSessionStore` (`@sandkeep/redis`). Run `sessionStoreConformance` from `@sandkeep/core/test`
+ * against any new implementation. All methods validate their inputs before any I/O and throw
+ * `SandkeepError` INVALID_ARGUMENT on bad input, STORE_UNAVAILABLE when the backend cannot be reached in a
+ * bounded time, and STORE_CORRUPT (naming the key) when a stored record does not parse.
+ */
+export interface SessionStore {
+  /** Contract version. */
+  readonly specificationVersion: 'v1'
+  /** Short name of the backend, e.g. `'memory'` or `'redis'`. */
+  readonly storeId: string
+  /**
+   * Begins a turn in one atomic step: prunes lapsed holders, adds this holder with a lease of `leaseMs`,
+   * issues the next fencing token, reads the record, and grants the creation claim when no sandbox is mapped
+   * and no live holder holds the claim. Refreshes the session TTL.
+   */
+  acquire(
+    key: SessionKey,
+    options: { holderId: string; leaseMs: number; ttlMs?: number },
+  ): Promise<AcquireResult>
+  /**
+   * Extends a live lease to now + `leaseMs`.
+   * @throws SandkeepError LEASE_LOST when the lease lapsed or the holder was removed.
+   */
+  renew(key: SessionKey, lease: Lease, options: { leaseMs: number }): Promise<Lease>
+  /**
+   * For a holder waiting on another's creation: returns the mapping when it exists, or hands this holder the
+   * claim when the claimant's lease lapsed. Callers poll it with backoff and jitter, bounded.
+   * @throws SandkeepError LEASE_LOST when this holder's own lease lapsed.
+   */
+  claimCreation(key: SessionKey, lease: Lease): Promise<ClaimResult>
+  /**
+   * Compare-and-set of the mapping, fenced: refused unless the lease is live, its token is at least the
+   * record's `mappingToken`, and the stored sandbox id equals `expectedSandboxId`. Creates the record on
+   * first creation and releases the creation claim.
+   * @throws SandkeepError LEASE_LOST when refused.
+   */
+  setSandbox(key: SessionKey, lease: Lease, input: SetSandboxInput): Promise<SessionRecord>
+  /**
+   * Ends a holder's turn in one atomic step: removes the holder, writes the manifest and counters, refreshes
+   * the TTL, and tells whether it was the last live holder. Releasing a lapsed lease still writes the
+   * counters (the turn did happen) and reports `last` from the live holders.
+   */
+  release(key: SessionKey, lease: Lease, input: ReleaseInput): Promise<ReleaseResult>
+  /** Updates the recorded sandbox state (after a pause that happened outside `release`, or a failed one). */
+  setState(
+    key: SessionKey,
+    state: SessionSandboxState,
+    options?: { at?: number },
+  ): Promise<SessionRecord | null>
+  /** Reads a record; `null` when there is none. */
+  get(key: SessionKey): Promise<SessionRecord | null>
+  /** Deletes the record, its leases and its journal. Returns false when there was nothing to delete. */
+  delete(key: SessionKey): Promise<boolean>
+  /** Sessions of one tenant, most recently active first, paged. `limit` default 50, at most 1000. */
+  list(tenant: string, options?: { limit?: number; cursor?: string }): Promise<SessionPage>
+  /**
+   * Appends a setup step to the session's journal.
+   * @throws SandkeepError JOURNAL_FULL past the store's step-count or byte limit (the step is not stored).
+   */
+  appendJournal(key: SessionKey, step: JournalStep): Promise<void>
+  /** The journal in recording order. */
+  readJournal(key: SessionKey): Promise<JournalEntry[]>
+  /** Empties the journal. */
+  clearJournal(key: SessionKey): Promise<void>
+  /** Releases connections. Further calls throw. */
+  close(): Promise<void>
+}

@@ -1,0 +1,2 @@
+// Test doubles and conformance suites for users of @sandkeep/core. Filled in by the store and manager work.
+export {}

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest'
+import { SandkeepError } from './errors.js'
+import { validateConversationId, validateSessionKey, validateTenant } from './validation.js'
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn()
+  } catch (error) {
+    return SandkeepError.isInstance(error) ? error.code : 'not-a-sandkeep-error'
+  }
+  return undefined
+}
+
+describe('validateConversationId', () => {
+  it('accepts printable text of any script, separators and glob characters included', () => {
+    for (const id of ['conv-42', 'a:b', '{x}', '*', 'ünïcödé 会话 🧪', 'x'.repeat(512), '€'.repeat(170)]) {
+      expect(validateConversationId(id)).toBe(id)
+    }
+  })
+
+  it('counts UTF-8 bytes, not characters: 512 bytes pass, 513 fail', () => {
+    expect(validateConversationId('é'.repeat(256))).toHaveLength(256) // 512 bytes
+    expect(codeOf(() => validateConversationId(`${'é'.repeat(256)}a`))).toBe('INVALID_ARGUMENT')
+    expect(codeOf(() => validateConversationId('x'.repeat(513)))).toBe('INVALID_ARGUMENT')
+    expect(codeOf(() => validateConversationId('🧪'.repeat(129)))).toBe('INVALID_ARGUMENT') // 516 bytes
+  })
+
+  it('refuses empty strings, control characters and non-strings', () => {
+    for (const bad of ['', 'a\nb', 'a\u0000b', '\t', 'x\u007f', 'x\u0085', 'x\u2028', '\ud800']) {
+      expect(
+        codeOf(() => validateConversationId(bad)),
+        JSON.stringify(bad),
+      ).toBe('INVALID_ARGUMENT')
+    }
+    for (const bad of [undefined, null, 42, {}, ['a'], Symbol('x')]) {
+      expect(codeOf(() => validateConversationId(bad))).toBe('INVALID_ARGUMENT')
+    }
+  })
+
+  it('says what to do in its message', () => {
+    try {
+      validateConversationId('x'.repeat(600))
+      expect.unreachable()
+    } catch (error) {
+      expect((error as Error).message).toMatch(/600 bytes; the limit is 512/)
+    }
+  })
+})
+
+describe('validateTenant', () => {
+  it('defaults to "default" and accepts the allowed alphabet', () => {
+    expect(validateTenant(undefined)).toBe('default')
+    expect(validateTenant('acme.prod_eu-1')).toBe('acme.prod_eu-1')
+    expect(validateTenant('t'.repeat(64))).toHaveLength(64)
+  })
+
+  it('refuses separators, braces, globs, unicode, empty and long tenants', () => {
+    for (const bad of ['', 'a:b', '{x}', 'a*', 'a b', 'ü', 'a\nb', 't'.repeat(65), 'a/b']) {
+      expect(
+        codeOf(() => validateTenant(bad)),
+        JSON.stringify(bad),
+      ).toBe('INVALID_ARGUMENT')
+    }
+    expect(codeOf(() => validateTenant(7))).toBe('INVALID_ARGUMENT')
+    expect(codeOf(() => validateTenant(null))).toBe('INVALID_ARGUMENT')
+  })
+
+  it('validates both parts of a key', () => {
+    expect(validateSessionKey('c', 'acme')).toEqual({ tenant: 'acme', conversationId: 'c' })
+    expect(codeOf(() => validateSessionKey('c', 'a:b'))).toBe('INVALID_ARGUMENT')
+  })
+})

@@ -1,0 +1,107 @@
+import { SandkeepError } from './errors.js'
+
+/** Largest conversation id, in UTF-8 bytes. */
+export const MAX_CONVERSATION_ID_BYTES = 512
+/** Tenant ids: short, and safe in keys, metadata and file names. */
+export const TENANT_PATTERN = /^[A-Za-z0-9._-]{1,64}$/
+/** The tenant used when a call names none. */
+export const DEFAULT_TENANT = 'default'
+
+// C0 controls, DEL, C1 controls, and the Unicode line/paragraph separators.
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
+
+const encoder = new TextEncoder()
+
+function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value === 'string' ? `"${value.slice(0, 40)}"` : `a ${typeof value}`
+}
+
+/**
+ * Checks a conversation id before any I/O: a non-empty string of at most 512 UTF-8 bytes without control
+ * characters. Any other printable text is allowed (`:`, `{`, `*`, emoji): ids are hashed, never put in keys.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function validateConversationId(conversationId: unknown): string {
+  if (typeof conversationId !== 'string') {
+    throw invalid(`conversationId must be a string, got ${describe(conversationId)}.`)
+  }
+  if (conversationId.length === 0) {
+    throw invalid('conversationId must not be empty: pass the id of the chat this turn belongs to.')
+  }
+  const bytes = encoder.encode(conversationId).byteLength
+  if (bytes > MAX_CONVERSATION_ID_BYTES) {
+    throw invalid(
+      `conversationId is ${bytes} bytes; the limit is ${MAX_CONVERSATION_ID_BYTES}. Use a shorter id, or a hash of it.`,
+    )
+  }
+  if (CONTROL_CHARACTERS.test(conversationId)) {
+    throw invalid('conversationId contains a control character (newline, NUL, ...); strip it before calling.')
+  }
+  if (conversationId.isWellFormed && !conversationId.isWellFormed()) {
+    throw invalid('conversationId contains a lone UTF-16 surrogate; pass well-formed text.')
+  }
+  return conversationId
+}
+
+/**
+ * Checks a tenant id before any I/O: 1 to 64 characters from `A-Z a-z 0-9 . _ -`. `undefined` means
+ * {@link DEFAULT_TENANT}.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function validateTenant(tenant: unknown): string {
+  if (tenant === undefined) return DEFAULT_TENANT
+  if (typeof tenant !== 'string') throw invalid(`tenant must be a string, got ${describe(tenant)}.`)
+  if (!TENANT_PATTERN.test(tenant)) {
+    throw invalid(
+      `tenant ${JSON.stringify(tenant.slice(0, 80))} is not allowed: use 1 to 64 characters from A-Z, a-z, 0-9, '.', '_' and '-'.`,
+    )
+  }
+  return tenant
+}
+
+/**
+ * Checks a sandbox id as returned by a provider: a non-empty printable string of at most 256 bytes.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function validateSandboxId(sandboxId: unknown): string {
+  if (typeof sandboxId !== 'string' || sandboxId.length === 0) {
+    throw invalid(`sandboxId must be a non-empty string, got ${describe(sandboxId)}.`)
+  }
+  if (encoder.encode(sandboxId).byteLength > 256 || CONTROL_CHARACTERS.test(sandboxId)) {
+    throw invalid('sandboxId must be at most 256 bytes of printable text.')
+  }
+  return sandboxId
+}
+
+/** A session key: the pair that names one session. */
+export interface SessionKey {
+  /** Tenant id, validated by {@link validateTenant}. */
+  tenant: string
+  /** Conversation id, validated by {@link validateConversationId}. */
+  conversationId: string
+}
+
+/**
+ * Validates both parts of a session key.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function validateSessionKey(conversationId: unknown, tenant?: unknown): SessionKey {
+  return { tenant: validateTenant(tenant), conversationId: validateConversationId(conversationId) }
+}
+
+/**
+ * Checks that a number option is a finite integer within bounds.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function validateInteger(name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw invalid(`${name} must be an integer from ${min} to ${max}, got ${describe(value)}.`)
+  }
+  return value
+}
+
+function invalid(message: string): SandkeepError {
+  return new SandkeepError({ code: 'INVALID_ARGUMENT', message })
+}

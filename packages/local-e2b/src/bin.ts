@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+console.error('sandkeep-local-e2b: not built yet')
+process.exit(1)

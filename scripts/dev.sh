@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One entry point for a fresh machine: brings Node 22 + pnpm, installs, builds, then runs what was asked.
+#   bash scripts/dev.sh demo [demo flags]   replay the demo chat on embedded defaults (local-e2b + memory store)
+#   bash scripts/dev.sh test [vitest args]  run the whole test suite (starts Redis on 127.0.0.1:6379 if needed)
+#   bash scripts/dev.sh setup               only install and build
+#   bash scripts/dev.sh <cmd> ...           run any command with the toolchain on PATH (e.g. pnpm bench)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/ensure-toolchain.sh
+. scripts/ensure-toolchain.sh
+
+setup() {
+  if [ ! -f node_modules/.modules.yaml ] || [ pnpm-lock.yaml -nt node_modules/.modules.yaml ]; then
+    pnpm install --frozen-lockfile
+  fi
+  pnpm -s build >/dev/null || pnpm build
+}
+
+ensure_redis() {
+  if redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then return 0; fi
+  if ! command -v redis-server >/dev/null 2>&1; then
+    echo "dev.sh: redis-server is missing; installing it with apt-get" >&2
+    apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
+  fi
+  echo "dev.sh: starting redis-server on 127.0.0.1:6379" >&2
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
+  for _ in $(seq 1 50); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "dev.sh: redis did not start" >&2; return 1
+}
+
+ensure_bubblewrap() {
+  command -v bwrap >/dev/null 2>&1 && return 0
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "dev.sh: installing bubblewrap for sandbox isolation" >&2
+    (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "dev.sh: bubblewrap could not be installed; sandboxes run unisolated" >&2
+  fi
+}
+
+command="${1:-demo}"
+[ "$#" -gt 0 ] && shift
+case "$command" in
+  setup) setup ;;
+  demo) ensure_bubblewrap; setup; exec node packages/cli/dist/bin.js demo "$@" ;;
+  test) ensure_bubblewrap; ensure_redis; setup; exec pnpm test "$@" ;;
+  *) exec "$command" "$@" ;;
+esac

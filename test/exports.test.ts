@@ -1,0 +1,57 @@
+import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { describe, expect, it } from 'vitest'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const run = promisify(execFile)
+
+// Each published entry point, imported by name from a plain Node process (no vitest aliases), so the
+// built `exports` maps are what is tested. `pnpm build` runs before the tests in .ci/run.
+const entries = [
+  '@sandkeep/core',
+  '@sandkeep/core/test',
+  '@sandkeep/redis',
+  '@sandkeep/e2b',
+  '@sandkeep/local-e2b',
+  '@sandkeep/ai-sdk',
+  'sandkeep',
+]
+
+describe('package exports', () => {
+  it('every package is built', () => {
+    for (const dir of ['core', 'redis', 'e2b', 'local-e2b', 'ai-sdk', 'cli']) {
+      expect(
+        existsSync(`${root}packages/${dir}/dist/index.js`),
+        `packages/${dir} is not built: run pnpm build`,
+      ).toBe(true)
+      expect(existsSync(`${root}packages/${dir}/dist/index.d.ts`), `packages/${dir} has no types`).toBe(true)
+    }
+  })
+
+  it.each(entries)('%s resolves and loads from a consumer', async (name) => {
+    const script = `const m = await import(${JSON.stringify(name)}); console.log(JSON.stringify(Object.keys(m)))`
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
+    expect(Array.isArray(JSON.parse(stdout))).toBe(true)
+  })
+
+  it('core exposes its public names from the built package', async () => {
+    const script = `import * as core from '@sandkeep/core'; console.log(JSON.stringify(Object.keys(core)))`
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
+    const names: string[] = JSON.parse(stdout)
+    for (const name of [
+      'SandkeepError',
+      'SandkeepErrorCode',
+      'validateConversationId',
+      'validateTenant',
+      'processCheck',
+      'portCheck',
+      'codeCheck',
+      'fileCheck',
+      'customCheck',
+    ]) {
+      expect(names).toContain(name)
+    }
+  })
+})
