@@ -36,11 +36,30 @@ ensure_bubblewrap() {
   fi
 }
 
+# Runs vitest and ends with one plain summary line ("tests: N passed, N failed, N skipped") that any CI can read.
+run_tests() {
+  local report status
+  report="$(mktemp -t sandkeep-vitest.XXXXXX.json)"
+  set +e
+  pnpm test --reporter=default --reporter=json --outputFile.json="$report" "$@"
+  status=$?
+  set -e
+  node -e '
+    const fs = require("node:fs")
+    let r
+    try { r = JSON.parse(fs.readFileSync(process.argv[1], "utf8")) } catch { process.exit(0) }
+    const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0)
+    console.log(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${skipped} skipped`)
+  ' "$report"
+  rm -f "$report"
+  return "$status"
+}
+
 command="${1:-demo}"
 [ "$#" -gt 0 ] && shift
 case "$command" in
   setup) setup ;;
   demo) ensure_bubblewrap; setup; exec node packages/cli/dist/bin.js demo "$@" ;;
-  test) ensure_bubblewrap; ensure_redis; setup; exec pnpm test "$@" ;;
+  test) ensure_bubblewrap; ensure_redis; setup; run_tests "$@" ;;
   *) exec "$command" "$@" ;;
 esac
