@@ -1,2 +1,3 @@
 // Test doubles and conformance suites for users of @sandkeep/core. Filled in by the store and manager work.
-export {}
+
+export * from './session-store-conformance.js'
