@@ -1,1 +1,27 @@
-export {}
+export { sliceLines, splitLines, stateLostNotice, type TruncatedText, truncateOutput } from './output.js'
+export {
+  createSandboxSession,
+  DEFAULT_WORKING_DIRECTORY,
+  isSandkeepSandboxSession,
+  type SandboxSessionOptions,
+  type SandkeepSandboxSession,
+  type SessionRunCodeOptions,
+  type SessionRunCommandOptions,
+} from './sandbox-session.js'
+export {
+  type CodeToolResult,
+  type CommandToolResult,
+  type ListFilesInput,
+  type ListFilesToolResult,
+  type ReadFileInput,
+  type ReadFileToolResult,
+  type RunCodeInput,
+  type RunCommandInput,
+  type SandboxTools,
+  type SandboxToolsOptions,
+  sandboxTools,
+  type ToolErrorResult,
+  type WriteFileInput,
+  type WriteFileToolResult,
+} from './sandbox-tools.js'
+export { type SandkeepTurn, type SandkeepTurnOptions, sandkeepTurn } from './turn.js'

@@ -1,0 +1,84 @@
+import type { ResumeReport } from '@sandkeep/core'
+
+/** Result of {@link truncateOutput}. */
+export interface TruncatedText {
+  /** The text to show, with an inline note where characters were cut. */
+  text: string
+  /** Characters left out; 0 when the text fit. */
+  omittedChars: number
+}
+
+const numberFormat = new Intl.NumberFormat('en-US')
+
+/**
+ * Shortens `text` to about `maxChars` characters, keeping its beginning and its end (the end of a log is
+ * where errors usually are) and putting a note in the middle that says how much was left out, so the model
+ * never mistakes a cut output for the whole of it. The note itself is not counted against `maxChars`.
+ */
+export function truncateOutput(text: string, maxChars: number): TruncatedText {
+  if (!Number.isFinite(maxChars) || maxChars <= 0 || text.length <= maxChars) return { text, omittedChars: 0 }
+  const headChars = Math.ceil(maxChars * 0.6)
+  const tailChars = maxChars - headChars
+  // Cut on code-point boundaries so a surrogate pair is never split into two invalid halves.
+  let headEnd = headChars
+  if (isHighSurrogate(text.charCodeAt(headEnd - 1))) headEnd -= 1
+  let tailStart = text.length - tailChars
+  if (isLowSurrogate(text.charCodeAt(tailStart))) tailStart += 1
+  const omittedChars = tailStart - headEnd
+  const note =
+    `\n[... ${numberFormat.format(omittedChars)} characters omitted: the output was ` +
+    `${numberFormat.format(text.length)} characters; showing the first ${numberFormat.format(headEnd)} ` +
+    `and the last ${numberFormat.format(text.length - tailStart)} ...]\n`
+  return { text: text.slice(0, headEnd) + note + text.slice(tailStart), omittedChars }
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff
+}
+
+/**
+ * The note put in front of the model on the first tool result of a turn whose resume lost state, or
+ * `undefined` when nothing was lost. Short and concrete: what is gone and what to do.
+ */
+export function stateLostNotice(report: ResumeReport | undefined): string | undefined {
+  if (report === undefined || !report.stateLost) return undefined
+  const replayed =
+    report.rehydratedSteps > 0
+      ? ` ${report.rehydratedSteps} recorded setup step${report.rehydratedSteps === 1 ? ' was' : 's were'} replayed.`
+      : ''
+  if (report.outcome === 'recreated' || report.survived.filesystem === false) {
+    return (
+      'Notice: the sandbox was replaced by a fresh one since the previous turn (the old one expired or was ' +
+      'removed). Files, installed packages, interpreter variables and running processes from earlier turns ' +
+      `are gone.${replayed} Recreate whatever you still need before relying on it.`
+    )
+  }
+  const lost = ['interpreter variables and imports']
+  if (report.survived.processes === false) lost.push('running processes')
+  return (
+    `Notice: the sandbox's memory did not survive the pause since the previous turn: ${lost.join(' and ')} ` +
+    `from earlier turns are gone; files are still there.${replayed} Re-run the code that defined what you need.`
+  )
+}
+
+/** Splits text into lines, each keeping its own line terminator, so a range joins back byte for byte. */
+export function splitLines(text: string): string[] {
+  if (text.length === 0) return []
+  return text.split(/(?<=\n)/)
+}
+
+/**
+ * Selects 1-based inclusive lines `startLine..endLine` of `text`. An `endLine` past the end reads to the
+ * end; a `startLine` past the end gives an empty string.
+ */
+export function sliceLines(text: string, startLine = 1, endLine?: number): string {
+  if (startLine === 1 && endLine === undefined) return text
+  const lines = splitLines(text)
+  return lines
+    .slice(startLine - 1, endLine === undefined ? undefined : Math.max(endLine, startLine - 1))
+    .join('')
+}

@@ -1,0 +1,554 @@
+import { posix } from 'node:path'
+import { type CodeLanguage, type CodeResult, type JournalStep, SandkeepError } from '@sandkeep/core'
+import { type Experimental_SandboxSession, type Tool, tool } from 'ai'
+import { z } from 'zod'
+import { truncateOutput } from './output.js'
+import { isSandkeepSandboxSession, type SandkeepSandboxSession, shellQuote } from './sandbox-session.js'
+
+/** Options of {@link sandboxTools}. */
+export interface SandboxToolsOptions {
+  /**
+   * The sandbox the tools use. Default: the `experimental_sandbox` of the `generateText` / `streamText` /
+   * agent call (a sandkeep session gets every feature; any other AI SDK sandbox gets commands and files,
+   * and `runCode` without persistent state).
+   */
+  session?: SandkeepSandboxSession
+  /** Largest stdout/stderr shown to the model, per stream, in characters; the rest is cut with a note. Default 8 000. */
+  maxOutputChars?: number
+  /** Largest file content `readFile` returns, in characters. Default 20 000. */
+  maxFileChars?: number
+  /** Most entries `listFiles` returns. Default 200. */
+  maxListEntries?: number
+  /** Limit of one command or code cell, ms. Default 120 000. */
+  timeoutMs?: number
+  /**
+   * Which successful calls are recorded in the session's journal as setup steps (replayed when the
+   * sandbox has to be recreated): `'flagged'` (default) those the model marks with `setup: true`, `'all'`
+   * every command, code cell and file write, `'none'` none.
+   */
+  setupSteps?: 'flagged' | 'all' | 'none'
+}
+
+/** What a tool returns when the call failed: the error as a result, so the model can react to it. */
+export interface ToolErrorResult {
+  /** Set when earlier sandbox state is gone (first result of such a turn). */
+  notice?: string
+  /** What went wrong, for the model. */
+  error: string
+  /** sandkeep error code when there is one (FILE_NOT_FOUND, TIMEOUT, ...). */
+  code?: string
+}
+
+/** Result of `runCommand`. */
+export interface CommandToolResult {
+  /** Set when earlier sandbox state is gone (first result of such a turn), or a setup step was not recorded. */
+  notice?: string
+  /** Exit code; -1 when killed. */
+  exitCode: number
+  /** Standard output, cut past `maxOutputChars` with a note. */
+  stdout: string
+  /** Standard error, cut past `maxOutputChars` with a note. */
+  stderr: string
+}
+
+/** Result of `runCode`. */
+export interface CodeToolResult {
+  /** Set when earlier sandbox state is gone (first result of such a turn), or a setup step was not recorded. */
+  notice?: string
+  /** The last expression's value as a notebook shows it, or null. */
+  result: string | null
+  /** Printed output. */
+  stdout: string
+  /** Printed errors. */
+  stderr: string
+  /** The exception, `Name: value` followed by the traceback, when the code raised. */
+  error?: string
+}
+
+/** Result of `readFile`. */
+export interface ReadFileToolResult {
+  /** Set when earlier sandbox state is gone (first result of such a turn). */
+  notice?: string
+  /** Absolute path read. */
+  path: string
+  /** The requested lines. */
+  content: string
+  /** Lines in the whole file. */
+  totalLines: number
+}
+
+/** Result of `writeFile`. */
+export interface WriteFileToolResult {
+  /** Set when earlier sandbox state is gone (first result of such a turn), or a setup step was not recorded. */
+  notice?: string
+  /** Absolute path written. */
+  path: string
+  /** Bytes written (UTF-8). */
+  bytes: number
+}
+
+/** Result of `listFiles`. */
+export interface ListFilesToolResult {
+  /** Set when earlier sandbox state is gone, or when the listing was cut. */
+  notice?: string
+  /** Absolute path listed. */
+  path: string
+  /** Entries, paths relative to `path`. */
+  entries: Array<{ path: string; type: 'file' | 'dir' | 'symlink' | 'other'; size?: number }>
+}
+
+/** Input of `runCode`. */
+export interface RunCodeInput {
+  code: string
+  language?: CodeLanguage | undefined
+  setup?: boolean | undefined
+}
+
+/** Input of `runCommand`. */
+export interface RunCommandInput {
+  command: string
+  cwd?: string | undefined
+  setup?: boolean | undefined
+}
+
+/** Input of `readFile`. */
+export interface ReadFileInput {
+  path: string
+  startLine?: number | undefined
+  endLine?: number | undefined
+}
+
+/** Input of `writeFile`. */
+export interface WriteFileInput {
+  path: string
+  content: string
+  setup?: boolean | undefined
+}
+
+/** Input of `listFiles`. */
+export interface ListFilesInput {
+  path?: string | undefined
+  depth?: number | undefined
+}
+
+/** The tool set {@link sandboxTools} returns; every result is either the tool's result or a {@link ToolErrorResult}. */
+export interface SandboxTools {
+  /** Runs Python or JavaScript in the persistent interpreter. */
+  runCode: Tool<RunCodeInput, CodeToolResult | ToolErrorResult>
+  /** Runs a shell command. */
+  runCommand: Tool<RunCommandInput, CommandToolResult | ToolErrorResult>
+  /** Reads a text file (optionally a line range). */
+  readFile: Tool<ReadFileInput, ReadFileToolResult | ToolErrorResult>
+  /** Writes a text file. */
+  writeFile: Tool<WriteFileInput, WriteFileToolResult | ToolErrorResult>
+  /** Lists a directory. */
+  listFiles: Tool<ListFilesInput, ListFilesToolResult | ToolErrorResult>
+}
+
+/** The operations the tools need, over a sandkeep session or any AI SDK sandbox. */
+interface ToolSandbox {
+  persistentCode: boolean
+  resolvePath(path: string): string
+  runCommand(
+    command: string,
+    options: { cwd?: string; timeoutMs: number; abortSignal?: AbortSignal },
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }>
+  runCode(
+    code: string,
+    options: { language: CodeLanguage; timeoutMs: number; abortSignal?: AbortSignal },
+  ): Promise<CodeResult>
+  readText(path: string, abortSignal?: AbortSignal): Promise<string | null>
+  writeText(path: string, content: string, abortSignal?: AbortSignal): Promise<void>
+  list(path: string, depth: number, abortSignal?: AbortSignal): Promise<ListFilesToolResult['entries'] | null>
+  notice(): string | undefined
+  record?(step: JournalStep): Promise<void>
+}
+
+const setupField = z
+  .boolean()
+  .optional()
+  .describe(
+    'Set true when this call prepares the environment for later turns (installs a package, downloads or ' +
+      'loads data, writes a config): it is then replayed if the sandbox ever has to be rebuilt.',
+  )
+
+/**
+ * The sandbox tools for a model: `runCode`, `runCommand`, `readFile`, `writeFile`, `listFiles`. Results are
+ * shaped for a model (exit codes, output cut with a note, errors as results, a notice when earlier state
+ * is gone) and never throw.
+ * @throws SandkeepError INVALID_ARGUMENT for bad options.
+ */
+export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
+  const maxOutputChars = positive(options.maxOutputChars, 'maxOutputChars', 8_000)
+  const maxFileChars = positive(options.maxFileChars, 'maxFileChars', 20_000)
+  const maxListEntries = positive(options.maxListEntries, 'maxListEntries', 200)
+  const timeoutMs = positive(options.timeoutMs, 'timeoutMs', 120_000)
+  const setupSteps = options.setupSteps ?? 'flagged'
+  if (!['flagged', 'all', 'none'].includes(setupSteps)) {
+    throw invalid(`sandboxTools: setupSteps must be 'flagged', 'all' or 'none', got ${String(setupSteps)}.`)
+  }
+  if (options.session !== undefined && !isSandkeepSandboxSession(options.session)) {
+    throw invalid('sandboxTools: `session` must come from createSandboxSession().')
+  }
+  const bound = options.session
+
+  function resolveSandbox(experimentalSandbox: Experimental_SandboxSession | undefined): ToolSandbox {
+    const session = bound ?? experimentalSandbox
+    if (session === undefined) {
+      throw invalid(
+        'No sandbox: pass `experimental_sandbox: createSandboxSession(...)` to the call, or sandboxTools({ session }).',
+      )
+    }
+    return isSandkeepSandboxSession(session) ? sandkeepToolSandbox(session) : genericToolSandbox(session)
+  }
+
+  const wantsRecord = (flag: boolean | undefined) =>
+    setupSteps === 'all' || (setupSteps === 'flagged' && flag === true)
+
+  /** Runs one tool call: every failure becomes a result; the state notice goes on the first result. */
+  async function execute<T extends object>(
+    experimentalSandbox: Experimental_SandboxSession | undefined,
+    fn: (sandbox: ToolSandbox) => Promise<T & { notice?: string }>,
+  ): Promise<(T & { notice?: string }) | ToolErrorResult> {
+    let sandbox: ToolSandbox | undefined
+    try {
+      sandbox = resolveSandbox(experimentalSandbox)
+      return withNotice(await fn(sandbox), sandbox.notice())
+    } catch (error) {
+      return withNotice(toolError(error), sandbox?.notice())
+    }
+  }
+
+  async function record(sandbox: ToolSandbox, step: JournalStep): Promise<string | undefined> {
+    if (!sandbox.record) return 'This sandbox has no journal: the step was not recorded as a setup step.'
+    try {
+      await sandbox.record(step)
+      return undefined
+    } catch (error) {
+      return `The step ran but was not recorded as a setup step: ${errorMessage(error)}`
+    }
+  }
+
+  return {
+    runCode: tool({
+      description:
+        "Run Python or JavaScript code in the sandbox's persistent interpreter (a notebook kernel): " +
+        'variables, imports and functions stay defined for later calls and later turns. Returns the value ' +
+        'of the last expression, printed output, and the exception if one was raised.',
+      inputSchema: z.object({
+        code: z.string().min(1).describe('The code to run.'),
+        language: z.enum(['python', 'javascript']).optional().describe("Default 'python'."),
+        setup: setupField,
+      }),
+      execute: (input, { abortSignal, experimental_sandbox }) =>
+        execute<CodeToolResult>(experimental_sandbox, async (sandbox) => {
+          const language = input.language ?? 'python'
+          const result = await sandbox.runCode(input.code, {
+            language,
+            timeoutMs,
+            ...(abortSignal ? { abortSignal } : {}),
+          })
+          const shaped = shapeCodeResult(result, maxOutputChars)
+          if (shaped.error === undefined && wantsRecord(input.setup)) {
+            const note = await record(sandbox, { kind: 'code', code: input.code, language })
+            if (note) shaped.notice = note
+          }
+          if (!sandbox.persistentCode) {
+            shaped.notice = joinNotes(
+              shaped.notice,
+              'This sandbox runs each code cell as a fresh script: variables do not persist between calls.',
+            )
+          }
+          return shaped
+        }),
+    }),
+
+    runCommand: tool({
+      description:
+        'Run a shell command (bash) in the sandbox and return its exit code, stdout and stderr. A non-zero ' +
+        'exit code is a normal result: read stderr and fix the command.',
+      inputSchema: z.object({
+        command: z.string().min(1).describe('The command line, run with bash -l -c.'),
+        cwd: z.string().optional().describe('Working directory; default the sandbox home.'),
+        setup: setupField,
+      }),
+      execute: (input, { abortSignal, experimental_sandbox }) =>
+        execute<CommandToolResult>(experimental_sandbox, async (sandbox) => {
+          const result = await sandbox.runCommand(input.command, {
+            timeoutMs,
+            ...(input.cwd === undefined ? {} : { cwd: input.cwd }),
+            ...(abortSignal ? { abortSignal } : {}),
+          })
+          const shaped: CommandToolResult = shapeCommandResult(result, maxOutputChars)
+          if (result.exitCode === 0 && wantsRecord(input.setup)) {
+            const step: JournalStep = { kind: 'command', command: input.command }
+            if (input.cwd !== undefined) step.cwd = sandbox.resolvePath(input.cwd)
+            const note = await record(sandbox, step)
+            if (note) shaped.notice = note
+          }
+          return shaped
+        }),
+    }),
+
+    readFile: tool({
+      description:
+        'Read a text file from the sandbox, optionally only lines startLine..endLine (1-based, inclusive). ' +
+        'Long content is cut with a note; read a line range to see more.',
+      inputSchema: z.object({
+        path: z.string().min(1).describe('Path; relative paths start at the sandbox home.'),
+        startLine: z.number().int().min(1).optional(),
+        endLine: z.number().int().min(1).optional(),
+      }),
+      execute: (input, { abortSignal, experimental_sandbox }) =>
+        execute<ReadFileToolResult>(experimental_sandbox, async (sandbox) => {
+          const path = sandbox.resolvePath(input.path)
+          const text = await sandbox.readText(path, abortSignal)
+          if (text === null) {
+            throw new SandkeepError({ code: 'FILE_NOT_FOUND', message: `No such file: ${path}` })
+          }
+          return shapeFileContent(path, text, input.startLine, input.endLine, maxFileChars)
+        }),
+    }),
+
+    writeFile: tool({
+      description:
+        'Write a text file in the sandbox (UTF-8), replacing it if it exists and creating parent directories.',
+      inputSchema: z.object({
+        path: z.string().min(1).describe('Path; relative paths start at the sandbox home.'),
+        content: z.string().describe('The whole new content of the file.'),
+        setup: setupField,
+      }),
+      execute: (input, { abortSignal, experimental_sandbox }) =>
+        execute<WriteFileToolResult>(experimental_sandbox, async (sandbox) => {
+          const path = sandbox.resolvePath(input.path)
+          await sandbox.writeText(path, input.content, abortSignal)
+          const shaped: WriteFileToolResult = { path, bytes: Buffer.byteLength(input.content) }
+          if (wantsRecord(input.setup)) {
+            const note = await record(sandbox, { kind: 'file', path, content: input.content })
+            if (note) shaped.notice = note
+          }
+          return shaped
+        }),
+    }),
+
+    listFiles: tool({
+      description: 'List the files and directories under a path in the sandbox.',
+      inputSchema: z.object({
+        path: z.string().optional().describe('Directory; default the sandbox home.'),
+        depth: z.number().int().min(1).max(5).optional().describe('How deep to descend; default 1.'),
+      }),
+      execute: (input, { abortSignal, experimental_sandbox }) =>
+        execute<ListFilesToolResult>(experimental_sandbox, async (sandbox) => {
+          const path = sandbox.resolvePath(input.path ?? '.')
+          const entries = await sandbox.list(path, input.depth ?? 1, abortSignal)
+          if (entries === null) {
+            throw new SandkeepError({ code: 'FILE_NOT_FOUND', message: `No such directory: ${path}` })
+          }
+          return shapeListing(path, entries, maxListEntries)
+        }),
+    }),
+  }
+}
+
+function sandkeepToolSandbox(session: SandkeepSandboxSession): ToolSandbox {
+  return {
+    persistentCode: true,
+    resolvePath: (path) => session.resolvePath(path),
+    runCommand: (command, { cwd, timeoutMs, abortSignal }) =>
+      session.runCommand(command, {
+        timeoutMs,
+        ...(cwd === undefined ? {} : { workingDirectory: cwd }),
+        ...(abortSignal ? { abortSignal } : {}),
+      }),
+    runCode: (code, { language, timeoutMs, abortSignal }) =>
+      session.runCode(code, { language, timeoutMs, ...(abortSignal ? { abortSignal } : {}) }),
+    readText: async (path, abortSignal) =>
+      session.readTextFile({ path, ...(abortSignal ? { abortSignal } : {}) }),
+    writeText: async (path, content, abortSignal) =>
+      session.writeTextFile({ path, content, ...(abortSignal ? { abortSignal } : {}) }),
+    list: async (path, depth, abortSignal) => {
+      const entries = await session.listDir(path, { depth, ...(abortSignal ? { abortSignal } : {}) })
+      return (
+        entries?.map((entry) => ({
+          path: posix.relative(path, entry.path) || entry.name,
+          type: entry.type,
+          ...(entry.size === undefined ? {} : { size: entry.size }),
+        })) ?? null
+      )
+    },
+    notice: () => session.takeStateNotice(),
+    record: (step) => session.recordSetupStep(step),
+  }
+}
+
+/** Commands and files over any AI SDK sandbox; code cells run as one-off scripts (no persistent state). */
+function genericToolSandbox(session: Experimental_SandboxSession): ToolSandbox {
+  const resolvePath = (path: string) => {
+    if (path.length === 0 || path.includes('\u0000'))
+      throw invalid('A sandbox path must be a non-empty string.')
+    return path
+  }
+  return {
+    persistentCode: false,
+    resolvePath,
+    runCommand: async (command, { cwd, abortSignal }) =>
+      session.run({
+        command,
+        ...(cwd === undefined ? {} : { workingDirectory: cwd }),
+        ...(abortSignal ? { abortSignal } : {}),
+      }),
+    runCode: async (code, { language, abortSignal }) => {
+      const file = `/tmp/sandkeep-cell-${crypto.randomUUID()}.${language === 'python' ? 'py' : 'mjs'}`
+      await session.writeTextFile({ path: file, content: code, ...(abortSignal ? { abortSignal } : {}) })
+      const runner = language === 'python' ? 'python3' : 'node'
+      const result = await session.run({
+        command: `${runner} ${shellQuote(file)}; status=$?; rm -f ${shellQuote(file)}; exit $status`,
+        ...(abortSignal ? { abortSignal } : {}),
+      })
+      return {
+        text: null,
+        stdout: result.stdout,
+        stderr: result.exitCode === 0 ? result.stderr : '',
+        error:
+          result.exitCode === 0
+            ? null
+            : {
+                name: 'ExitError',
+                value: `${runner} exited with code ${result.exitCode}`,
+                traceback: result.stderr,
+              },
+      }
+    },
+    readText: async (path, abortSignal) =>
+      session.readTextFile({ path, ...(abortSignal ? { abortSignal } : {}) }),
+    writeText: async (path, content, abortSignal) =>
+      session.writeTextFile({ path, content, ...(abortSignal ? { abortSignal } : {}) }),
+    list: async (path, depth, abortSignal) => {
+      const out: ListFilesToolResult['entries'] = []
+      const walk = async (dir: string, prefix: string, level: number): Promise<boolean> => {
+        const entries = await session.listDirectory({ path: dir, ...(abortSignal ? { abortSignal } : {}) })
+        if (entries === null) return false
+        for (const entry of entries) {
+          const relative = prefix ? `${prefix}/${entry.name}` : entry.name
+          const type = entry.type === 'directory' ? 'dir' : entry.type
+          out.push({ path: relative, type })
+          if (type === 'dir' && level < depth) await walk(posix.join(dir, entry.name), relative, level + 1)
+        }
+        return true
+      }
+      return (await walk(path, '', 1)) ? out : null
+    },
+    notice: () => undefined,
+  }
+}
+
+/** Shapes a command result for the model: exit code first, outputs cut past `maxChars`. */
+export function shapeCommandResult(
+  result: { exitCode: number; stdout: string; stderr: string },
+  maxChars: number,
+): CommandToolResult {
+  return {
+    exitCode: result.exitCode,
+    stdout: truncateOutput(result.stdout, maxChars).text,
+    stderr: truncateOutput(result.stderr, maxChars).text,
+  }
+}
+
+/** Shapes a code cell's result for the model. */
+export function shapeCodeResult(result: CodeResult, maxChars: number): CodeToolResult {
+  const shaped: CodeToolResult = {
+    result: result.text === null ? null : truncateOutput(result.text, maxChars).text,
+    stdout: truncateOutput(result.stdout, maxChars).text,
+    stderr: truncateOutput(result.stderr, maxChars).text,
+  }
+  if (result.error !== null) {
+    const head = `${result.error.name}: ${result.error.value}`
+    shaped.error = truncateOutput(
+      result.error.traceback ? `${head}\n${stripAnsi(result.error.traceback)}` : head,
+      maxChars,
+    ).text
+  }
+  return shaped
+}
+
+/** Shapes a file read: the selected lines, cut past `maxChars` with a note that says how to see more. */
+export function shapeFileContent(
+  path: string,
+  text: string,
+  startLine: number | undefined,
+  endLine: number | undefined,
+  maxChars: number,
+): ReadFileToolResult {
+  const lines = text.length === 0 ? [] : text.split(/(?<=\n)/)
+  const from = startLine ?? 1
+  const selected = lines
+    .slice(from - 1, endLine === undefined ? undefined : Math.max(endLine, from - 1))
+    .join('')
+  const cut = truncateOutput(selected, maxChars)
+  const shaped: ReadFileToolResult = { path, content: cut.text, totalLines: lines.length }
+  if (cut.omittedChars > 0) {
+    shaped.notice = `The file is long: read it in parts with startLine/endLine (it has ${lines.length} lines).`
+  }
+  return shaped
+}
+
+/** Shapes a directory listing, keeping at most `maxEntries`. */
+export function shapeListing(
+  path: string,
+  entries: ListFilesToolResult['entries'],
+  maxEntries: number,
+): ListFilesToolResult {
+  const sorted = [...entries].sort((a, b) => a.path.localeCompare(b.path))
+  const shaped: ListFilesToolResult = { path, entries: sorted.slice(0, maxEntries) }
+  if (sorted.length > maxEntries) {
+    shaped.notice = `Showing ${maxEntries} of ${sorted.length} entries; list a subdirectory to see the rest.`
+  }
+  return shaped
+}
+
+/** Turns any failure into a result the model can read; never includes stack traces of the host. */
+export function toolError(error: unknown): ToolErrorResult {
+  if (SandkeepError.isInstance(error)) return { error: error.message, code: error.code }
+  if (isAbort(error)) return { error: 'The call was aborted before it finished.', code: 'ABORTED' }
+  return { error: errorMessage(error) }
+}
+
+function isAbort(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message
+  return typeof error === 'string' ? error : 'Unknown error'
+}
+
+function withNotice<T extends { notice?: string }>(result: T, notice: string | undefined): T {
+  if (notice === undefined) return result
+  // The notice goes first so a model reading the JSON sees it before the output.
+  const { notice: existing, ...rest } = result
+  return { notice: joinNotes(notice, existing), ...rest } as T
+}
+
+function joinNotes(first: string | undefined, second: string | undefined): string | undefined {
+  if (first === undefined) return second
+  return second === undefined ? first : `${first} ${second}`
+}
+
+// Notebook tracebacks carry terminal colour codes, which are noise (and tokens) for a model.
+const ansiPattern = /\u001b\[[0-9;]*[A-Za-z]/g
+
+function stripAnsi(text: string): string {
+  return text.replace(ansiPattern, '')
+}
+
+function positive(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw invalid(`sandboxTools: \`${name}\` must be a positive number, got ${String(value)}.`)
+  }
+  return value
+}
+
+function invalid(message: string): SandkeepError {
+  return new SandkeepError({ code: 'INVALID_ARGUMENT', message })
+}
