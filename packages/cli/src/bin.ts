@@ -1,3 +1,24 @@
 #!/usr/bin/env node
-console.error('sandkeep: the CLI is not built yet')
-process.exit(1)
+import { main } from './cli.js'
+
+const controller = new AbortController()
+let interrupted = 0
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    interrupted++
+    // The first signal lets the running command clean up (pause the sandbox, close the host); a second one
+    // exits at once.
+    if (interrupted > 1) process.exit(130)
+    controller.abort(new Error(`interrupted by ${signal}`))
+  })
+}
+
+const code = await main(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  signal: controller.signal,
+})
+process.exitCode = code
+// Anything still holding the event loop (an idle socket of a closed client) must not keep the CLI alive.
+setTimeout(() => process.exit(code), 2000).unref()

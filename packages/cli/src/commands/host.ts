@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto'
+import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { durationOption, flagOption, integerOption, stringOption } from '../args.js'
+import { type Command, ExitCode } from '../command.js'
+import { PAUSE_MODES, type PauseMode } from '../demo/events.js'
+
+/** `sandkeep host`: runs local-e2b in the foreground and prints the E2B_* lines to export. */
+export const hostCommand: Command = {
+  spec: {
+    name: 'host',
+    summary: 'Run the local E2B-compatible host in the foreground and print the E2B_* lines to export.',
+    description: `Runs @sandkeep/local-e2b in the foreground: an E2B-compatible sandbox host on this machine, driven by the
+unmodified e2b and @e2b/code-interpreter SDKs. It prints the E2B_* variables to export in another shell; the
+API key is written to <state-dir>/api-key (mode 0600) and read from there, so it never lands in a terminal
+log. Stop it with Ctrl-C; a host restarted on the same --state-dir finds its sandboxes again (files kept,
+processes gone).`,
+    options: {
+      port: {
+        type: 'string',
+        valueName: '<port>',
+        description: 'Port to listen on; 0 picks a free one.',
+        defaultText: '0',
+      },
+      hostname: {
+        type: 'string',
+        valueName: '<address>',
+        description: 'Loopback address to bind (127.0.0.1 or ::1).',
+        defaultText: '127.0.0.1',
+      },
+      'state-dir': {
+        type: 'string',
+        valueName: '<dir>',
+        description: 'Where sandboxes live; reuse it to find them again after a restart.',
+        defaultText: 'a new temporary directory',
+      },
+      'pause-mode': {
+        type: 'string',
+        valueName: '<mode>',
+        choices: PAUSE_MODES,
+        description:
+          'What a pause keeps: memory (E2B), filesystem (cold boot), processes (Kubernetes scale-to-0).',
+        defaultText: 'memory',
+      },
+      retention: {
+        type: 'string',
+        valueName: '<duration>',
+        description: 'Paused sandboxes older than this are gone (404 on connect), e.g. 30m.',
+        defaultText: 'unlimited',
+      },
+      json: {
+        type: 'boolean',
+        description: 'Print one JSON line with the URLs and the api-key file instead of export lines.',
+      },
+    },
+    examples: [
+      'sandkeep host --port 3000 --state-dir .sandkeep/host',
+      '# in another shell, paste the printed lines, then run any E2B program against it',
+    ],
+  },
+  async run(args, context) {
+    const port = integerOption(args, 'host', 'port', { min: 0, max: 65_535 }) ?? 0
+    const hostname = stringOption(args, 'hostname') ?? '127.0.0.1'
+    const pauseMode = (stringOption(args, 'pause-mode') ?? 'memory') as PauseMode
+    const retentionMs = durationOption(args, 'host', 'retention', { min: 1000, max: 365 * 86_400_000 })
+    const stateDirOption = stringOption(args, 'state-dir')
+    const stateDir = stateDirOption
+      ? resolve(stateDirOption)
+      : await mkdtemp(join(tmpdir(), 'sandkeep-host-'))
+    await mkdir(stateDir, { recursive: true })
+
+    // The key only protects a loopback host, but it is still a credential: keep it out of stdout (logs,
+    // scrollback) and give it to clients through a file only this user can read.
+    const apiKey = context.env.SANDKEEP_HOST_API_KEY || `sk_local_${randomBytes(18).toString('base64url')}`
+    const keyFile = join(stateDir, 'api-key')
+    await writeFile(keyFile, `${apiKey}\n`, { mode: 0o600 })
+    await chmod(keyFile, 0o600)
+
+    const { startLocalE2B } = await import('@sandkeep/local-e2b')
+    const host = await startLocalE2B({
+      port,
+      hostname,
+      stateDir,
+      apiKey,
+      pauseMode,
+      ...(retentionMs === undefined ? {} : { retentionMs }),
+    })
+    const lines = {
+      E2B_API_URL: host.apiUrl,
+      E2B_SANDBOX_URL: host.sandboxUrl,
+    }
+    if (flagOption(args, 'json')) {
+      context.stdout.write(
+        `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, apiKeyFile: keyFile, stateDir, pauseMode })}\n`,
+      )
+    } else {
+      context.stdout.write(
+        `local-e2b listening on ${host.apiUrl} (pause mode ${pauseMode}, state in ${stateDir})\n` +
+          'Export these in the shell that runs your E2B program:\n\n' +
+          `export E2B_API_URL=${lines.E2B_API_URL}\n` +
+          `export E2B_SANDBOX_URL=${lines.E2B_SANDBOX_URL}\n` +
+          `export E2B_API_KEY="$(cat ${shellQuote(keyFile)})"\n\n` +
+          'Ctrl-C stops the host.\n',
+      )
+    }
+    await new Promise<void>((resolveWait) => {
+      if (context.signal.aborted) resolveWait()
+      context.signal.addEventListener('abort', () => resolveWait(), { once: true })
+    })
+    context.stderr.write('sandkeep host: stopping\n')
+    await host.close()
+    return ExitCode.OK
+  },
+}
+
+function shellQuote(text: string): string {
+  return /^[A-Za-z0-9_./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`
+}

@@ -1,0 +1,74 @@
+import type { SandboxProvider, SessionStore } from '@sandkeep/core'
+
+/** Default key prefix of the Redis store when neither `--prefix` nor `SANDKEEP_REDIS_PREFIX` is given. */
+export const DEFAULT_REDIS_PREFIX = 'sandkeep'
+
+/** Where sessions are kept, from flags and environment. */
+export type StoreConfig = { kind: 'memory' } | { kind: 'redis'; url: string; prefix: string }
+
+/** Reads the store configuration: Redis when `REDIS_URL` (or `--redis`) is set, else memory. */
+export function storeConfig(env: NodeJS.ProcessEnv, flags: { redis?: string; prefix?: string }): StoreConfig {
+  const url = flags.redis ?? (env.REDIS_URL || undefined)
+  if (!url) return { kind: 'memory' }
+  return { kind: 'redis', url, prefix: flags.prefix ?? (env.SANDKEEP_REDIS_PREFIX || DEFAULT_REDIS_PREFIX) }
+}
+
+/** A Redis URL as it may be shown: the password replaced by `***`. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    if (parsed.username && parsed.password === '') parsed.username = '***'
+    return parsed.toString().replace(/\/$/, '')
+  } catch {
+    return '<unparsable URL>'
+  }
+}
+
+/** Opens the configured store (no I/O until first use). */
+export async function openStore(config: StoreConfig): Promise<SessionStore> {
+  if (config.kind === 'memory') {
+    const { createMemorySessionStore } = await import('@sandkeep/core')
+    return createMemorySessionStore()
+  }
+  const { createRedisSessionStore } = await import('@sandkeep/redis')
+  return createRedisSessionStore({ redis: config.url, prefix: config.prefix })
+}
+
+/** Connection settings of an E2B(-compatible) platform. */
+export interface E2BConnection {
+  /** API key (never printed). */
+  apiKey: string
+  /** Control-plane URL, when not E2B cloud's default. */
+  apiUrl?: string
+  /** envd URL override (needed for local hosts). */
+  sandboxUrl?: string
+  /** E2B domain. */
+  domain?: string
+}
+
+/** E2B settings from `E2B_API_KEY`, `E2B_API_URL`, `E2B_SANDBOX_URL`, `E2B_DOMAIN`; `null` without a key. */
+export function e2bFromEnv(env: NodeJS.ProcessEnv): E2BConnection | null {
+  const apiKey = env.E2B_API_KEY
+  if (!apiKey) return null
+  return {
+    apiKey,
+    ...(env.E2B_API_URL ? { apiUrl: env.E2B_API_URL } : {}),
+    ...(env.E2B_SANDBOX_URL ? { sandboxUrl: env.E2B_SANDBOX_URL } : {}),
+    ...(env.E2B_DOMAIN ? { domain: env.E2B_DOMAIN } : {}),
+  }
+}
+
+/** Where an E2B connection points, for display. */
+export function describeE2B(connection: E2BConnection): string {
+  return connection.apiUrl ?? `https://api.${connection.domain ?? 'e2b.app'}`
+}
+
+/** Makes the E2B provider (no I/O until first use). */
+export async function openE2BProvider(
+  connection: E2BConnection,
+  options: { template?: string } = {},
+): Promise<SandboxProvider> {
+  const { createE2BProvider } = await import('@sandkeep/e2b')
+  return createE2BProvider({ ...connection, ...options })
+}

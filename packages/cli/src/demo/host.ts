@@ -1,0 +1,83 @@
+import type { E2BConnection } from '../config.js'
+import type { FaultName, PauseMode } from './events.js'
+
+type LocalHost = Awaited<ReturnType<typeof import('@sandkeep/local-e2b')['startLocalE2B']>>
+
+/** The in-process local-e2b host the demo runs on. */
+export interface EmbeddedHost {
+  /** How the E2B provider reaches it (the key stays in memory, never printed). */
+  connection: E2BConnection
+  /** `bubblewrap` or `none`. */
+  isolation: string
+  /** The host itself, for fault injection. */
+  host: LocalHost
+  /** Stops it (kills its sandboxes). */
+  close(): Promise<void>
+}
+
+/** Starts local-e2b in this process on an ephemeral loopback port. */
+export async function startEmbeddedHost(options: {
+  pauseMode: PauseMode
+  stateDir: string
+  logger?: (line: string) => void
+}): Promise<EmbeddedHost> {
+  const { startLocalE2B } = await import('@sandkeep/local-e2b')
+  const host = await startLocalE2B({
+    port: 0,
+    stateDir: options.stateDir,
+    pauseMode: options.pauseMode,
+    ...(options.logger ? { logger: options.logger } : {}),
+  })
+  return {
+    connection: { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl },
+    isolation: host.isolation,
+    host,
+    close: () => host.close(),
+  }
+}
+
+/**
+ * Injects a fault into the paused sandbox of the conversation, between two turns, and says what it did.
+ * `serverCommands` are the commands that start the transcript's servers (for `kill-server`).
+ */
+export async function injectFault(
+  embedded: EmbeddedHost,
+  fault: FaultName,
+  context: { sandboxId: string | undefined; serverCommands: string[] },
+): Promise<string> {
+  const { host } = embedded
+  const sandboxId = context.sandboxId
+  if (!sandboxId) throw new Error(`fault ${fault}: no sandbox yet (inject it from turn 2 on)`)
+  switch (fault) {
+    case 'expire-retention':
+      await host.faults.expire(sandboxId)
+      return `the paused sandbox ${sandboxId} passed the platform's retention and was deleted; connect will answer 404`
+    case 'host-restart':
+      await host.faults.restartHost()
+      return 'the host restarted on the same state directory: files are kept, every process and all memory are gone'
+    case 'kill-server': {
+      const view = host.getSandbox(sandboxId)
+      const candidates = view?.processes ?? []
+      const server =
+        candidates.find((process: { pid: number; cmd: string; args: string[] }) =>
+          context.serverCommands.some((command) => processLine(process).includes(command)),
+        ) ?? candidates.at(-1)
+      if (!server) return 'no server process was running in the sandbox; nothing to kill'
+      await host.faults.killProcess(sandboxId, server.pid)
+      return `killed pid ${server.pid} (${processLine(server)}) inside the paused sandbox`
+    }
+    case 'drop-memory':
+      await host.faults.dropMemory(sandboxId)
+      return 'the sandbox lost its memory (interpreter and processes killed); files are kept'
+    case 'connect-5xx':
+      host.faults.failNext('connect', { count: 2, status: 503 })
+      return 'the next 2 connects answer 503 Service Unavailable'
+    case 'id-change':
+      await host.faults.changeIdOnNextConnect(sandboxId)
+      return `the next connect of ${sandboxId} answers with a different sandbox id`
+  }
+}
+
+function processLine(process: { cmd: string; args: string[] }): string {
+  return [process.cmd, ...process.args].join(' ')
+}
