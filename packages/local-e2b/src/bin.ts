@@ -1,3 +1,109 @@
 #!/usr/bin/env node
-console.error('sandkeep-local-e2b: not built yet')
-process.exit(1)
+// sandkeep-local-e2b: runs the local E2B-compatible host in the foreground until SIGINT/SIGTERM.
+import { parseArgs } from 'node:util'
+import { startLocalE2B } from './host.js'
+import type { LocalE2BOptions } from './options.js'
+
+const HELP = `Usage: sandkeep-local-e2b [options]
+
+Runs an E2B-compatible sandbox host on this machine (control plane, envd, code interpreter).
+
+Options:
+  --port <n>            TCP port (default 0: a free one)
+  --hostname <addr>     interface to listen on (default 127.0.0.1; loopback only)
+  --state-dir <dir>     registry and sandbox files (default: a temp dir removed on exit)
+  --pause-mode <mode>   memory | filesystem | processes (default memory)
+  --retention-ms <n>    delete sandboxes paused longer than this
+  --isolation <mode>    auto | bubblewrap | none (default auto)
+  --api-key <key>       API key to require (default: random)
+  --help                show this help
+`
+
+function fail(message: string): never {
+  process.stderr.write(`sandkeep-local-e2b: ${message} (see --help)\n`)
+  process.exit(2)
+}
+
+function integer(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined
+  if (!/^\d+$/.test(value)) fail(`--${name} must be a whole number, got "${value}"`)
+  return Number(value)
+}
+
+async function main(): Promise<void> {
+  let values: Record<string, string | boolean | undefined>
+  try {
+    values = parseArgs({
+      options: {
+        port: { type: 'string' },
+        hostname: { type: 'string' },
+        'state-dir': { type: 'string' },
+        'pause-mode': { type: 'string' },
+        'retention-ms': { type: 'string' },
+        isolation: { type: 'string' },
+        'api-key': { type: 'string' },
+        help: { type: 'boolean' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }).values
+  } catch (error) {
+    fail((error as Error).message.split('\n')[0] ?? 'bad arguments')
+  }
+  if (values.help) {
+    process.stdout.write(HELP)
+    return
+  }
+  const options: LocalE2BOptions = {}
+  const port = integer('port', values.port as string | undefined)
+  if (port !== undefined) options.port = port
+  if (typeof values.hostname === 'string') options.hostname = values.hostname
+  if (typeof values['state-dir'] === 'string') options.stateDir = values['state-dir']
+  const pauseMode = values['pause-mode']
+  if (pauseMode !== undefined) {
+    if (pauseMode !== 'memory' && pauseMode !== 'filesystem' && pauseMode !== 'processes') {
+      fail(`--pause-mode must be memory, filesystem or processes, got "${String(pauseMode)}"`)
+    }
+    options.pauseMode = pauseMode
+  }
+  const retention = integer('retention-ms', values['retention-ms'] as string | undefined)
+  if (retention !== undefined) options.retentionMs = retention
+  const isolation = values.isolation
+  if (isolation !== undefined) {
+    if (isolation !== 'auto' && isolation !== 'bubblewrap' && isolation !== 'none') {
+      fail(`--isolation must be auto, bubblewrap or none, got "${String(isolation)}"`)
+    }
+    options.isolation = isolation
+  }
+  if (typeof values['api-key'] === 'string') options.apiKey = values['api-key']
+  options.logger = (line) => process.stderr.write(`${line}\n`)
+  let host: Awaited<ReturnType<typeof startLocalE2B>>
+  try {
+    host = await startLocalE2B(options)
+  } catch (error) {
+    fail((error as Error).message)
+  }
+  process.stderr.write(
+    `sandkeep-local-e2b listening on ${host.apiUrl} (isolation: ${host.isolation}, pause: ${host.pauseMode}, state: ${host.stateDir})\n`,
+  )
+  process.stderr.write('Export these in the shell that runs your E2B client:\n')
+  // The key is printed here and only here: the user needs it to point a client at this host.
+  for (const [name, value] of Object.entries(host.env)) process.stdout.write(`export ${name}=${value}\n`)
+  let stopping = false
+  const stop = (signal: string) => {
+    if (stopping) return
+    stopping = true
+    process.stderr.write(`sandkeep-local-e2b: ${signal}, stopping\n`)
+    host.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`sandkeep-local-e2b: close failed: ${String(error)}\n`)
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGINT', () => stop('SIGINT'))
+  process.on('SIGTERM', () => stop('SIGTERM'))
+}
+
+void main()

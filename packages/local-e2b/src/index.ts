@@ -1,1 +1,9 @@
-export {}
+export type { HostEvent, HostEventFilter } from './events.js'
+export { HostEventLog } from './events.js'
+export type { FailNextOptions, FaultOperation, LatencyOptions } from './faults.js'
+export { FAULT_OPERATIONS } from './faults.js'
+export type { LocalE2BFaults, LocalE2BHost } from './host.js'
+export { ENVD_VERSION, startLocalE2B } from './host.js'
+export type { LocalE2BOptions } from './options.js'
+export type { PauseMode, PauseRecord, SandboxView } from './sandbox.js'
+export { PAUSE_MODE_METADATA_KEY, SNAPSHOT_METADATA_KEY, VOLUME_METADATA_KEY } from './sandbox.js'

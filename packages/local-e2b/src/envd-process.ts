@@ -1,0 +1,306 @@
+// envd's process.Process service: Start, Connect, List, SendInput, CloseStdin, SendSignal.
+import { existsSync, statSync } from 'node:fs'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import {
+  ConnectError,
+  decodeEnvelopes,
+  openServerStream,
+  parseJson,
+  type ServerStream,
+  writeUnary,
+} from './connect-protocol.js'
+import type { HostEventLog } from './events.js'
+import { normalizeSandboxPath, type PathEscapeError, SANDBOX_HOME } from './paths.js'
+import type { ManagedProcess, ProcessConfig, Sandbox } from './sandbox.js'
+
+/** The environment every sandbox process starts from (nothing of the host's own environment leaks in). */
+export function baseEnvironment(): Record<string, string> {
+  return {
+    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    HOME: SANDBOX_HOME,
+    USER: 'user',
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+    PWD: SANDBOX_HOME,
+  }
+}
+
+function asRecord(value: unknown, what: string): Record<string, unknown> {
+  if (value === undefined || value === null) return {}
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new ConnectError('invalid_argument', `${what} must be an object`)
+  return value as Record<string, unknown>
+}
+
+function asStringMap(value: unknown, what: string): Record<string, string> {
+  const record = asRecord(value, what)
+  const out: Record<string, string> = {}
+  for (const [key, entry] of Object.entries(record)) {
+    if (typeof entry !== 'string')
+      throw new ConnectError('invalid_argument', `${what}.${key} must be a string`)
+    out[key] = entry
+  }
+  return out
+}
+
+/** Parses a ProcessConfig message. */
+export function parseProcessConfig(value: unknown): ProcessConfig {
+  const config = asRecord(value, 'process')
+  if (typeof config.cmd !== 'string' || config.cmd.length === 0) {
+    throw new ConnectError('invalid_argument', 'process.cmd must be a non-empty string')
+  }
+  const args = config.args ?? []
+  if (!Array.isArray(args) || args.some((arg) => typeof arg !== 'string')) {
+    throw new ConnectError('invalid_argument', 'process.args must be an array of strings')
+  }
+  const parsed: ProcessConfig = {
+    cmd: config.cmd,
+    args: args as string[],
+    envs: asStringMap(config.envs, 'process.envs'),
+  }
+  if (config.cwd !== undefined && config.cwd !== null && config.cwd !== '') {
+    if (typeof config.cwd !== 'string')
+      throw new ConnectError('invalid_argument', 'process.cwd must be a string')
+    parsed.cwd = config.cwd
+  }
+  return parsed
+}
+
+function selectProcess(sandbox: Sandbox, selector: unknown): ManagedProcess {
+  const value = asRecord(selector, 'process')
+  if (typeof value.pid === 'number') {
+    const entry = sandbox.processes.get(value.pid)
+    if (entry && !entry.ended) return entry
+    throw new ConnectError('not_found', `process with pid ${value.pid} not found`)
+  }
+  if (typeof value.tag === 'string') {
+    for (const entry of sandbox.processes.values()) if (entry.tag === value.tag && !entry.ended) return entry
+    throw new ConnectError('not_found', `process with tag ${value.tag} not found`)
+  }
+  throw new ConnectError('invalid_argument', 'process selector needs a pid or a tag')
+}
+
+function broadcast(entry: ManagedProcess, event: unknown): void {
+  for (const stream of entry.subscribers) stream.send({ event })
+}
+
+/** Options of {@link startProcess}. */
+export interface StartProcessOptions {
+  config: ProcessConfig
+  tag?: string
+  /** Keep stdin open (SendInput); otherwise it is closed at once. */
+  stdin: boolean
+  /** Kill the process after this many ms (Connect-Timeout-Ms); 0 = never. */
+  timeoutMs: number
+}
+
+/** Starts a process inside the sandbox and registers it in the sandbox's process table. */
+export async function startProcess(
+  sandbox: Sandbox,
+  events: HostEventLog,
+  options: StartProcessOptions,
+): Promise<ManagedProcess> {
+  let cwd: string
+  try {
+    cwd = normalizeSandboxPath(options.config.cwd ?? SANDBOX_HOME)
+  } catch (error) {
+    throw new ConnectError('invalid_argument', (error as PathEscapeError).message)
+  }
+  // The cwd is checked on the host side when it lies in the sandbox's own tree (the rest is read-only system).
+  if (
+    cwd === SANDBOX_HOME ||
+    cwd.startsWith(`${SANDBOX_HOME}/`) ||
+    cwd === '/tmp' ||
+    cwd.startsWith('/tmp/')
+  ) {
+    const host = sandbox.record.rootDir + cwd
+    if (!existsSync(host) || !statSync(host).isDirectory()) {
+      throw new ConnectError('invalid_argument', `cwd '${cwd}' does not exist`)
+    }
+  }
+  await sandbox.runtime.boot()
+  const env = { ...baseEnvironment(), ...sandbox.record.envVars, ...options.config.envs, PWD: cwd }
+  const spawned = await sandbox.runtime.spawn(options.config.cmd, options.config.args, { cwd, env })
+  const entry: ManagedProcess = {
+    pid: spawned.pid,
+    config: options.config,
+    spawned,
+    subscribers: new Set(),
+    ended: false,
+    startedAt: Date.now(),
+  }
+  if (options.tag !== undefined) entry.tag = options.tag
+  sandbox.processes.set(entry.pid, entry)
+  const { child } = spawned
+  if (!options.stdin) child.stdin.end()
+  child.stdin.on('error', () => {})
+  child.stdout.on('data', (chunk: Buffer) => broadcast(entry, { data: { stdout: chunk.toString('base64') } }))
+  child.stderr.on('data', (chunk: Buffer) => broadcast(entry, { data: { stderr: chunk.toString('base64') } }))
+  if (options.timeoutMs > 0) {
+    entry.deadline = setTimeout(() => {
+      events.record('process-timeout', sandbox.id, { pid: entry.pid, timeoutMs: options.timeoutMs })
+      child.kill('SIGKILL')
+    }, options.timeoutMs)
+    entry.deadline.unref()
+  }
+  child.on('exit', (code, signal) => {
+    if (entry.deadline) clearTimeout(entry.deadline)
+    // Output written just before the exit can still be in the pipes; a grandchild that kept them open
+    // (`server &`) must not hold the end event back, so wait for the pipes only briefly.
+    const drained = Promise.all([
+      new Promise((resolve) =>
+        child.stdout.readableEnded ? resolve(null) : child.stdout.once('end', resolve),
+      ),
+      new Promise((resolve) =>
+        child.stderr.readableEnded ? resolve(null) : child.stderr.once('end', resolve),
+      ),
+    ])
+    const grace = new Promise((resolve) => setTimeout(resolve, 100).unref())
+    void Promise.race([drained, grace]).then(() => {
+      entry.ended = true
+      const end =
+        signal !== null
+          ? { exitCode: -1, exited: false, status: `signal: ${signalName(signal)}` }
+          : { exitCode: code ?? -1, exited: true, status: `exit status ${code ?? -1}` }
+      broadcast(entry, { end })
+      for (const stream of entry.subscribers) stream.end()
+      entry.subscribers.clear()
+      if (sandbox.processes.get(entry.pid) === entry) sandbox.processes.delete(entry.pid)
+    })
+  })
+  return entry
+}
+
+function signalName(signal: NodeJS.Signals): string {
+  const names: Partial<Record<NodeJS.Signals, string>> = {
+    SIGKILL: 'killed',
+    SIGTERM: 'terminated',
+    SIGINT: 'interrupt',
+    SIGHUP: 'hangup',
+  }
+  return names[signal] ?? signal
+}
+
+function subscribe(entry: ManagedProcess, stream: ServerStream, keepaliveSeconds: number): void {
+  entry.subscribers.add(stream)
+  let keepalive: NodeJS.Timeout | undefined
+  if (keepaliveSeconds > 0) {
+    keepalive = setInterval(() => stream.send({ event: { keepalive: {} } }), keepaliveSeconds * 1000)
+    keepalive.unref()
+  }
+  // The client going away does not stop the process (background commands outlive their stream).
+  stream.onClose(() => {
+    if (keepalive) clearInterval(keepalive)
+    entry.subscribers.delete(stream)
+  })
+  const original = stream.end.bind(stream)
+  stream.end = (error) => {
+    if (keepalive) clearInterval(keepalive)
+    original(error)
+  }
+}
+
+function headerNumber(request: IncomingMessage, name: string): number {
+  const raw = request.headers[name]
+  const value = Number(Array.isArray(raw) ? raw[0] : raw)
+  return Number.isFinite(value) && value > 0 ? value : 0
+}
+
+/** Serves `/process.Process/<method>`. */
+export async function handleProcessRpc(
+  method: string,
+  sandbox: Sandbox,
+  events: HostEventLog,
+  request: IncomingMessage,
+  response: ServerResponse,
+  body: Buffer,
+): Promise<void> {
+  switch (method) {
+    case 'Start': {
+      const [message] = decodeEnvelopes(body)
+      const start = asRecord(message, 'request')
+      if (start.pty !== undefined && start.pty !== null) {
+        throw new ConnectError('unimplemented', 'pty is not supported by the local host')
+      }
+      const config = parseProcessConfig(start.process)
+      const options: StartProcessOptions = {
+        config,
+        stdin: start.stdin === true,
+        timeoutMs: headerNumber(request, 'connect-timeout-ms'),
+      }
+      if (typeof start.tag === 'string') options.tag = start.tag
+      const entry = await startProcess(sandbox, events, options)
+      const stream = openServerStream(response)
+      subscribe(entry, stream, headerNumber(request, 'keepalive-ping-interval'))
+      stream.send({ event: { start: { pid: entry.pid } } })
+      return
+    }
+    case 'Connect': {
+      const [message] = decodeEnvelopes(body)
+      const entry = selectProcess(sandbox, asRecord(message, 'request').process)
+      const stream = openServerStream(response)
+      subscribe(entry, stream, headerNumber(request, 'keepalive-ping-interval'))
+      stream.send({ event: { start: { pid: entry.pid } } })
+      return
+    }
+    case 'List': {
+      const processes = [...sandbox.processes.values()]
+        .filter((entry) => !entry.ended)
+        .map((entry) => ({
+          pid: entry.pid,
+          config: {
+            cmd: entry.config.cmd,
+            args: entry.config.args,
+            envs: entry.config.envs,
+            cwd: entry.config.cwd ?? SANDBOX_HOME,
+          },
+          ...(entry.tag === undefined ? {} : { tag: entry.tag }),
+        }))
+      writeUnary(response, { processes })
+      return
+    }
+    case 'SendInput': {
+      const message = asRecord(parseJson(body), 'request')
+      const entry = selectProcess(sandbox, message.process)
+      const input = asRecord(message.input, 'input')
+      const data =
+        typeof input.stdin === 'string' ? input.stdin : typeof input.pty === 'string' ? input.pty : ''
+      if (entry.spawned.child.stdin.writableEnded) {
+        throw new ConnectError('failed_precondition', `stdin of process ${entry.pid} is closed`)
+      }
+      entry.spawned.child.stdin.write(Buffer.from(data, 'base64'))
+      writeUnary(response, {})
+      return
+    }
+    case 'CloseStdin': {
+      const entry = selectProcess(sandbox, asRecord(parseJson(body), 'request').process)
+      entry.spawned.child.stdin.end()
+      writeUnary(response, {})
+      return
+    }
+    case 'SendSignal': {
+      const message = asRecord(parseJson(body), 'request')
+      const entry = selectProcess(sandbox, message.process)
+      const signal =
+        message.signal === 'SIGNAL_SIGTERM' || message.signal === 15
+          ? 'SIGTERM'
+          : message.signal === 'SIGNAL_SIGKILL' || message.signal === 9
+            ? 'SIGKILL'
+            : undefined
+      if (!signal) throw new ConnectError('invalid_argument', `unsupported signal ${String(message.signal)}`)
+      entry.spawned.child.kill(signal)
+      events.record('process-signal', sandbox.id, { pid: entry.pid, signal })
+      writeUnary(response, {})
+      return
+    }
+    case 'Update':
+      throw new ConnectError('unimplemented', 'pty is not supported by the local host')
+    case 'StreamInput':
+      throw new ConnectError(
+        'unimplemented',
+        'StreamInput (client streaming) is not supported; use SendInput',
+      )
+    default:
+      throw new ConnectError('unimplemented', `process.Process/${method} does not exist`)
+  }
+}

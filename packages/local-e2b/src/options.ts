@@ -1,0 +1,142 @@
+// Options of startLocalE2B, checked before anything is started.
+import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
+import { type PauseMode, parsePauseMode } from './sandbox.js'
+
+/** Options of {@link startLocalE2B}. */
+export interface LocalE2BOptions {
+  /** TCP port; 0 (default) picks a free one. */
+  port?: number
+  /** Interface to listen on (default `127.0.0.1`). Non-loopback addresses need `allowRemote: true`. */
+  hostname?: string
+  /** Allow a non-loopback `hostname` (default false: the host runs code for whoever holds the key). */
+  allowRemote?: boolean
+  /** Directory for the registry and the sandboxes' files (default: a new temp dir, removed by close()). */
+  stateDir?: string
+  /** API key clients must send as X-API-KEY (default: random, see `host.apiKey`). */
+  apiKey?: string
+  /** What a pause keeps (default `memory`); a sandbox can override it with metadata `local-e2b/pause-mode`. */
+  pauseMode?: PauseMode
+  /** A sandbox paused longer than this (ms) is deleted, like hosted deep hibernation (default: kept forever). */
+  retentionMs?: number
+  /** Most sandboxes running at once (default 100); create beyond it answers 429. */
+  maxSandboxes?: number
+  /** Sandbox timeout when create/connect gives none (ms, default 300_000, E2B's default). */
+  defaultTimeoutMs?: number
+  /** `auto` (default): bubblewrap when usable, else unisolated with a warning. */
+  isolation?: 'auto' | 'bubblewrap' | 'none'
+  /** Extra template ids accepted by create (besides `base` and the code-interpreter templates). */
+  templates?: string[]
+  /** Where warnings go (default `console.warn`). */
+  logger?: (line: string) => void
+}
+
+/** Options after defaults. */
+export interface ResolvedOptions {
+  port: number
+  hostname: string
+  allowRemote: boolean
+  stateDir: string | undefined
+  apiKey: string | undefined
+  pauseMode: PauseMode
+  retentionMs: number | undefined
+  maxSandboxes: number
+  defaultTimeoutMs: number
+  isolation: 'auto' | 'bubblewrap' | 'none'
+  templates: string[]
+  logger: (line: string) => void
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]'])
+
+function invalid(message: string): SandkeepError {
+  return new SandkeepError({ code: SandkeepErrorCode.INVALID_ARGUMENT, message })
+}
+
+const KNOWN_KEYS = new Set([
+  'port',
+  'hostname',
+  'allowRemote',
+  'stateDir',
+  'apiKey',
+  'pauseMode',
+  'retentionMs',
+  'maxSandboxes',
+  'defaultTimeoutMs',
+  'isolation',
+  'templates',
+  'logger',
+])
+
+/** Checks and completes the options; throws SandkeepError INVALID_ARGUMENT before any side effect. */
+export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalid('startLocalE2B options must be an object')
+  for (const key of Object.keys(options)) {
+    if (!KNOWN_KEYS.has(key)) throw invalid(`startLocalE2B: unknown option "${key}"`)
+  }
+  const port = options.port ?? 0
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw invalid('port must be an integer from 0 to 65535')
+  const hostname = options.hostname ?? '127.0.0.1'
+  if (typeof hostname !== 'string' || hostname.length === 0)
+    throw invalid('hostname must be a non-empty string')
+  const allowRemote = options.allowRemote ?? false
+  if (typeof allowRemote !== 'boolean') throw invalid('allowRemote must be a boolean')
+  if (!LOOPBACK.has(hostname) && !allowRemote) {
+    throw invalid(
+      `hostname ${hostname} is not a loopback address; the host runs arbitrary code for API-key holders, pass allowRemote: true to expose it`,
+    )
+  }
+  if (
+    options.stateDir !== undefined &&
+    (typeof options.stateDir !== 'string' || options.stateDir.length === 0)
+  ) {
+    throw invalid('stateDir must be a non-empty path')
+  }
+  if (options.apiKey !== undefined) {
+    if (
+      typeof options.apiKey !== 'string' ||
+      options.apiKey.length < 8 ||
+      /[\u0000-\u0020]/.test(options.apiKey)
+    ) {
+      throw invalid('apiKey must be a string of at least 8 printable characters without spaces')
+    }
+  }
+  const pauseMode = options.pauseMode === undefined ? 'memory' : parsePauseMode(options.pauseMode)
+  if (!pauseMode) throw invalid('pauseMode must be "memory", "filesystem" or "processes"')
+  const retentionMs = options.retentionMs
+  if (retentionMs !== undefined && (!Number.isFinite(retentionMs) || retentionMs <= 0)) {
+    throw invalid('retentionMs must be a positive number of milliseconds')
+  }
+  const maxSandboxes = options.maxSandboxes ?? 100
+  if (!Number.isInteger(maxSandboxes) || maxSandboxes < 1)
+    throw invalid('maxSandboxes must be a positive integer')
+  const defaultTimeoutMs = options.defaultTimeoutMs ?? 300_000
+  if (!Number.isFinite(defaultTimeoutMs) || defaultTimeoutMs < 1000) {
+    throw invalid('defaultTimeoutMs must be at least 1000 ms')
+  }
+  const isolation = options.isolation ?? 'auto'
+  if (isolation !== 'auto' && isolation !== 'bubblewrap' && isolation !== 'none') {
+    throw invalid('isolation must be "auto", "bubblewrap" or "none"')
+  }
+  const templates = options.templates ?? []
+  if (!Array.isArray(templates) || templates.some((template) => typeof template !== 'string' || !template)) {
+    throw invalid('templates must be an array of non-empty strings')
+  }
+  if (options.logger !== undefined && typeof options.logger !== 'function')
+    throw invalid('logger must be a function')
+  return {
+    port,
+    hostname,
+    allowRemote,
+    stateDir: options.stateDir,
+    apiKey: options.apiKey,
+    pauseMode,
+    retentionMs,
+    maxSandboxes,
+    defaultTimeoutMs,
+    isolation,
+    templates,
+    logger: options.logger ?? ((line) => console.warn(line)),
+  }
+}

@@ -1,0 +1,479 @@
+// The processes of one sandbox. With bubblewrap, one long-lived namespace set (pid, mount, net, ipc, uts)
+// per sandbox, started once by a tiny init, which every later process enters with nsenter; a server
+// started by one command is then reachable on loopback by the next. Every process is placed in the
+// sandbox's freezer cgroup before it execs anything, so a pause freezes all of them at once (SIGSTOP of
+// the tracked process groups when no freezer is writable).
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { SANDBOX_HOME } from './paths.js'
+
+/** Where the interpreter's kernels are visible inside an isolated sandbox. */
+export const SANDBOX_KERNEL_DIR = '/opt/sandkeep/kernels'
+
+/** How pauses are enforced on this machine. */
+export type FreezerKind = 'cgroup-v1' | 'cgroup-v2' | 'signals'
+
+/** Machine capabilities, probed once per host. */
+export interface RuntimeSupport {
+  /** `bubblewrap` when bwrap + nsenter + setpriv are usable, otherwise `none`. */
+  isolation: 'bubblewrap' | 'none'
+  /** How processes are frozen. */
+  freezer: FreezerKind
+  /** Parent cgroup directory for sandboxes (when a cgroup freezer is used). */
+  cgroupParent?: string
+}
+
+const SYSTEM_DIRECTORIES = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc']
+
+function which(binary: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
+    const candidate = join(dir, binary)
+    if (existsSync(candidate)) return candidate
+  }
+  for (const dir of ['/usr/bin', '/usr/sbin', '/bin', '/sbin']) {
+    const candidate = join(dir, binary)
+    if (existsSync(candidate)) return candidate
+  }
+  return undefined
+}
+
+/** Probes what this machine offers. `wantIsolation: 'bubblewrap'` throws when it is not available. */
+export function probeRuntimeSupport(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSupport {
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
+  let isolation: RuntimeSupport['isolation'] = 'none'
+  if (wantIsolation !== 'none') {
+    const usable = isRoot && which('bwrap') && which('nsenter') && which('setpriv')
+    if (usable) isolation = 'bubblewrap'
+    else if (wantIsolation === 'bubblewrap') {
+      throw new Error(
+        'isolation "bubblewrap" needs root plus bwrap, nsenter and setpriv on PATH (apt-get install bubblewrap util-linux)',
+      )
+    }
+  }
+  const v1 = '/sys/fs/cgroup/freezer'
+  if (isRoot && existsSync(join(v1, 'cgroup.procs'))) {
+    try {
+      mkdirSync(join(v1, 'sandkeep'), { recursive: true })
+      return { isolation, freezer: 'cgroup-v1', cgroupParent: join(v1, 'sandkeep') }
+    } catch {}
+  }
+  const v2 = '/sys/fs/cgroup'
+  if (isRoot && existsSync(join(v2, 'cgroup.controllers')) && !existsSync(v1)) {
+    try {
+      mkdirSync(join(v2, 'sandkeep'), { recursive: true })
+      return { isolation, freezer: 'cgroup-v2', cgroupParent: join(v2, 'sandkeep') }
+    } catch {}
+  }
+  return { isolation, freezer: 'signals' }
+}
+
+/** Options of one sandbox's runtime. */
+export interface SandboxRuntimeOptions {
+  /** Sandbox id (names the cgroup). */
+  id: string
+  /** Host directory holding the sandbox's `home/user` and `tmp`. */
+  rootDir: string
+  /** What the machine offers. */
+  support: RuntimeSupport
+  /** Share the host's network namespace (internet access); otherwise only the sandbox's own loopback. */
+  allowInternet: boolean
+  /** Host directory made visible read-only at {@link SANDBOX_KERNEL_DIR} (isolated mode). */
+  kernelHostDir?: string
+}
+
+/** A process started inside the sandbox. */
+export interface SpawnedProcess {
+  /** The node child (the wrapper: nsenter in isolated mode); its stdio are the process's stdio. */
+  child: ChildProcessWithoutNullStreams
+  /** The pid the sandbox's own processes see (pid namespace pid; host pid when unisolated). */
+  pid: number
+  /** Process group on the host that holds the process and its children (signal with a negative pid). */
+  hostGroup: number
+}
+
+/** Spawn options. */
+export interface RuntimeSpawnOptions {
+  /** Sandbox path of the working directory (must exist). */
+  cwd: string
+  /** The complete environment of the process (nothing of the host's leaks in). */
+  env: Record<string, string>
+}
+
+const HANDSHAKE = 'echo $$ >&3; exec 3>&-; cd -- "$0" || exit 1; exec "$@"'
+
+export class SandboxRuntime {
+  readonly #options: SandboxRuntimeOptions
+  #initPid: number | undefined
+  #init: ChildProcessWithoutNullStreams | undefined
+  #booting: Promise<void> | undefined
+  readonly #groups = new Set<number>()
+  #frozen = false
+  #cgroup: string | undefined
+
+  constructor(options: SandboxRuntimeOptions) {
+    this.#options = options
+  }
+
+  /** True while the sandbox's namespace (or, unisolated, any process) is alive. */
+  get booted(): boolean {
+    return this.#options.support.isolation === 'bubblewrap' ? this.#initPid !== undefined : true
+  }
+
+  get frozen(): boolean {
+    return this.#frozen
+  }
+
+  /** Host directory backing the sandbox path `/`-relative writable tree. */
+  get rootDir(): string {
+    return this.#options.rootDir
+  }
+
+  /** Host path of a sandbox working directory, for the unisolated fallback. */
+  hostPathOf(sandboxPath: string): string {
+    return this.#options.rootDir + sandboxPath
+  }
+
+  #cgroupDir(): string | undefined {
+    const parent = this.#options.support.cgroupParent
+    if (!parent) return undefined
+    if (!this.#cgroup) {
+      const dir = join(parent, this.#options.id)
+      mkdirSync(dir, { recursive: true })
+      this.#cgroup = dir
+    }
+    return this.#cgroup
+  }
+
+  /** Starts the sandbox's namespace (isolated mode). Idempotent; concurrent callers share one boot. */
+  async boot(): Promise<void> {
+    if (this.#options.support.isolation !== 'bubblewrap' || this.#initPid !== undefined) {
+      this.#cgroupDir()
+      return
+    }
+    this.#booting ??= this.#bootNamespace().finally(() => {
+      this.#booting = undefined
+    })
+    return this.#booting
+  }
+
+  async #bootNamespace(): Promise<void> {
+    const { rootDir, allowInternet, kernelHostDir } = this.#options
+    mkdirSync(join(rootDir, 'home/user'), { recursive: true })
+    mkdirSync(join(rootDir, 'tmp'), { recursive: true, mode: 0o1777 })
+    const args = [
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--die-with-parent',
+      '--hostname',
+      'sandbox',
+    ]
+    if (!allowInternet) args.push('--unshare-net')
+    for (const dir of SYSTEM_DIRECTORIES) {
+      let stat: ReturnType<typeof lstatSync>
+      try {
+        stat = lstatSync(dir)
+      } catch {
+        continue
+      }
+      if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir)
+      else if (stat.isDirectory()) args.push('--ro-bind', dir, dir)
+    }
+    args.push('--tmpfs', '/home', '--bind', join(rootDir, 'home/user'), SANDBOX_HOME)
+    args.push('--bind', join(rootDir, 'tmp'), '/tmp', '--tmpfs', '/var', '--dir', '/var/tmp')
+    args.push('--proc', '/proc', '--dev', '/dev')
+    if (kernelHostDir && existsSync(kernelHostDir)) args.push('--ro-bind', kernelHostDir, SANDBOX_KERNEL_DIR)
+    args.push('--chdir', SANDBOX_HOME, '--info-fd', '3', '--', '/bin/sleep', 'infinity')
+    const cgroup = this.#cgroupDir()
+    const [command, commandArgs] = this.#wrapInCgroup(cgroup, 'bwrap', args)
+    const init = spawn(command, commandArgs, {
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+    }) as unknown as ChildProcessWithoutNullStreams
+    let stderr = ''
+    init.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString()
+    })
+    const infoStream = init.stdio[3] as NodeJS.ReadableStream
+    const info = await new Promise<string>((resolve, reject) => {
+      let text = ''
+      infoStream.on('data', (chunk: Buffer) => {
+        text += chunk.toString()
+      })
+      infoStream.on('end', () => resolve(text))
+      init.on('error', reject)
+      init.on('exit', (code) => {
+        if (!text) reject(new Error(`bubblewrap exited with ${code}: ${stderr.trim()}`))
+      })
+    })
+    const childPid = (JSON.parse(info) as { 'child-pid'?: number })['child-pid']
+    if (typeof childPid !== 'number')
+      throw new Error(`bubblewrap did not report its child pid: ${stderr.trim()}`)
+    this.#init = init
+    this.#initPid = childPid
+    init.on('exit', () => {
+      if (this.#init === init) {
+        this.#init = undefined
+        this.#initPid = undefined
+      }
+    })
+  }
+
+  #wrapInCgroup(cgroup: string | undefined, command: string, args: string[]): [string, string[]] {
+    if (!cgroup) return [command, args]
+    const procs = join(cgroup, 'cgroup.procs')
+    // The shell joins the cgroup and then execs, so every descendant is born inside it (no race with forks).
+    return ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', procs, command, ...args]]
+  }
+
+  /**
+   * Spawns `command args` inside the sandbox with piped stdio, resolving once the process reported its pid
+   * (it has then joined the namespaces and the cgroup and is about to exec the command).
+   */
+  async spawn(command: string, args: string[], options: RuntimeSpawnOptions): Promise<SpawnedProcess> {
+    const child = this.spawnNow(command, args, options)
+    const pid = await this.#readHandshake(child)
+    return { child, pid, hostGroup: child.pid ?? -1 }
+  }
+
+  /** Synchronous spawn for the kernel seam; the pid handshake is drained in the background. */
+  spawnNow(command: string, args: string[], options: RuntimeSpawnOptions): ChildProcessWithoutNullStreams {
+    if (this.#options.support.isolation === 'bubblewrap' && this.#initPid === undefined) {
+      throw new Error('sandbox namespace is not running; call boot() first')
+    }
+    const cgroup = this.#cgroupDir()
+    let full: [string, string[]]
+    let cwd: string | undefined
+    if (this.#options.support.isolation === 'bubblewrap') {
+      const entered = [
+        '-t',
+        String(this.#initPid),
+        '-m',
+        '-p',
+        '-n',
+        '-i',
+        '-u',
+        '-r',
+        '-w',
+        '--',
+        'setpriv',
+        '--bounding-set=-all',
+        '--inh-caps=-all',
+        '--no-new-privs',
+        '--',
+        '/bin/sh',
+        '-c',
+        HANDSHAKE,
+        options.cwd,
+        command,
+        ...args,
+      ]
+      full = this.#wrapInCgroup(cgroup, 'nsenter', entered)
+    } else {
+      full = this.#wrapInCgroup(cgroup, '/bin/sh', [
+        '-c',
+        HANDSHAKE,
+        this.hostPathOf(options.cwd),
+        command,
+        ...args,
+      ])
+      cwd = this.hostPathOf(SANDBOX_HOME)
+    }
+    const env =
+      this.#options.support.isolation === 'bubblewrap'
+        ? options.env
+        : { ...options.env, HOME: this.hostPathOf(SANDBOX_HOME) }
+    const child = spawn(full[0], full[1], {
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      detached: true,
+      env,
+      cwd,
+    }) as unknown as ChildProcessWithoutNullStreams
+    if (child.pid !== undefined) {
+      const group = child.pid
+      this.#groups.add(group)
+      child.on('exit', () => this.#groups.delete(group))
+    }
+    // Signals meant for the process go to its whole group: the wrapper (nsenter) does not forward them.
+    const originalKill = child.kill.bind(child)
+    child.kill = (signal?: NodeJS.Signals | number) => {
+      if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null)
+        return originalKill(signal)
+      try {
+        process.kill(-child.pid, signal ?? 'SIGTERM')
+        return true
+      } catch {
+        return originalKill(signal)
+      }
+    }
+    return child
+  }
+
+  #readHandshake(child: ChildProcessWithoutNullStreams): Promise<number> {
+    const stream = child.stdio[3] as NodeJS.ReadableStream
+    return new Promise<number>((resolve, reject) => {
+      let text = ''
+      const onData = (chunk: Buffer) => {
+        text += chunk.toString()
+        const newline = text.indexOf('\n')
+        if (newline >= 0) {
+          cleanup()
+          const pid = Number.parseInt(text.slice(0, newline), 10)
+          if (Number.isFinite(pid)) resolve(pid)
+          else reject(new Error('process did not report its pid'))
+        }
+      }
+      const onExit = (code: number | null) => {
+        cleanup()
+        reject(new Error(`process exited (${code}) before it started`))
+      }
+      const onError = (error: Error) => {
+        cleanup()
+        reject(error)
+      }
+      const cleanup = () => {
+        stream.off('data', onData)
+        child.off('exit', onExit)
+        child.off('error', onError)
+      }
+      stream.on('data', onData)
+      child.on('exit', onExit)
+      child.on('error', onError)
+    })
+  }
+
+  /** Host pids of every process of the sandbox (the cgroup's members, or the tracked groups' members). */
+  hostPids(): number[] {
+    const cgroup = this.#cgroup
+    if (cgroup) {
+      try {
+        return readFileSync(join(cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number)
+      } catch {
+        return []
+      }
+    }
+    return [...this.#groups]
+  }
+
+  /** Freezes every process of the sandbox; resolves once the kernel reports them frozen. */
+  async freeze(): Promise<void> {
+    if (this.#frozen) return
+    const { freezer } = this.#options.support
+    const cgroup = this.#cgroup
+    if (freezer === 'cgroup-v1' && cgroup) {
+      writeFileSync(join(cgroup, 'freezer.state'), 'FROZEN')
+      await this.#waitFor(() => readFileSync(join(cgroup, 'freezer.state'), 'utf8').trim() === 'FROZEN')
+    } else if (freezer === 'cgroup-v2' && cgroup) {
+      writeFileSync(join(cgroup, 'cgroup.freeze'), '1')
+      await this.#waitFor(() => /frozen 1/.test(readFileSync(join(cgroup, 'cgroup.events'), 'utf8')))
+    } else {
+      this.#signalAll('SIGSTOP')
+    }
+    this.#frozen = true
+  }
+
+  /** Thaws the sandbox. */
+  async thaw(): Promise<void> {
+    if (!this.#frozen) return
+    const { freezer } = this.#options.support
+    const cgroup = this.#cgroup
+    if (freezer === 'cgroup-v1' && cgroup) writeFileSync(join(cgroup, 'freezer.state'), 'THAWED')
+    else if (freezer === 'cgroup-v2' && cgroup) writeFileSync(join(cgroup, 'cgroup.freeze'), '0')
+    else this.#signalAll('SIGCONT')
+    this.#frozen = false
+  }
+
+  #signalAll(signal: NodeJS.Signals): void {
+    if (this.#initPid !== undefined) {
+      try {
+        process.kill(this.#initPid, signal)
+      } catch {}
+    }
+    for (const group of this.#groups) {
+      try {
+        process.kill(-group, signal)
+      } catch {}
+    }
+  }
+
+  async #waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    while (!condition()) {
+      if (Date.now() > deadline) throw new Error('timed out waiting for the freezer')
+      await sleep(1)
+    }
+  }
+
+  /** Kills every process of the sandbox (and its namespace); the next spawn needs a new boot(). */
+  async stopAll(): Promise<void> {
+    const pids = new Set(this.hostPids())
+    if (this.#initPid !== undefined) pids.add(this.#initPid)
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {}
+    }
+    for (const group of this.#groups) {
+      try {
+        process.kill(-group, 'SIGKILL')
+      } catch {}
+    }
+    this.#init?.kill('SIGKILL')
+    // Killed processes of a frozen cgroup only die once thawed.
+    await this.thaw()
+    this.#initPid = undefined
+    this.#init = undefined
+    if (this.#cgroup) {
+      const cgroup = this.#cgroup
+      await this.#waitFor(() => this.hostPids().length === 0, 5000).catch(() => {
+        for (const pid of this.hostPids()) {
+          try {
+            process.kill(pid, 'SIGKILL')
+          } catch {}
+        }
+      })
+      void cgroup
+    }
+  }
+
+  /** Stops everything and removes the cgroup. */
+  async destroy(): Promise<void> {
+    await this.stopAll()
+    if (this.#cgroup) {
+      try {
+        rmdirSync(this.#cgroup)
+      } catch {}
+      this.#cgroup = undefined
+    }
+  }
+
+  /** CPU time (clock ticks, user + system) used so far by the sandbox's live processes. */
+  cpuTicks(): number {
+    let total = 0
+    for (const pid of this.hostPids()) total += processCpuTicks(pid)
+    return total
+  }
+}
+
+/** utime + stime of one process in clock ticks (0 when it is gone). */
+export function processCpuTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    // After the command field: state is field 3, utime 14, stime 15 (1-based in proc(5)).
+    return Number(fields[11]) + Number(fields[12])
+  } catch {
+    return 0
+  }
+}
