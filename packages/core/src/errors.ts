@@ -60,6 +60,8 @@ export interface SandkeepErrorOptions {
   sandboxId?: string
   /** True when retrying the same call later may succeed (store or provider temporarily unavailable). */
   retryable?: boolean
+  /** When the backend said how long to wait before retrying (HTTP `Retry-After`), in ms. */
+  retryAfterMs?: number
 }
 
 /**
@@ -79,6 +81,8 @@ export class SandkeepError extends Error {
   readonly sandboxId: string | undefined
   /** True when retrying the same call later may succeed. */
   readonly retryable: boolean
+  /** How long the backend asked callers to wait before retrying (HTTP `Retry-After`), ms; undefined when it did not say. */
+  readonly retryAfterMs: number | undefined
 
   constructor(options: SandkeepErrorOptions) {
     super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
@@ -87,6 +91,7 @@ export class SandkeepError extends Error {
     this.conversationId = options.conversationId
     this.sandboxId = options.sandboxId
     this.retryable = options.retryable ?? false
+    this.retryAfterMs = options.retryAfterMs
   }
 
   /** True for any SandkeepError, including one thrown by another copy of this package. */
@@ -114,6 +119,7 @@ export class SandkeepError extends Error {
       conversationId: this.conversationId,
       sandboxId: this.sandboxId,
       retryable: this.retryable,
+      ...(this.retryAfterMs === undefined ? {} : { retryAfterMs: this.retryAfterMs }),
     }
   }
 }

@@ -108,7 +108,8 @@ export interface SessionManagerEvents {
     sandboxId: string
     steps: number
     ms: number
-    reason: 'created' | 'recreated' | 'memory-lost'
+    /** Why the journal was replayed: a fresh sandbox, or a resume that lost memory (or, rarely, only files). */
+    reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost'
   }
   'turn-end': { conversationId: string; tenant: string; report: ResumeReport | undefined; end: TurnEndReport }
   'pause-end': {

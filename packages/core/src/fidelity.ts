@@ -1,0 +1,268 @@
+// Built-in fidelity probes: what did the pause keep? Each compares the sandbox with the manifest the
+// previous turn wrote at its end: a sentinel value in every interpreter context it used (memory), a marker
+// file (filesystem), and the list of background processes (processes).
+import { randomBytes } from 'node:crypto'
+import { SandkeepError } from './errors.js'
+import type { HealthCheckResult } from './health.js'
+import type { CodeLanguage } from './journal.js'
+import type { SandboxHandle } from './sandbox-provider.js'
+import type { TurnManifest } from './session-store.js'
+
+/** Global variable that holds the memory sentinel in each interpreter context. */
+export const SENTINEL_VARIABLE = '__sandkeep_sentinel__'
+/** Marker file written at turn end. Under the sandbox's home so that it shares the user's files' fate. */
+export const MARKER_PATH = '/home/user/.sandkeep/marker'
+
+/** An interpreter context a turn ran code in. */
+export interface UsedContext {
+  /** Interpreter language. */
+  language: CodeLanguage
+  /** Context id; null for the language's default context. */
+  contextId: string | null
+}
+
+/** What the built-in probes found. */
+export interface FidelityOutcome {
+  /** Probe results named `memory`, `filesystem`, `processes`. */
+  checks: HealthCheckResult[]
+  /** true kept, false lost, null unknown (nothing recorded to compare with). */
+  survived: { memory: boolean | null; filesystem: boolean | null; processes: boolean | null }
+  /** Contexts whose sentinel was found: they keep their place in the next manifest. */
+  keptContexts: UsedContext[]
+}
+
+function setSentinelCode(language: CodeLanguage, value: string): string {
+  const literal = JSON.stringify(value)
+  return language === 'javascript'
+    ? `globalThis.${SENTINEL_VARIABLE} = ${literal}; undefined`
+    : `${SENTINEL_VARIABLE} = ${literal}`
+}
+
+function readSentinelCode(language: CodeLanguage): string {
+  return language === 'javascript'
+    ? `globalThis.${SENTINEL_VARIABLE}`
+    : `globals().get('${SENTINEL_VARIABLE}')`
+}
+
+function unquote(text: string | null): string | null {
+  if (text === null) return null
+  const value = text.trim()
+  if (value.length >= 2 && (value[0] === "'" || value[0] === '"') && value.at(-1) === value[0]) {
+    return value.slice(1, -1)
+  }
+  return value
+}
+
+/** Compares the sandbox with `manifest`; the three probes run in parallel. */
+export async function probeFidelity(
+  sandbox: SandboxHandle,
+  manifest: TurnManifest,
+  signal: AbortSignal,
+): Promise<FidelityOutcome> {
+  const [memory, filesystem, processes] = await Promise.all([
+    probeMemory(sandbox, manifest, signal),
+    probeFilesystem(sandbox, manifest, signal),
+    probeProcesses(sandbox, manifest),
+  ])
+  return {
+    checks: [memory.result, filesystem.result, processes.result],
+    survived: { memory: memory.survived, filesystem: filesystem.survived, processes: processes.survived },
+    keptContexts: memory.kept,
+  }
+}
+
+async function probeMemory(sandbox: SandboxHandle, manifest: TurnManifest, signal: AbortSignal) {
+  const started = performance.now()
+  const entries = manifest.memory ?? []
+  if (entries.length === 0) {
+    return {
+      survived: null,
+      kept: [] as UsedContext[],
+      result: skipped('memory', 'memory', 'no interpreter context was used before the pause', started),
+    }
+  }
+  const found = await Promise.all(
+    entries.map(async (entry) => {
+      const language = entry.language === 'javascript' ? 'javascript' : 'python'
+      try {
+        const result = await sandbox.runCode(readSentinelCode(language), {
+          language,
+          ...(entry.contextId ? { contextId: entry.contextId } : {}),
+          signal,
+        })
+        return { entry, language, ok: !result.error && unquote(result.text) === entry.value }
+      } catch (error) {
+        // A context the platform no longer knows is memory lost, not a failed turn.
+        if (SandkeepError.isInstance(error) && error.code !== 'ABORTED') return { entry, language, ok: false }
+        throw error
+      }
+    }),
+  )
+  const lost = found.filter((f) => !f.ok)
+  const kept = found
+    .filter((f) => f.ok)
+    .map((f) => ({ language: f.language as CodeLanguage, contextId: f.entry.contextId }))
+  const survived = lost.length === 0
+  return {
+    survived,
+    kept,
+    result: {
+      name: 'memory',
+      kind: 'memory' as const,
+      status: survived ? ('passed' as const) : ('failed' as const),
+      required: false,
+      probeMs: performance.now() - started,
+      message: survived
+        ? `interpreter state kept in ${entries.length} context(s)`
+        : `interpreter state lost in ${lost.map((f) => f.entry.contextId ?? `${f.entry.language} default`).join(', ')}`,
+    },
+  }
+}
+
+async function probeFilesystem(sandbox: SandboxHandle, manifest: TurnManifest, signal: AbortSignal) {
+  const started = performance.now()
+  const marker = manifest.filesystem
+  if (!marker) {
+    return {
+      survived: null,
+      result: skipped('filesystem', 'filesystem', 'no marker file was written', started),
+    }
+  }
+  let content: string | null
+  try {
+    content = await sandbox.readFile(marker.path, { signal })
+  } catch (error) {
+    if (!SandkeepError.hasCode(error, 'FILE_NOT_FOUND')) throw error
+    content = null
+  }
+  const survived = content === marker.value
+  return {
+    survived,
+    result: {
+      name: 'filesystem',
+      kind: 'filesystem' as const,
+      status: survived ? ('passed' as const) : ('failed' as const),
+      required: false,
+      probeMs: performance.now() - started,
+      message: survived
+        ? 'files kept'
+        : content === null
+          ? 'marker file is gone: files were lost'
+          : 'marker file differs',
+    },
+  }
+}
+
+async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
+  const started = performance.now()
+  const recorded = manifest.processes
+  if (!recorded || recorded.length === 0) {
+    return {
+      survived: null,
+      result: skipped(
+        'processes',
+        'processes',
+        'no background process was running before the pause',
+        started,
+      ),
+    }
+  }
+  let running: Awaited<ReturnType<SandboxHandle['listProcesses']>>
+  try {
+    running = await sandbox.listProcesses()
+  } catch (error) {
+    if (SandkeepError.hasCode(error, 'CAPABILITY_UNSUPPORTED')) {
+      return {
+        survived: null,
+        result: skipped('processes', 'processes', 'the provider cannot list processes', started),
+      }
+    }
+    throw error
+  }
+  const missing = recorded.filter((p) => !running.some((r) => r.command === p.command))
+  const samePid = recorded.filter((p) => running.some((r) => r.command === p.command && r.pid === p.pid))
+  const survived = missing.length === 0
+  let message: string
+  if (!survived)
+    message = `not running any more: ${missing.map((p) => JSON.stringify(p.command.slice(0, 80))).join(', ')}`
+  else if (samePid.length === recorded.length) message = `${recorded.length} process(es) kept with their pids`
+  else message = `${recorded.length} process(es) running, restarted by the platform (new pids)`
+  return {
+    survived,
+    result: {
+      name: 'processes',
+      kind: 'processes' as const,
+      status: survived ? ('passed' as const) : ('failed' as const),
+      required: false,
+      probeMs: performance.now() - started,
+      message,
+    },
+  }
+}
+
+function skipped(
+  name: string,
+  kind: 'memory' | 'filesystem' | 'processes',
+  message: string,
+  started: number,
+): HealthCheckResult {
+  return { name, kind, status: 'skipped', required: false, probeMs: performance.now() - started, message }
+}
+
+/**
+ * Writes what the next turn will compare with: the sentinel in each context (the same value as before for a
+ * context that kept it, so overlapping turns agree), the marker file, and the process list. In parallel.
+ */
+export async function writeManifest(
+  sandbox: SandboxHandle,
+  contexts: readonly UsedContext[],
+  previous: TurnManifest | null,
+  signal: AbortSignal,
+): Promise<TurnManifest> {
+  const sameSandbox = previous?.sandboxId === sandbox.id ? previous : null
+  const valueFor = (context: UsedContext) =>
+    sameSandbox?.memory?.find((m) => m.language === context.language && m.contextId === context.contextId)
+      ?.value ?? token()
+  const markerValue = sameSandbox?.filesystem?.value ?? token()
+  const [memory, processes] = await Promise.all([
+    Promise.all(
+      contexts.map(async (context) => {
+        const value = valueFor(context)
+        const result = await sandbox.runCode(setSentinelCode(context.language, value), {
+          language: context.language,
+          ...(context.contextId ? { contextId: context.contextId } : {}),
+          signal,
+        })
+        if (result.error) throw new Error(`could not set the memory sentinel: ${result.error.value}`)
+        return {
+          language: context.language,
+          contextId: context.contextId,
+          variable: SENTINEL_VARIABLE,
+          value,
+        }
+      }),
+    ),
+    sandbox.listProcesses().then(
+      (list) =>
+        list.map((p) =>
+          p.cwd ? { pid: p.pid, command: p.command, cwd: p.cwd } : { pid: p.pid, command: p.command },
+        ),
+      (error: unknown) => {
+        if (SandkeepError.hasCode(error, 'CAPABILITY_UNSUPPORTED')) return null
+        throw error
+      },
+    ),
+    sandbox.writeFile(MARKER_PATH, markerValue, { signal }),
+  ])
+  return {
+    writtenAt: Date.now(),
+    sandboxId: sandbox.id,
+    memory: memory.length === 0 ? null : memory,
+    filesystem: { path: MARKER_PATH, value: markerValue },
+    processes,
+  }
+}
+
+function token(): string {
+  return randomBytes(9).toString('base64url')
+}

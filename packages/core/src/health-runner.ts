@@ -1,0 +1,265 @@
+import { SandkeepError } from './errors.js'
+import type {
+  HealthCheck,
+  HealthCheckContext,
+  HealthCheckResult,
+  HealthRepair,
+  PortHealthCheck,
+} from './health.js'
+import type { SandboxHandle } from './sandbox-provider.js'
+
+/** Default time allowed for one probe (and again for its repair), ms. */
+export const DEFAULT_CHECK_TIMEOUT_MS = 10_000
+
+type ProbeOutcome = { ok: boolean; message?: string }
+
+/**
+ * Runs declared checks, each probe and each repair bounded by the check's `timeoutMs`. Process checks run
+ * first (in parallel), then every other check (in parallel): ports, code and files usually depend on a
+ * process, so they are probed once processes were repaired; after such a repair a port probe waits for the
+ * port to open (polling within its timeout) instead of failing at once. Results keep the declared order.
+ * A failing probe runs its repair, then probes again until it passes or its time is up.
+ */
+export async function runDeclaredChecks(
+  sandbox: SandboxHandle,
+  checks: readonly HealthCheck[],
+  signal: AbortSignal,
+): Promise<HealthCheckResult[]> {
+  const results = new Map<HealthCheck, HealthCheckResult>()
+  const processes = checks.filter((c) => c.kind === 'process')
+  const others = checks.filter((c) => c.kind !== 'process')
+  await Promise.all(processes.map(async (c) => results.set(c, await runCheck(sandbox, c, signal, false))))
+  const restarted = [...results.values()].some((r) => r.status === 'repaired')
+  await Promise.all(others.map(async (c) => results.set(c, await runCheck(sandbox, c, signal, restarted))))
+  return checks.map((c) => results.get(c) as HealthCheckResult)
+}
+
+async function runCheck(
+  sandbox: SandboxHandle,
+  check: HealthCheck,
+  turnSignal: AbortSignal,
+  waitForPort: boolean,
+): Promise<HealthCheckResult> {
+  const timeoutMs = check.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS
+  const required = check.required === true
+  const started = performance.now()
+  const first = await bounded(timeoutMs, turnSignal, async (signal) => {
+    let outcome = await probe(sandbox, check, signal)
+    // A server a process check just restarted needs a moment to listen.
+    for (let attempt = 0; !outcome.ok && waitForPort && check.kind === 'port' && !signal.aborted; attempt++) {
+      await delay(Math.min(50 * 2 ** attempt, 500), signal)
+      if (!signal.aborted) outcome = await probe(sandbox, check, signal)
+    }
+    return outcome
+  })
+  const probeMs = performance.now() - started
+  if (first.ok) {
+    return { name: check.name, kind: check.kind, status: 'passed', required, probeMs, ...messageOf(first) }
+  }
+  const repair = repairOf(check)
+  if (!repair) {
+    return { name: check.name, kind: check.kind, status: 'failed', required, probeMs, ...messageOf(first) }
+  }
+  const repairStarted = performance.now()
+  const repaired = await bounded(timeoutMs, turnSignal, async (signal) => {
+    const context: HealthCheckContext = { sandbox, signal }
+    await runRepair(context, repair)
+    // Re-probe until it passes or the time is up: a restarted process needs time to listen.
+    let last: ProbeOutcome = { ok: false }
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      last = await probe(sandbox, check, signal)
+      if (last.ok) return last
+      await delay(Math.min(50 * 2 ** attempt, 500), signal)
+    }
+    return last
+  })
+  const repairMs = performance.now() - repairStarted
+  return {
+    name: check.name,
+    kind: check.kind,
+    status: repaired.ok ? 'repaired' : 'failed',
+    required,
+    probeMs,
+    repairMs,
+    message: repaired.ok
+      ? `${first.message ?? 'probe failed'}; repaired`
+      : `${first.message ?? 'probe failed'}; still failing after repair${repaired.message ? `: ${repaired.message}` : ''}`,
+  }
+}
+
+function messageOf(outcome: ProbeOutcome): { message?: string } {
+  return outcome.message === undefined ? {} : { message: outcome.message }
+}
+
+function repairOf(check: HealthCheck): HealthRepair | undefined {
+  if (check.kind === 'process') {
+    return async ({ sandbox }) => {
+      await sandbox.startProcess(check.command, {
+        ...(check.cwd ? { cwd: check.cwd } : {}),
+        ...(check.envs ? { envs: check.envs } : {}),
+      })
+    }
+  }
+  if (check.kind === 'custom') return check.repair
+  return check.repair
+}
+
+async function runRepair(context: HealthCheckContext, repair: HealthRepair): Promise<void> {
+  if (typeof repair === 'function') return repair(context)
+  if ('command' in repair) {
+    if (repair.background) {
+      await context.sandbox.startProcess(repair.command, repair.cwd ? { cwd: repair.cwd } : {})
+      return
+    }
+    const result = await context.sandbox.runCommand(repair.command, {
+      ...(repair.cwd ? { cwd: repair.cwd } : {}),
+      signal: context.signal,
+    })
+    if (result.exitCode !== 0) {
+      throw new Error(`repair command exited with ${result.exitCode}: ${result.stderr.trim().slice(0, 200)}`)
+    }
+    return
+  }
+  const result = await context.sandbox.runCode(repair.code, {
+    language: repair.language ?? 'python',
+    signal: context.signal,
+  })
+  if (result.error) throw new Error(`repair code raised ${result.error.name}: ${result.error.value}`)
+}
+
+async function probe(sandbox: SandboxHandle, check: HealthCheck, signal: AbortSignal): Promise<ProbeOutcome> {
+  switch (check.kind) {
+    case 'process': {
+      const processes = await sandbox.listProcesses()
+      const found = processes.some((p) => commandMatches(p, check.command))
+      return found
+        ? { ok: true }
+        : { ok: false, message: `no process running ${JSON.stringify(check.command)}` }
+    }
+    case 'port':
+      return probePort(sandbox, check, signal)
+    case 'code': {
+      const result = await sandbox.runCode(check.code, { language: check.language ?? 'python', signal })
+      if (result.error) return { ok: false, message: `${result.error.name}: ${result.error.value}` }
+      return truthy(result.text)
+        ? { ok: true }
+        : { ok: false, message: `returned ${result.text ?? 'nothing'}` }
+    }
+    case 'file':
+      return (await sandbox.exists(check.path))
+        ? { ok: true }
+        : { ok: false, message: `${check.path} is missing` }
+    case 'custom': {
+      const outcome = await check.run({ sandbox, signal })
+      if (typeof outcome === 'boolean') return { ok: outcome }
+      return outcome.message === undefined ? { ok: outcome.ok } : { ok: outcome.ok, message: outcome.message }
+    }
+  }
+}
+
+/** True when a process's command line runs `command` (substring of what the platform reports). */
+export function commandMatches(
+  process: { command: string; cmd?: string; args?: string[] },
+  command: string,
+): boolean {
+  if (process.command.includes(command)) return true
+  const full = [process.cmd ?? '', ...(process.args ?? [])].join(' ')
+  return full.includes(command)
+}
+
+function truthy(text: string | null): boolean {
+  if (text === null) return false
+  const value = text.trim()
+  return ![
+    '',
+    'False',
+    'false',
+    'None',
+    'null',
+    'undefined',
+    '0',
+    '0.0',
+    "''",
+    '""',
+    'NaN',
+    '[]',
+    '{}',
+  ].includes(value)
+}
+
+// Probed from inside the sandbox with bash's /dev/tcp, which needs no curl or python in the template.
+// With a path, a minimal HTTP/1.0 GET is sent and the status line read; a status below 500 passes.
+function portScript(check: PortHealthCheck): string {
+  const port = String(check.port)
+  if (check.path === undefined) {
+    return `(exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo open || { echo closed; exit 1; }`
+  }
+  const path = check.path.startsWith('/') ? check.path : `/${check.path}`
+  const quoted = `'${path.replaceAll("'", "'\\''")}'`
+  return [
+    `exec 3<>/dev/tcp/127.0.0.1/${port} 2>/dev/null || { echo closed; exit 1; }`,
+    `printf 'GET %s HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n' ${quoted} >&3`,
+    `IFS=' ' read -r -t 5 proto status rest <&3 || { echo 'no answer'; exit 1; }`,
+    `echo "status $status"`,
+    `[ -n "$status" ] && [ "$status" -lt 500 ] 2>/dev/null`,
+  ].join('\n')
+}
+
+async function probePort(
+  sandbox: SandboxHandle,
+  check: PortHealthCheck,
+  signal: AbortSignal,
+): Promise<ProbeOutcome> {
+  const result = await sandbox.runCommand(portScript(check), { timeoutMs: 8000, signal })
+  const target = `port ${check.port}${check.path === undefined ? '' : ` ${check.path}`}`
+  if (result.exitCode === 0) return { ok: true }
+  const said = result.stdout.trim().split('\n').pop() ?? ''
+  return { ok: false, message: `${target} does not answer${said ? ` (${said})` : ''}` }
+}
+
+/**
+ * Runs `work` with its own signal that fires after `timeoutMs` or when `parent` fires; a timeout or a throw
+ * is a failed outcome, never an exception (the caller decides what a failure means).
+ */
+async function bounded(
+  timeoutMs: number,
+  parent: AbortSignal,
+  work: (signal: AbortSignal) => Promise<ProbeOutcome>,
+): Promise<ProbeOutcome> {
+  const controller = new AbortController()
+  const onParent = () => controller.abort(parent.reason)
+  parent.addEventListener('abort', onParent, { once: true })
+  let timer: NodeJS.Timeout | undefined
+  const timedOut = new Promise<ProbeOutcome>((resolve) => {
+    timer = setTimeout(() => {
+      controller.abort(
+        new SandkeepError({ code: 'TIMEOUT', message: `health check timed out after ${timeoutMs} ms` }),
+      )
+      resolve({ ok: false, message: `timed out after ${timeoutMs} ms` })
+    }, timeoutMs)
+  })
+  try {
+    return await Promise.race([
+      work(controller.signal).catch((error: unknown) => ({
+        ok: false,
+        message: error instanceof Error ? error.message : String(error),
+      })),
+      timedOut,
+    ])
+  } finally {
+    clearTimeout(timer)
+    parent.removeEventListener('abort', onParent)
+  }
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    signal.addEventListener('abort', done, { once: true })
+  })
+}

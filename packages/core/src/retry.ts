@@ -1,0 +1,87 @@
+import pRetry from 'p-retry'
+import { SandkeepError } from './errors.js'
+
+/** How transient provider failures are retried. */
+export interface RetryPolicy {
+  /** Retries after the first attempt. */
+  retries: number
+  /** First backoff delay, ms. */
+  minTimeoutMs: number
+  /** Largest backoff delay, ms. */
+  maxTimeoutMs: number
+}
+
+/** The manager's default: 4 retries, 100 ms doubling to at most 3 s, randomised. */
+export const DEFAULT_RETRY_POLICY: RetryPolicy = { retries: 4, minTimeoutMs: 100, maxTimeoutMs: 3000 }
+
+// A Retry-After longer than this is not waited for: the call fails and the caller decides.
+const MAX_RETRY_AFTER_MS = 60_000
+
+/**
+ * Runs a provider call, retrying only failures the provider marked retryable (SANDBOX_UNAVAILABLE: 5xx,
+ * network, 409 still transitioning, 429). A `Retry-After` the provider reported is honoured: the wait before
+ * the next attempt is at least that long. Anything else (auth, bad argument, not found) is thrown at once.
+ * Errors that are not SandkeepErrors become PROVIDER_ERROR with the original as `cause`.
+ */
+export async function retryProviderCall<T>(
+  operation: () => Promise<T>,
+  policy: RetryPolicy,
+  options: { signal?: AbortSignal; onRetry?: (error: SandkeepError, attempt: number) => void } = {},
+): Promise<T> {
+  try {
+    return await pRetry(operation, {
+      retries: policy.retries,
+      minTimeout: policy.minTimeoutMs,
+      maxTimeout: policy.maxTimeoutMs,
+      factor: 2,
+      randomize: true,
+      ...(options.signal ? { signal: options.signal } : {}),
+      shouldRetry: ({ error }) => SandkeepError.isInstance(error) && error.retryable,
+      onFailedAttempt: async ({ error, attemptNumber, retriesLeft, retryDelay }) => {
+        if (!SandkeepError.isInstance(error) || !error.retryable || retriesLeft === 0) return
+        options.onRetry?.(error, attemptNumber)
+        const asked = error.retryAfterMs
+        if (asked !== undefined && asked > retryDelay && asked <= MAX_RETRY_AFTER_MS) {
+          // p-retry waits `retryDelay` after this callback; wait the rest of what the platform asked for.
+          await sleep(asked - retryDelay, options.signal)
+        }
+      },
+    })
+  } catch (error) {
+    throw toSandkeepError(error, options.signal)
+  }
+}
+
+/** Normalises anything a provider threw into a SandkeepError, keeping the original as `cause`. */
+export function toSandkeepError(error: unknown, signal?: AbortSignal): SandkeepError {
+  if (SandkeepError.isInstance(error)) return error
+  if (signal?.aborted) {
+    return new SandkeepError({
+      code: 'ABORTED',
+      message: 'The turn was aborted by its abort signal.',
+      cause: error,
+    })
+  }
+  const message = error instanceof Error ? error.message : String(error)
+  return new SandkeepError({
+    code: 'PROVIDER_ERROR',
+    message: `The sandbox provider failed: ${message}`,
+    cause: error,
+  })
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason when it fires first. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason)
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer)
+      reject(signal?.reason)
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}

@@ -1,0 +1,1123 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { SandkeepError } from './errors.js'
+import { createEventHub } from './events.js'
+import { probeFidelity, type UsedContext, writeManifest } from './fidelity.js'
+import type { HealthCheck, HealthCheckResult } from './health.js'
+import { runDeclaredChecks } from './health-runner.js'
+import type { JournalStep } from './journal.js'
+import { replaySteps, validateJournalStep } from './rehydrate.js'
+import type { ResumeOutcome, ResumeReport, TurnEndReport } from './report.js'
+import { DEFAULT_RETRY_POLICY, type RetryPolicy, retryProviderCall, sleep, toSandkeepError } from './retry.js'
+import type { CreateSandboxOptions, SandboxHandle, SandboxProvider } from './sandbox-provider.js'
+import type {
+  GcResult,
+  OnTurnEnd,
+  SessionManager,
+  SessionManagerEvents,
+  SessionManagerOptions,
+  Turn,
+  TurnJournal,
+  TurnOptions,
+} from './session-manager-types.js'
+import type {
+  AcquireResult,
+  Lease,
+  SessionRecord,
+  SessionSandboxState,
+  SessionStore,
+  TurnManifest,
+} from './session-store.js'
+import {
+  type SessionKey,
+  validateInteger,
+  validateSandboxId,
+  validateSessionKey,
+  validateTenant,
+} from './validation.js'
+import { SANDKEEP_VERSION } from './version.js'
+
+/** Metadata keys sandkeep writes on every sandbox it creates. */
+export const SANDKEEP_METADATA = {
+  /** The tenant that owns the sandbox; a sandbox naming another tenant is never used. */
+  tenant: 'sandkeep.tenant',
+  /** A hash of the conversation id (the id itself may be personal data; it never leaves the store). */
+  session: 'sandkeep.session',
+  /** The sandkeep version that created the sandbox. */
+  version: 'sandkeep.version',
+} as const
+
+/** Hash of a conversation id as written to `sandkeep.session` metadata: sha256, hex, first 32 characters. */
+export function hashConversationId(conversationId: string): string {
+  return createHash('sha256').update(conversationId).digest('hex').slice(0, 32)
+}
+
+const KNOWN_OPTIONS = new Set([
+  'store',
+  'provider',
+  'onTurnEnd',
+  'idleTimeoutMs',
+  'sandbox',
+  'healthChecks',
+  'fidelityProbes',
+  'bootstrap',
+  'rehydrate',
+  'leaseMs',
+  'ttlMs',
+  'createWaitMs',
+  'retry',
+])
+const KNOWN_SANDBOX_OPTIONS = new Set(['template', 'timeoutMs', 'metadata', 'envs', 'allowInternetAccess'])
+const KNOWN_TURN_OPTIONS = new Set(['tenant', 'abortSignal', 'lazy'])
+const ON_TURN_END: readonly OnTurnEnd[] = ['pause', 'auto-pause', 'keep', 'kill']
+const DAY_MS = 24 * 60 * 60 * 1000
+// Tenants verified per sandbox id in this process; bounded so a long-lived server does not grow without end.
+const VERIFIED_CACHE_LIMIT = 10_000
+
+function invalid(message: string): SandkeepError {
+  return new SandkeepError({ code: 'INVALID_ARGUMENT', message })
+}
+
+function rejectUnknown(what: string, value: object, known: Set<string>): void {
+  for (const key of Object.keys(value)) {
+    if (!known.has(key))
+      throw invalid(`${what} has an unknown option '${key}'. Known: ${[...known].join(', ')}.`)
+  }
+}
+
+interface ResolvedOptions {
+  store: SessionStore
+  provider: SandboxProvider
+  onTurnEnd: OnTurnEnd
+  idleTimeoutMs: number
+  sandbox: {
+    template: string | undefined
+    timeoutMs: number
+    metadata: Record<string, string>
+    envs: Record<string, string> | undefined
+    allowInternetAccess: boolean
+  }
+  healthChecks: HealthCheck[]
+  fidelityProbes: boolean
+  bootstrap: SessionManagerOptions['bootstrap']
+  rehydrate: 'journal' | 'none'
+  leaseMs: number
+  ttlMs: number
+  createWaitMs: number
+  retry: RetryPolicy
+}
+
+function resolveOptions(options: SessionManagerOptions): ResolvedOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalid('createSessionManager needs an options object.')
+  rejectUnknown('createSessionManager', options, KNOWN_OPTIONS)
+  const { store, provider } = options
+  if (store?.specificationVersion !== 'v1' || typeof store.acquire !== 'function') {
+    throw invalid(
+      "options.store must be a SessionStore with specificationVersion 'v1' (createMemorySessionStore, createRedisSessionStore).",
+    )
+  }
+  if (provider?.specificationVersion !== 'v1' || typeof provider.connect !== 'function') {
+    throw invalid(
+      "options.provider must be a SandboxProvider with specificationVersion 'v1' (createE2BProvider).",
+    )
+  }
+  const onTurnEnd = options.onTurnEnd ?? 'pause'
+  if (!ON_TURN_END.includes(onTurnEnd)) {
+    throw invalid(`onTurnEnd must be one of ${ON_TURN_END.join(', ')}, got ${JSON.stringify(onTurnEnd)}.`)
+  }
+  if (onTurnEnd === 'pause' && typeof provider.pause !== 'function') {
+    throw new SandkeepError({
+      code: 'CAPABILITY_UNSUPPORTED',
+      message: `Provider '${provider.providerId}' cannot pause: use onTurnEnd 'keep', 'kill' or 'auto-pause'.`,
+    })
+  }
+  if (onTurnEnd === 'auto-pause' && typeof provider.setTimeout !== 'function') {
+    throw new SandkeepError({
+      code: 'CAPABILITY_UNSUPPORTED',
+      message: `Provider '${provider.providerId}' cannot set a sandbox timeout, which auto-pause needs: use onTurnEnd 'pause' or 'keep'.`,
+    })
+  }
+  const sandbox = options.sandbox ?? {}
+  if (typeof sandbox !== 'object' || sandbox === null) throw invalid('options.sandbox must be an object.')
+  rejectUnknown('options.sandbox', sandbox, KNOWN_SANDBOX_OPTIONS)
+  const stringRecord = (name: string, value: unknown): Record<string, string> | undefined => {
+    if (value === undefined) return undefined
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      throw invalid(`${name} must be an object of strings.`)
+    for (const [k, v] of Object.entries(value)) {
+      if (typeof v !== 'string') throw invalid(`${name}.${k} must be a string.`)
+    }
+    return value as Record<string, string>
+  }
+  const metadata = stringRecord('options.sandbox.metadata', sandbox.metadata) ?? {}
+  for (const key of Object.values(SANDKEEP_METADATA)) {
+    if (key in metadata) throw invalid(`options.sandbox.metadata may not set '${key}': sandkeep writes it.`)
+  }
+  const healthChecks = options.healthChecks ?? []
+  if (!Array.isArray(healthChecks))
+    throw invalid('options.healthChecks must be an array of checks (processCheck(...), ...).')
+  const names = new Set<string>()
+  for (const check of healthChecks) {
+    if (typeof check !== 'object' || check === null || typeof check.name !== 'string' || !check.name) {
+      throw invalid(
+        'every health check needs a name: build them with processCheck, portCheck, codeCheck, fileCheck or customCheck.',
+      )
+    }
+    if (!['process', 'port', 'code', 'file', 'custom'].includes(check.kind))
+      throw invalid(`health check '${check.name}' has an unknown kind.`)
+    if (names.has(check.name) || ['memory', 'filesystem', 'processes'].includes(check.name)) {
+      throw invalid(`health check name '${check.name}' is used twice or reserved for a built-in probe.`)
+    }
+    names.add(check.name)
+    if (check.timeoutMs !== undefined)
+      validateInteger(`health check '${check.name}' timeoutMs`, check.timeoutMs, 1, 600_000)
+  }
+  const bootstrap = options.bootstrap
+  if (bootstrap !== undefined && typeof bootstrap !== 'function') {
+    if (!Array.isArray(bootstrap))
+      throw invalid('options.bootstrap must be an array of journal steps or a function.')
+    bootstrap.forEach(validateJournalStep)
+  }
+  const rehydrate = options.rehydrate ?? 'journal'
+  if (rehydrate !== 'journal' && rehydrate !== 'none')
+    throw invalid("options.rehydrate must be 'journal' or 'none'.")
+  if (options.fidelityProbes !== undefined && typeof options.fidelityProbes !== 'boolean') {
+    throw invalid('options.fidelityProbes must be a boolean.')
+  }
+  if (sandbox.allowInternetAccess !== undefined && typeof sandbox.allowInternetAccess !== 'boolean') {
+    throw invalid('options.sandbox.allowInternetAccess must be a boolean.')
+  }
+  if (sandbox.template !== undefined && (typeof sandbox.template !== 'string' || !sandbox.template)) {
+    throw invalid('options.sandbox.template must be a non-empty string.')
+  }
+  const retry = options.retry ?? {}
+  return {
+    store,
+    provider,
+    onTurnEnd,
+    idleTimeoutMs: validateInteger('idleTimeoutMs', options.idleTimeoutMs ?? 60_000, 1000, DAY_MS),
+    sandbox: {
+      template: sandbox.template ?? provider.defaultTemplate,
+      timeoutMs: validateInteger('sandbox.timeoutMs', sandbox.timeoutMs ?? 600_000, 1000, DAY_MS),
+      metadata,
+      envs: stringRecord('options.sandbox.envs', sandbox.envs),
+      allowInternetAccess: sandbox.allowInternetAccess ?? false,
+    },
+    healthChecks: [...healthChecks],
+    fidelityProbes: options.fidelityProbes ?? true,
+    bootstrap,
+    rehydrate,
+    leaseMs: validateInteger('leaseMs', options.leaseMs ?? 30_000, 300, DAY_MS),
+    ttlMs: validateInteger('ttlMs', options.ttlMs ?? 30 * DAY_MS, 1000, 3650 * DAY_MS),
+    createWaitMs: validateInteger('createWaitMs', options.createWaitMs ?? 60_000, 0, DAY_MS),
+    retry: {
+      retries: validateInteger('retry.retries', retry.retries ?? DEFAULT_RETRY_POLICY.retries, 0, 20),
+      minTimeoutMs: validateInteger(
+        'retry.minTimeoutMs',
+        retry.minTimeoutMs ?? DEFAULT_RETRY_POLICY.minTimeoutMs,
+        0,
+        60_000,
+      ),
+      maxTimeoutMs: validateInteger(
+        'retry.maxTimeoutMs',
+        retry.maxTimeoutMs ?? DEFAULT_RETRY_POLICY.maxTimeoutMs,
+        0,
+        600_000,
+      ),
+    },
+  }
+}
+
+function validateTurnOptions(options: TurnOptions | undefined): {
+  tenant: unknown
+  signal?: AbortSignal
+  lazy: boolean
+} {
+  if (options === undefined) return { tenant: undefined, lazy: false }
+  if (typeof options !== 'object' || options === null) throw invalid('turn options must be an object.')
+  rejectUnknown('turn options', options, KNOWN_TURN_OPTIONS)
+  if (options.lazy !== undefined && typeof options.lazy !== 'boolean')
+    throw invalid('options.lazy must be a boolean.')
+  if (options.abortSignal !== undefined && !(options.abortSignal instanceof AbortSignal)) {
+    throw invalid('options.abortSignal must be an AbortSignal.')
+  }
+  return {
+    tenant: options.tenant,
+    ...(options.abortSignal ? { signal: options.abortSignal } : {}),
+    lazy: options.lazy ?? false,
+  }
+}
+
+function abortedError(key: SessionKey, reason?: unknown): SandkeepError {
+  return new SandkeepError({
+    code: 'ABORTED',
+    message: 'The turn was aborted by its abort signal before the sandbox was ready.',
+    tenant: key.tenant,
+    conversationId: key.conversationId,
+    ...(reason === undefined ? {} : { cause: reason }),
+  })
+}
+
+/** A record the store returned whose fields do not hold what they must: never acted on. */
+function checkRecord(record: SessionRecord | null, key: SessionKey): SessionRecord | null {
+  if (record === null) return null
+  const corrupt = (detail: string) =>
+    new SandkeepError({
+      code: 'STORE_CORRUPT',
+      message: `The stored session ${detail}; it was left untouched. Inspect it, or end the session to start over.`,
+      tenant: key.tenant,
+      conversationId: key.conversationId,
+    })
+  if (typeof record !== 'object') throw corrupt('is not an object')
+  if (record.tenant !== key.tenant || record.conversationId !== key.conversationId) {
+    throw corrupt('names another tenant or conversation')
+  }
+  if (record.sandboxId !== null) {
+    try {
+      validateSandboxId(record.sandboxId)
+    } catch {
+      throw corrupt('holds an invalid sandbox id')
+    }
+  }
+  return record
+}
+
+/**
+ * Creates the session manager: turns that resume a conversation's sandbox, check what survived the pause,
+ * repair and rehydrate what did not, and pause it again when the last turn ends. Synchronous; no I/O until the
+ * first call.
+ * @throws SandkeepError INVALID_ARGUMENT on bad options, CAPABILITY_UNSUPPORTED when `onTurnEnd` needs a
+ *   provider capability that is missing.
+ */
+export function createSessionManager(options: SessionManagerOptions): SessionManager {
+  const config = resolveOptions(options)
+  const { store, provider } = config
+  const events = createEventHub<SessionManagerEvents>()
+  const verifiedTenants = new Map<string, string>()
+
+  function emitError(phase: string, error: unknown, key?: SessionKey): void {
+    events.emit('error', {
+      ...(key ? { conversationId: key.conversationId, tenant: key.tenant } : {}),
+      error,
+      phase,
+    })
+  }
+
+  function rememberVerified(sandboxId: string, tenant: string): void {
+    if (verifiedTenants.size >= VERIFIED_CACHE_LIMIT) {
+      const oldest = verifiedTenants.keys().next().value
+      if (oldest !== undefined) verifiedTenants.delete(oldest)
+    }
+    verifiedTenants.set(sandboxId, tenant)
+  }
+
+  /**
+   * Refuses a sandbox whose metadata names another tenant. Read with `getInfo` (no resume) the first time this
+   * process meets the sandbox; metadata never changes, so a verified id is remembered.
+   */
+  async function verifyTenant(
+    sandboxId: string,
+    key: SessionKey,
+    signal: AbortSignal,
+    retries: () => void,
+  ): Promise<void> {
+    if (verifiedTenants.get(sandboxId) === key.tenant) return
+    if (typeof provider.getInfo !== 'function') return
+    const info = await retryProviderCall(() => provider.getInfo!(sandboxId, { signal }), config.retry, {
+      signal,
+      onRetry: retries,
+    })
+    const owner = info.metadata[SANDKEEP_METADATA.tenant]
+    if (owner !== undefined && owner !== key.tenant) {
+      throw new SandkeepError({
+        code: 'TENANT_MISMATCH',
+        message: `Sandbox ${sandboxId} belongs to another tenant; it was not used. The session's mapping is wrong: end the session to start a fresh sandbox.`,
+        tenant: key.tenant,
+        conversationId: key.conversationId,
+        sandboxId,
+      })
+    }
+    rememberVerified(sandboxId, key.tenant)
+  }
+
+  function createOptions(key: SessionKey, signal: AbortSignal): CreateSandboxOptions {
+    const { sandbox } = config
+    return {
+      ...(sandbox.template ? { template: sandbox.template } : {}),
+      timeoutMs: sandbox.timeoutMs,
+      metadata: {
+        ...sandbox.metadata,
+        [SANDKEEP_METADATA.tenant]: key.tenant,
+        [SANDKEEP_METADATA.session]: hashConversationId(key.conversationId),
+        [SANDKEEP_METADATA.version]: SANDKEEP_VERSION,
+      },
+      ...(sandbox.envs ? { envs: sandbox.envs } : {}),
+      allowInternetAccess: sandbox.allowInternetAccess,
+      ...(config.onTurnEnd === 'auto-pause' ? { lifecycle: { onTimeout: 'pause', autoResume: true } } : {}),
+      signal,
+    }
+  }
+
+  class TurnImpl implements Turn {
+    readonly conversationId: string
+    readonly tenant: string
+    readonly holderId = randomUUID()
+    readonly journal: TurnJournal
+    readonly sandbox: SandboxHandle
+    report: ResumeReport | undefined
+    endReport: TurnEndReport | undefined
+    private readonly key: SessionKey
+    private readonly controller = new AbortController()
+    private lease: Lease
+    private readonly acquired: AcquireResult
+    private readonly beganAt: number
+    private readonly storeMs: number
+    private readyPromise: Promise<SandboxHandle> | undefined
+    private endPromise: Promise<TurnEndReport> | undefined
+    private handle: SandboxHandle | undefined
+    private readyAt = 0
+    private resumedFromPausedAt: number | null = null
+    private ended = false
+    private foreign = false
+    private renewTimer: NodeJS.Timeout | undefined
+    private readonly contexts: UsedContext[] = []
+    private manifestBase: TurnManifest | null
+
+    constructor(
+      key: SessionKey,
+      acquired: AcquireResult,
+      beganAt: number,
+      storeMs: number,
+      signal: AbortSignal | undefined,
+    ) {
+      this.key = key
+      this.conversationId = key.conversationId
+      this.tenant = key.tenant
+      this.acquired = acquired
+      this.lease = acquired.lease
+      this.beganAt = beganAt
+      this.storeMs = storeMs
+      this.manifestBase = acquired.record?.manifest ?? null
+      this.sandbox = this.createHandle()
+      this.journal = {
+        record: async (step: JournalStep) => {
+          this.assertLive()
+          await store.appendJournal(this.key, validateJournalStep(step))
+        },
+        list: async () => (await store.readJournal(this.key)).map((entry) => entry.step),
+      }
+      if (signal) {
+        if (signal.aborted) this.controller.abort(signal.reason)
+        else signal.addEventListener('abort', () => this.controller.abort(signal.reason), { once: true })
+      }
+      // Renew at a third of the lease so two missed renewals still leave time before it lapses.
+      this.renewTimer = setInterval(() => this.renew(), Math.max(100, Math.floor(config.leaseMs / 3)))
+      this.renewTimer.unref()
+    }
+
+    get signal(): AbortSignal {
+      return this.controller.signal
+    }
+
+    get started(): boolean {
+      return this.report !== undefined
+    }
+
+    private renew(): void {
+      store.renew(this.key, this.lease, { leaseMs: config.leaseMs }).then(
+        (lease) => {
+          this.lease = lease
+        },
+        (error: unknown) => {
+          emitError('renew', error, this.key)
+          if (SandkeepError.hasCode(error, 'LEASE_LOST')) this.stopRenewal()
+        },
+      )
+    }
+
+    private stopRenewal(): void {
+      if (this.renewTimer) clearInterval(this.renewTimer)
+      this.renewTimer = undefined
+    }
+
+    private assertLive(): void {
+      if (this.ended) {
+        throw new SandkeepError({
+          code: 'TURN_ENDED',
+          message: 'This turn has ended; begin a new turn to use the sandbox again.',
+          tenant: this.tenant,
+          conversationId: this.conversationId,
+        })
+      }
+    }
+
+    private trackContext(language: UsedContext['language'] | undefined, contextId: string | undefined): void {
+      const entry = { language: language ?? 'python', contextId: contextId ?? null }
+      if (!this.contexts.some((c) => c.language === entry.language && c.contextId === entry.contextId)) {
+        this.contexts.push(entry)
+      }
+    }
+
+    private withSignal<O extends { signal?: AbortSignal }>(options: O | undefined): O {
+      const own = options?.signal
+      const signal = own ? AbortSignal.any([own, this.controller.signal]) : this.controller.signal
+      return { ...(options ?? ({} as O)), signal }
+    }
+
+    /** The handle the user gets: resumes a lazy turn on first use, refuses use after the end. */
+    private createHandle(): SandboxHandle {
+      const turn = this
+      const live = async () => {
+        turn.assertLive()
+        const handle = await turn.ready()
+        turn.assertLive()
+        return turn.handle ?? handle
+      }
+      const notReady = (what: string) =>
+        new SandkeepError({
+          code: 'INVALID_ARGUMENT',
+          message: `The sandbox's ${what} is not known until the lazy turn has resumed it: await turn.ready() first.`,
+          tenant: turn.tenant,
+          conversationId: turn.conversationId,
+        })
+      const readFile = async (
+        path: string,
+        options?: { format?: 'text' | 'bytes'; signal?: AbortSignal },
+      ) => {
+        const handle = await live()
+        const merged = turn.withSignal(options)
+        return merged.format === 'bytes'
+          ? handle.readFile(path, { ...merged, format: 'bytes' })
+          : handle.readFile(path, { ...merged, format: 'text' })
+      }
+      return {
+        get id() {
+          turn.assertLive()
+          if (!turn.handle) throw notReady('id')
+          return turn.handle.id
+        },
+        get providerId() {
+          return provider.providerId
+        },
+        get native() {
+          turn.assertLive()
+          if (!turn.handle) throw notReady('native SDK object')
+          return turn.handle.native
+        },
+        runCommand: async (command, options) => (await live()).runCommand(command, turn.withSignal(options)),
+        startProcess: async (command, options) => (await live()).startProcess(command, options),
+        listProcesses: async () => (await live()).listProcesses(),
+        killProcess: async (pid) => (await live()).killProcess(pid),
+        runCode: async (code, options) => {
+          const handle = await live()
+          turn.trackContext(options?.language, options?.contextId)
+          return handle.runCode(code, turn.withSignal(options))
+        },
+        readFile: readFile as SandboxHandle['readFile'],
+        writeFile: async (path, data, options) =>
+          (await live()).writeFile(path, data, turn.withSignal(options)),
+        listDir: async (path, options) => (await live()).listDir(path, turn.withSignal(options)),
+        exists: async (path) => (await live()).exists(path),
+        remove: async (path) => (await live()).remove(path),
+      }
+    }
+
+    ready(): Promise<SandboxHandle> {
+      if (this.ended) {
+        return Promise.reject(
+          new SandkeepError({
+            code: 'TURN_ENDED',
+            message: 'This turn has ended.',
+            tenant: this.tenant,
+            conversationId: this.conversationId,
+          }),
+        )
+      }
+      this.readyPromise ??= this.resume().then(
+        () => this.sandbox,
+        (error: unknown) => {
+          const failure = toSandkeepError(error, this.controller.signal)
+          // Never pause, kill or otherwise touch another tenant's sandbox at the end of this turn.
+          if (failure.code === 'TENANT_MISMATCH') this.foreign = true
+          emitError('resume', failure, this.key)
+          throw failure
+        },
+      )
+      return this.readyPromise
+    }
+
+    private async resume(): Promise<void> {
+      const signal = this.controller.signal
+      if (signal.aborted) throw abortedError(this.key, signal.reason)
+      const resumeStarted = performance.now()
+      let retries = 0
+      const onRetry = () => {
+        retries++
+      }
+      const call = <T>(operation: () => Promise<T>) =>
+        retryProviderCall(operation, config.retry, { signal, onRetry })
+      let record = checkRecord(this.acquired.record, this.key)
+      let create = this.acquired.create
+      if (!create && !record?.sandboxId) {
+        const claimed = await this.waitForCreation()
+        record = claimed.record
+        create = claimed.create
+      }
+      let outcome: ResumeOutcome
+      let handle: SandboxHandle
+      let previousSandboxId: string | undefined
+      const connectStarted = performance.now()
+      const mapped = record?.sandboxId ?? null
+      if (create || !mapped) {
+        outcome = 'created'
+        handle = await this.createAndMap(null, call)
+      } else {
+        let connected: SandboxHandle | undefined
+        if (record?.state !== 'killed') {
+          try {
+            await verifyTenant(mapped, this.key, signal, onRetry)
+            connected = await call(() =>
+              provider.connect(mapped, { timeoutMs: config.sandbox.timeoutMs, signal }),
+            )
+          } catch (error) {
+            if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
+          }
+        }
+        if (!connected) {
+          outcome = 'recreated'
+          previousSandboxId = mapped
+          handle = await this.createAndMap(mapped, call)
+        } else {
+          handle = connected
+          outcome = record?.state === 'paused' && this.acquired.holders <= 1 ? 'resumed' : 'reconnected'
+          if (record?.state === 'paused' && record.pausedAt !== null)
+            this.resumedFromPausedAt = record.pausedAt
+          if (handle.id !== mapped) {
+            // The platform re-mapped the sandbox (seen after repeated pause/resume): check and record the new id.
+            await verifyTenant(handle.id, this.key, signal, onRetry)
+            await store.setSandbox(this.key, this.lease, {
+              sandboxId: handle.id,
+              expectedSandboxId: mapped,
+              providerId: provider.providerId,
+              template: record?.template ?? config.sandbox.template ?? null,
+              state: 'running',
+            })
+            previousSandboxId = mapped
+          }
+        }
+      }
+      const connectMs = performance.now() - connectStarted
+      this.handle = handle
+
+      const fresh = outcome === 'created' || outcome === 'recreated'
+      let rehydrateMs = 0
+      let rehydratedSteps = 0
+      let stateLost = outcome === 'recreated'
+      const checks: HealthCheckResult[] = []
+      let survived: ResumeReport['survived'] = fresh
+        ? outcome === 'recreated'
+          ? { memory: false, filesystem: false, processes: false }
+          : { memory: null, filesystem: null, processes: null }
+        : { memory: null, filesystem: null, processes: null }
+      const healthStarted = performance.now()
+      if (fresh) {
+        this.manifestBase = null
+        const started = performance.now()
+        await this.runBootstrap(handle, signal)
+        if (config.rehydrate === 'journal')
+          rehydratedSteps = await this.replayJournal(handle, outcome === 'created' ? 'created' : 'recreated')
+        rehydrateMs += performance.now() - started
+      } else if (config.fidelityProbes && record?.manifest) {
+        const fidelity = await probeFidelity(handle, record.manifest, signal)
+        survived = fidelity.survived
+        // What the next manifest carries forward: contexts that kept their sentinel.
+        for (const context of fidelity.keptContexts)
+          this.trackContext(context.language, context.contextId ?? undefined)
+        const lost = fidelity.survived.memory === false || fidelity.survived.filesystem === false
+        if (lost) {
+          stateLost = true
+          if (config.rehydrate === 'journal') {
+            const started = performance.now()
+            rehydratedSteps = await this.replayJournal(
+              handle,
+              fidelity.survived.memory === false ? 'memory-lost' : 'filesystem-lost',
+            )
+            rehydrateMs += performance.now() - started
+            const memory = fidelity.checks.find((c) => c.name === 'memory')
+            if (memory && memory.status === 'failed' && rehydratedSteps > 0) {
+              memory.status = 'repaired'
+              memory.repairMs = performance.now() - started
+              memory.message = `${memory.message}; rehydrated from the journal (${rehydratedSteps} steps)`
+            }
+          }
+        }
+        checks.push(...fidelity.checks)
+      }
+      if (config.healthChecks.length > 0) {
+        checks.push(...(await runDeclaredChecks(handle, config.healthChecks, signal)))
+      }
+      const healthMs = performance.now() - healthStarted - rehydrateMs
+      for (const result of checks) {
+        events.emit('health-check', {
+          conversationId: this.conversationId,
+          tenant: this.tenant,
+          sandboxId: handle.id,
+          result,
+        })
+      }
+      this.readyAt = Date.now()
+      const report: ResumeReport = {
+        conversationId: this.conversationId,
+        tenant: this.tenant,
+        sandboxId: handle.id,
+        ...(previousSandboxId !== undefined ? { previousSandboxId } : {}),
+        outcome,
+        timings: {
+          storeMs: this.storeMs,
+          connectMs,
+          healthMs: Math.max(0, healthMs),
+          rehydrateMs,
+          // A lazy turn counts from its first use; an eager one from beginTurn.
+          totalMs: performance.now() - (this.lazyStart ? resumeStarted : this.beganAt),
+        },
+        survived,
+        checks,
+        stateLost,
+        retries,
+        rehydratedSteps,
+      }
+      this.report = report
+      events.emit('resume-end', { conversationId: this.conversationId, tenant: this.tenant, report })
+      const failed = checks.filter((c) => c.required && c.status === 'failed')
+      if (failed.length > 0) {
+        throw new SandkeepError({
+          code: 'HEALTH_CHECK_FAILED',
+          message: `Required health check(s) ${failed.map((c) => `'${c.name}' (${c.message ?? 'failed'})`).join(', ')} still failed after repair.`,
+          tenant: this.tenant,
+          conversationId: this.conversationId,
+          sandboxId: handle.id,
+        })
+      }
+    }
+
+    /** Set by beginTurn for lazy turns, so `totalMs` counts from the first use rather than from beginTurn. */
+    lazyStart = false
+
+    private async waitForCreation(): Promise<{ record: SessionRecord | null; create: boolean }> {
+      const deadline = Date.now() + config.createWaitMs
+      for (let attempt = 0; ; attempt++) {
+        const claim = await store.claimCreation(this.key, this.lease)
+        const record = checkRecord(claim.record, this.key)
+        if (claim.create || record?.sandboxId) return { record, create: claim.create }
+        if (Date.now() >= deadline) {
+          throw new SandkeepError({
+            code: 'SESSION_BUSY',
+            message: `Another turn has been creating this conversation's sandbox for over ${config.createWaitMs} ms; try again shortly.`,
+            tenant: this.tenant,
+            conversationId: this.conversationId,
+            retryable: true,
+          })
+        }
+        // Exponential backoff with jitter, capped, so many waiters do not poll the store in step.
+        const base = Math.min(25 * 2 ** attempt, 1000)
+        await sleep(
+          Math.min(base / 2 + Math.random() * base, Math.max(0, deadline - Date.now())),
+          this.controller.signal,
+        )
+      }
+    }
+
+    private async createAndMap(
+      expected: string | null,
+      call: <T>(operation: () => Promise<T>) => Promise<T>,
+    ): Promise<SandboxHandle> {
+      const signal = this.controller.signal
+      const handle = await call(() => provider.create(createOptions(this.key, signal)))
+      rememberVerified(handle.id, this.tenant)
+      try {
+        await store.setSandbox(this.key, this.lease, {
+          sandboxId: handle.id,
+          expectedSandboxId: expected,
+          providerId: provider.providerId,
+          template: config.sandbox.template ?? null,
+          state: 'running',
+        })
+      } catch (error) {
+        // Someone else mapped the session first (or our lease lapsed): never leave our sandbox running unmapped.
+        await provider
+          .kill(handle.id)
+          .catch((killError: unknown) => emitError('kill-unmapped', killError, this.key))
+        throw error
+      }
+      return handle
+    }
+
+    private async runBootstrap(handle: SandboxHandle, signal: AbortSignal): Promise<void> {
+      const bootstrap = config.bootstrap
+      if (bootstrap === undefined) return
+      if (typeof bootstrap === 'function') {
+        await bootstrap(handle)
+        return
+      }
+      const outcome = await replaySteps(handle, bootstrap, signal)
+      for (const context of outcome.contexts) this.trackContext(context.language, undefined)
+    }
+
+    private async replayJournal(
+      handle: SandboxHandle,
+      reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost',
+    ): Promise<number> {
+      const started = performance.now()
+      const steps = (await store.readJournal(this.key)).map((entry) => entry.step)
+      if (steps.length === 0) return 0
+      let done = 0
+      try {
+        const outcome = await replaySteps(handle, steps, this.controller.signal)
+        done = outcome.steps
+        for (const context of outcome.contexts) this.trackContext(context.language, undefined)
+      } catch (error) {
+        // The turn goes on with what could be restored; the report says state was lost and the error event says why.
+        if (this.controller.signal.aborted) throw error
+        emitError('rehydrate', error, this.key)
+      }
+      events.emit('rehydrate', {
+        conversationId: this.conversationId,
+        tenant: this.tenant,
+        sandboxId: handle.id,
+        steps: done,
+        ms: performance.now() - started,
+        reason,
+      })
+      return done
+    }
+
+    end(): Promise<TurnEndReport> {
+      this.endPromise ??= this.finish()
+      return this.endPromise
+    }
+
+    [Symbol.asyncDispose](): Promise<void> {
+      return this.end().then(() => undefined)
+    }
+
+    private async finish(): Promise<TurnEndReport> {
+      this.stopRenewal()
+      // Wait for a resume in flight so its sandbox is paused too; its failure was already reported.
+      if (this.readyPromise) await this.readyPromise.catch(() => undefined)
+      this.ended = true
+      const workMs = this.readyAt ? Date.now() - this.readyAt : 0
+      const signal = new AbortController().signal
+      let error: { code: string; message: string } | undefined
+      const fail = (phase: string, cause: unknown) => {
+        const failure = toSandkeepError(cause)
+        error ??= { code: failure.code, message: failure.message }
+        emitError(phase, failure, this.key)
+      }
+      const handle = this.handle
+      let manifest: TurnManifest | undefined
+      if (handle && config.fidelityProbes) {
+        try {
+          manifest = await writeManifest(handle, this.contexts, this.manifestBase, signal)
+        } catch (cause) {
+          fail('manifest', cause)
+        }
+      }
+      const onTurnEnd = config.onTurnEnd
+      const stateIfLast: SessionSandboxState | undefined = handle
+        ? onTurnEnd === 'pause' || onTurnEnd === 'auto-pause'
+          ? 'paused'
+          : onTurnEnd === 'kill'
+            ? 'killed'
+            : 'running'
+        : undefined
+      const now = Date.now()
+      const storeStarted = performance.now()
+      let last = false
+      let released = false
+      let record: SessionRecord | null = null
+      try {
+        const result = await store.release(this.key, this.lease, {
+          ...(manifest ? { manifest } : {}),
+          turnEndedAt: now,
+          runningSeconds: this.readyAt ? (now - this.readyAt) / 1000 : 0,
+          pausedSeconds:
+            this.resumedFromPausedAt !== null
+              ? Math.max(0, this.readyAt - this.resumedFromPausedAt) / 1000
+              : 0,
+          ...(stateIfLast ? { stateIfLast } : {}),
+          ttlMs: config.ttlMs,
+        })
+        last = result.last
+        record = result.record
+        released = true
+      } catch (cause) {
+        // Without the release we cannot know whether other turns hold the sandbox, so it is not paused: the
+        // lease lapses and the platform timeout bounds the cost.
+        fail('release', cause)
+      }
+      const storeMs = performance.now() - storeStarted
+      const pauseStarted = performance.now()
+      let action: TurnEndReport['action'] = 'none'
+      const sandboxId = handle?.id ?? record?.sandboxId ?? null
+      if (released) {
+        if (!last) {
+          action = record ? 'left-running-for-other-holders' : 'none'
+          if (handle && record && record.state !== 'running') {
+            // This turn resumed the sandbox but others still hold it: say it runs, so that whichever turn
+            // ends last pauses it even if that turn never touched the sandbox itself.
+            await store.setState(this.key, 'running').catch((e: unknown) => fail('set-state', e))
+          }
+        } else if (sandboxId && !this.foreign && (handle || record?.state === 'running')) {
+          action = await this.endSandbox(sandboxId, onTurnEnd, fail, !handle)
+        }
+      }
+      const pauseMs = performance.now() - pauseStarted
+      if (action !== 'none' && action !== 'left-running-for-other-holders' && sandboxId) {
+        events.emit('pause-end', {
+          conversationId: this.conversationId,
+          tenant: this.tenant,
+          sandboxId,
+          action,
+          ms: pauseMs,
+        })
+      }
+      const endReport: TurnEndReport = {
+        action,
+        last,
+        timings: { workMs, storeMs, pauseMs },
+        ...(error ? { error } : {}),
+      }
+      this.endReport = endReport
+      this.controller.abort(
+        new SandkeepError({
+          code: 'TURN_ENDED',
+          message: 'The turn ended.',
+          tenant: this.tenant,
+          conversationId: this.conversationId,
+        }),
+      )
+      events.emit('turn-end', {
+        conversationId: this.conversationId,
+        tenant: this.tenant,
+        report: this.report,
+        end: endReport,
+      })
+      return endReport
+    }
+
+    /** The last holder's action on the sandbox. `writeState` when `release` did not record the state. */
+    private async endSandbox(
+      sandboxId: string,
+      onTurnEnd: OnTurnEnd,
+      fail: (phase: string, cause: unknown) => void,
+      writeState: boolean,
+    ): Promise<TurnEndReport['action']> {
+      const call = <T>(operation: () => Promise<T>) => retryProviderCall(operation, config.retry)
+      try {
+        if (onTurnEnd === 'pause') {
+          // false means it was already paused: the state we wanted.
+          await call(() => provider.pause!(sandboxId))
+          if (writeState) await store.setState(this.key, 'paused')
+          return 'paused'
+        }
+        if (onTurnEnd === 'auto-pause') {
+          await call(() => provider.setTimeout!(sandboxId, config.idleTimeoutMs))
+          if (writeState) await store.setState(this.key, 'paused', { at: Date.now() + config.idleTimeoutMs })
+          return 'auto-pause'
+        }
+        if (onTurnEnd === 'kill') {
+          await call(() => provider.kill(sandboxId))
+          if (writeState) await store.setState(this.key, 'killed')
+          return 'killed'
+        }
+        return 'kept'
+      } catch (cause) {
+        if (SandkeepError.hasCode(cause, 'SANDBOX_NOT_FOUND')) {
+          // Gone already (killed elsewhere, expired): the next turn recreates it.
+          await store.setState(this.key, 'killed').catch((e: unknown) => fail('set-state', e))
+          return 'none'
+        }
+        fail(onTurnEnd, cause)
+        // The state written with the release claimed 'paused'; correct it so the next turn knows.
+        await store.setState(this.key, 'unknown').catch((e: unknown) => fail('set-state', e))
+        return 'none'
+      }
+    }
+  }
+
+  async function beginTurn(conversationId: string, turnOptions?: TurnOptions): Promise<Turn> {
+    const beganAt = performance.now()
+    const parsed = validateTurnOptions(turnOptions)
+    const key = validateSessionKey(conversationId, parsed.tenant)
+    if (parsed.signal?.aborted) throw abortedError(key, parsed.signal.reason)
+    const holderId = randomUUID()
+    const acquired = await store.acquire(key, { holderId, leaseMs: config.leaseMs, ttlMs: config.ttlMs })
+    const storeMs = performance.now() - beganAt
+    const turn = new TurnImpl(key, acquired, beganAt, storeMs, parsed.signal)
+    turn.lazyStart = parsed.lazy
+    events.emit('turn-start', {
+      conversationId: key.conversationId,
+      tenant: key.tenant,
+      holderId: turn.holderId,
+      lazy: parsed.lazy,
+    })
+    if (!parsed.lazy) {
+      try {
+        await turn.ready()
+      } catch (error) {
+        await turn.end()
+        throw error
+      }
+    }
+    return turn
+  }
+
+  async function withTurn<T>(
+    conversationId: string,
+    fn: (turn: Turn) => Promise<T>,
+    turnOptions?: TurnOptions,
+  ): Promise<T> {
+    if (typeof fn !== 'function') throw invalid('withTurn needs a function as its second argument.')
+    const turn = await beginTurn(conversationId, turnOptions)
+    try {
+      return await fn(turn)
+    } finally {
+      await turn.end()
+    }
+  }
+
+  function tenantOption(value: { tenant?: string } | undefined): string {
+    if (value !== undefined && (typeof value !== 'object' || value === null))
+      throw invalid('options must be an object.')
+    return validateTenant(value?.tenant)
+  }
+
+  async function endSession(conversationId: string, endOptions?: { tenant?: string }): Promise<boolean> {
+    const key = validateSessionKey(conversationId, tenantOption(endOptions))
+    const record = checkRecord(await store.get(key), key)
+    if (!record) return false
+    if (record.sandboxId) {
+      const sandboxId = record.sandboxId
+      const signal = new AbortController().signal
+      try {
+        await verifyTenant(sandboxId, key, signal, () => {})
+        await retryProviderCall(() => provider.kill(sandboxId), config.retry)
+      } catch (error) {
+        if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
+      }
+    }
+    return store.delete(key)
+  }
+
+  async function getSession(
+    conversationId: string,
+    getOptions?: { tenant?: string },
+  ): Promise<SessionRecord | null> {
+    const key = validateSessionKey(conversationId, tenantOption(getOptions))
+    return store.get(key)
+  }
+
+  async function listSessions(listOptions?: { tenant?: string; limit?: number; cursor?: string }) {
+    const tenant = tenantOption(listOptions)
+    const limit =
+      listOptions?.limit === undefined ? undefined : validateInteger('limit', listOptions.limit, 1, 1000)
+    const cursor = listOptions?.cursor
+    if (cursor !== undefined && typeof cursor !== 'string')
+      throw invalid('cursor must be a string from a previous page.')
+    return store.list(tenant, { ...(limit ? { limit } : {}), ...(cursor ? { cursor } : {}) })
+  }
+
+  async function gc(gcOptions?: { tenant?: string; dryRun?: boolean }): Promise<GcResult> {
+    if (gcOptions !== undefined && (typeof gcOptions !== 'object' || gcOptions === null))
+      throw invalid('gc options must be an object.')
+    const only = gcOptions?.tenant === undefined ? undefined : validateTenant(gcOptions.tenant)
+    const dryRun = gcOptions?.dryRun ?? false
+    if (typeof provider.list !== 'function') {
+      throw new SandkeepError({
+        code: 'CAPABILITY_UNSUPPORTED',
+        message: `Provider '${provider.providerId}' cannot list sandboxes, which gc needs.`,
+      })
+    }
+    // Every sandbox sandkeep made, found by its metadata.
+    const sandboxes: Array<{ sandboxId: string; tenant: string; startedAt?: Date }> = []
+    let cursor: string | undefined
+    do {
+      const page = await retryProviderCall(
+        () =>
+          provider.list!({
+            ...(only ? { metadata: { [SANDKEEP_METADATA.tenant]: only } } : {}),
+            state: ['running', 'paused'],
+            ...(cursor ? { cursor } : {}),
+          }),
+        config.retry,
+      )
+      for (const info of page.sandboxes) {
+        const tenant = info.metadata[SANDKEEP_METADATA.tenant]
+        if (tenant === undefined || (only && tenant !== only)) continue
+        sandboxes.push({
+          sandboxId: info.sandboxId,
+          tenant,
+          ...(info.startedAt ? { startedAt: info.startedAt } : {}),
+        })
+      }
+      cursor = page.cursor
+    } while (cursor)
+    const tenants = only ? [only] : [...new Set([...sandboxes.map((s) => s.tenant), 'default'])]
+    const result: GcResult = { killedSandboxes: [], deletedSessions: [] }
+    const live = new Set(sandboxes.map((s) => s.sandboxId))
+    // A sandbox younger than this may be one whose creator has not mapped it yet.
+    const graceMs = config.createWaitMs + config.leaseMs
+    for (const tenant of tenants) {
+      const mapped = new Set<string>()
+      let sessionCursor: string | undefined
+      const sessions: SessionRecord[] = []
+      do {
+        const page = await store.list(tenant, {
+          limit: 1000,
+          ...(sessionCursor ? { cursor: sessionCursor } : {}),
+        })
+        sessions.push(...page.sessions)
+        sessionCursor = page.cursor
+      } while (sessionCursor)
+      for (const session of sessions) {
+        if (session.sandboxId) mapped.add(session.sandboxId)
+      }
+      for (const session of sessions) {
+        if (!session.sandboxId || live.has(session.sandboxId)) continue
+        const key = { tenant: session.tenant, conversationId: session.conversationId }
+        // Not in the listing: confirm it is gone before dropping the mapping (the journal goes with it).
+        let gone = session.state === 'killed'
+        if (!gone && typeof provider.getInfo === 'function') {
+          try {
+            await provider.getInfo(session.sandboxId)
+          } catch (error) {
+            if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
+            gone = true
+          }
+        }
+        if (!gone) continue
+        if (!dryRun) await store.delete(key)
+        result.deletedSessions.push(key)
+      }
+      for (const sandbox of sandboxes) {
+        if (sandbox.tenant !== tenant || mapped.has(sandbox.sandboxId)) continue
+        if (sandbox.startedAt && Date.now() - sandbox.startedAt.getTime() < graceMs) continue
+        if (!dryRun) await retryProviderCall(() => provider.kill(sandbox.sandboxId), config.retry)
+        result.killedSandboxes.push(sandbox.sandboxId)
+      }
+    }
+    return result
+  }
+
+  return {
+    beginTurn,
+    withTurn,
+    endSession,
+    getSession,
+    listSessions,
+    gc,
+    on: (event, listener) => events.on(event, listener),
+    store,
+    provider,
+  }
+}
