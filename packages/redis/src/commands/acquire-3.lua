@@ -1,0 +1,49 @@
+--[[
+  Begins a turn in one round trip: prunes lapsed holders, adds this holder, issues the next fencing token,
+  reads the record (stamping lastTurnStartedAt), grants the creation claim when no sandbox is mapped and no
+  live holder holds the claim, and refreshes the session TTL. Refuses a corrupt record without writing.
+
+  KEYS[1] record    KEYS[2] lease    KEYS[3] journal (TTL only)
+
+  ARGV[1] tenant
+  ARGV[2] conversation id (checked against the record)
+  ARGV[3] holder id
+  ARGV[4] lease length, ms
+  ARGV[5] session TTL, ms
+
+  Returns { 'ok', core JSON or '', manifest JSON or '', create (0|1), live holders, fencing token, expiresAt }
+       or { 'corrupt', index in KEYS of the bad key }
+]]
+--- @include "session"
+
+local status, core, core_json, manifest = load_record(KEYS[1], ARGV[1], ARGV[2])
+if status == 'corrupt' then return { 'corrupt', 1 } end
+local holder_id, lease_ms, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local now = store_now()
+local holders, count, claim, counter = live_holders(KEYS[2], now)
+if not holders then return { 'corrupt', 2 } end
+
+-- Never issue a token at or below the mapping's, even if the counter was lost.
+local token = counter
+if core and core.mappingToken > token then token = core.mappingToken end
+token = token + 1
+local expires_at = now + lease_ms
+if not holders[holder_id] then count = count + 1 end
+
+local create = 0
+if (not core or core.sandboxId == cjson.null) and (not claim or claim == holder_id) then
+  create = 1
+  redis.call('HSET', KEYS[2], 'token', token, 'h:' .. holder_id, holder_value(expires_at, token, now),
+    'claim', holder_id)
+else
+  redis.call('HSET', KEYS[2], 'token', token, 'h:' .. holder_id, holder_value(expires_at, token, now))
+end
+
+if core then
+  core.lastTurnStartedAt = now
+  core.updatedAt = now
+  core_json = cjson.encode(core)
+  redis.call('HSET', KEYS[1], 'core', core_json)
+end
+refresh(KEYS, ttl)
+return { 'ok', core_json or '', manifest or '', create, count, token, expires_at }

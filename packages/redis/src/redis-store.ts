@@ -1,0 +1,625 @@
+import {
+  type AcquireResult,
+  type ClaimResult,
+  checkHolderId,
+  checkJournalStep,
+  checkLease,
+  checkLeaseMs,
+  checkListOptions,
+  checkReleaseInput,
+  checkSandboxState,
+  checkSetSandboxInput,
+  checkStoreKey,
+  checkTtlMs,
+  corruptRecordError,
+  DEFAULT_MAX_JOURNAL_BYTES,
+  DEFAULT_MAX_JOURNAL_STEPS,
+  DEFAULT_SESSION_TTL_MS,
+  decodeListCursor,
+  encodeListCursor,
+  isAfterListPosition,
+  type JournalEntry,
+  type JournalStep,
+  type Lease,
+  type ListPosition,
+  parseJournalEntry,
+  parseStoredRecord,
+  type ReleaseInput,
+  type ReleaseResult,
+  SandkeepError,
+  type SessionKey,
+  type SessionPage,
+  type SessionRecord,
+  type SessionSandboxState,
+  type SessionStore,
+  type SetSandboxInput,
+  validateInteger,
+  validateTenant,
+} from '@sandkeep/core'
+import { type Cluster, Redis, type RedisOptions } from 'ioredis'
+import { checkPrefix, type SessionKeys, sessionKeys, sessionKeysByMember, tenantIndexKey } from './keys.js'
+import { loadScripts, type ScriptFile } from './scripts.js'
+
+/** An ioredis client: a standalone/Sentinel `Redis` or a `Cluster`. */
+export type RedisClient = Redis | Cluster
+
+/** Options of {@link createRedisSessionStore}. */
+export interface RedisSessionStoreOptions {
+  /**
+   * A Redis URL (`redis://`, `rediss://`), or an ioredis `Redis` (standalone or Sentinel) or `Cluster` you
+   * own. Default `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`. A client you pass is never closed
+   * by the store; one the store creates from a URL is closed by `close()`.
+   */
+  redis?: string | RedisClient
+  /** Key prefix, 1 to 64 characters from `A-Z a-z 0-9 . _ : -`. Default `'sandkeep'`. */
+  prefix?: string
+  /** Idle time after which a session expires, ms; each turn refreshes it. Default 30 days. */
+  ttlMs?: number
+  /** Most journal steps per session; past it `appendJournal` throws JOURNAL_FULL. Default 1000. */
+  maxJournalSteps?: number
+  /** Most journal bytes per session (UTF-8 of the stored entries). Default 1 MiB. */
+  maxJournalBytes?: number
+  /**
+   * Longest wait for Redis per round trip (connecting included), ms; past it the call throws
+   * STORE_UNAVAILABLE. Default 2000.
+   */
+  commandTimeoutMs?: number
+  /**
+   * Extra ioredis options for the client the store creates from a URL (TLS, Sentinel, username...). They
+   * override the store's defaults, which make an unreachable Redis fail fast instead of queueing.
+   */
+  redisOptions?: RedisOptions
+}
+
+const OPTION_NAMES = [
+  'redis',
+  'prefix',
+  'ttlMs',
+  'maxJournalSteps',
+  'maxJournalBytes',
+  'commandTimeoutMs',
+  'redisOptions',
+]
+
+type ScriptArgument = string | number
+type ScriptReply = Array<string | number>
+type ScriptCommand = (...args: ScriptArgument[]) => Promise<ScriptReply>
+
+const clientsWithScripts = new WeakSet<object>()
+
+function isRedisClient(value: unknown): value is RedisClient {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { defineCommand?: unknown }).defineCommand === 'function' &&
+    typeof (value as { status?: unknown }).status === 'string'
+  )
+}
+
+function invalid(message: string): SandkeepError {
+  return new SandkeepError({ code: 'INVALID_ARGUMENT', message })
+}
+
+/**
+ * A {@link SessionStore} on Redis (standalone, Sentinel or Cluster). Each begin of a turn (`acquire`) is one
+ * Lua script, each end (`release`) one script plus the tenant-index touch sent alongside it; leases use the
+ * Redis server clock. The factory does no I/O: the client connects on first use.
+ */
+export function createRedisSessionStore(options: RedisSessionStoreOptions = {}): SessionStore {
+  if (typeof options !== 'object' || options === null) throw invalid('options must be an object.')
+  for (const name of Object.keys(options)) {
+    if (!OPTION_NAMES.includes(name)) {
+      throw invalid(
+        `createRedisSessionStore got an unknown option "${name}"; allowed: ${OPTION_NAMES.join(', ')}.`,
+      )
+    }
+  }
+  const source = options.redis ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+  if (typeof source === 'string') {
+    if (!/^rediss?:\/\//.test(source)) {
+      throw invalid('redis must be a redis:// or rediss:// URL, or an ioredis Redis or Cluster client.')
+    }
+  } else if (!isRedisClient(source)) {
+    throw invalid('redis must be a redis:// or rediss:// URL, or an ioredis Redis or Cluster client.')
+  }
+  const prefix = checkPrefix(options.prefix ?? 'sandkeep')
+  const defaultTtlMs = checkTtlMs(options.ttlMs, DEFAULT_SESSION_TTL_MS)
+  const maxJournalSteps =
+    options.maxJournalSteps === undefined
+      ? DEFAULT_MAX_JOURNAL_STEPS
+      : validateInteger('maxJournalSteps', options.maxJournalSteps, 1, 1_000_000)
+  const maxJournalBytes =
+    options.maxJournalBytes === undefined
+      ? DEFAULT_MAX_JOURNAL_BYTES
+      : validateInteger('maxJournalBytes', options.maxJournalBytes, 1, 512 * 1024 * 1024)
+  const timeoutMs =
+    options.commandTimeoutMs === undefined
+      ? 2000
+      : validateInteger('commandTimeoutMs', options.commandTimeoutMs, 1, 600_000)
+  if (
+    options.redisOptions !== undefined &&
+    (typeof options.redisOptions !== 'object' || options.redisOptions === null)
+  ) {
+    throw invalid('redisOptions must be an object of ioredis options.')
+  }
+
+  let client: RedisClient | undefined
+  const owned = typeof source === 'string'
+  let closed = false
+
+  const getClient = (): RedisClient => {
+    client ??=
+      typeof source === 'string' ? createOwnedClient(source, timeoutMs, options.redisOptions) : source
+    if (!clientsWithScripts.has(client)) {
+      for (const script of loadScripts().values()) {
+        client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua })
+      }
+      clientsWithScripts.add(client)
+    }
+    return client
+  }
+
+  const unavailable = (what: string, detail: string, cause?: unknown) =>
+    new SandkeepError({
+      code: 'STORE_UNAVAILABLE',
+      retryable: true,
+      cause,
+      message: `Redis could not ${what}: ${detail}. Check that Redis is running and reachable (the redis option or REDIS_URL); nothing was assumed about the session.`,
+    })
+
+  const toStoreError = (error: unknown, what: string, where: string): SandkeepError => {
+    if (SandkeepError.isInstance(error)) return error
+    const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200)
+    if (message.includes('WRONGTYPE')) {
+      return corruptRecordError(where, 'a key of the session holds the wrong Redis type', undefined, error)
+    }
+    return unavailable(what, message, error)
+  }
+
+  // Calls that arrive while the client connects share one wait (and one 'ready' listener).
+  let pendingReady: Promise<void> | undefined
+
+  /** Resolves when the client can take commands; bounded by the timeout. */
+  const whenReady = (redis: RedisClient, what: string): Promise<void> | undefined => {
+    if (redis.status === 'ready') return undefined
+    if (redis.status === 'end' && !owned) {
+      return Promise.reject(unavailable(what, 'the client passed to the store was closed by its owner'))
+    }
+    if (pendingReady) return pendingReady
+    if (redis.status === 'wait' || redis.status === 'end') redis.connect().catch(() => {})
+    pendingReady = new Promise<void>((resolve, reject) => {
+      const onReady = () => {
+        clearTimeout(timer)
+        pendingReady = undefined
+        resolve()
+      }
+      const timer = setTimeout(() => {
+        redis.off('ready', onReady)
+        pendingReady = undefined
+        reject(unavailable(what, `no connection within ${timeoutMs} ms`))
+      }, timeoutMs)
+      redis.once('ready', onReady)
+    })
+    return pendingReady
+  }
+
+  /** Runs one round trip with the bounded wait, mapping failures to SandkeepErrors. */
+  const roundTrip = async <T>(
+    what: string,
+    where: string,
+    run: (redis: RedisClient) => Promise<T>,
+  ): Promise<T> => {
+    if (closed) {
+      throw new SandkeepError({
+        code: 'STORE_UNAVAILABLE',
+        message: 'This Redis session store was closed; create a new one.',
+      })
+    }
+    let timer: NodeJS.Timeout | undefined
+    try {
+      const redis = getClient()
+      const ready = whenReady(redis, what)
+      if (ready) await ready
+      const pending = run(redis)
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(unavailable(what, `no answer within ${timeoutMs} ms`)), timeoutMs)
+      })
+      // If the timeout wins, the command's own rejection must not go unhandled.
+      pending.catch(() => {})
+      return await Promise.race([pending, timeout])
+    } catch (error) {
+      throw toStoreError(error, what, where)
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  const script = (redis: RedisClient, file: ScriptFile, ...args: ScriptArgument[]): Promise<ScriptReply> => {
+    const command = (redis as unknown as Record<string, ScriptCommand>)[loadScripts().get(file)!.command]!
+    return command.call(redis, ...args)
+  }
+
+  const keysOf = (key: SessionKey): SessionKeys => sessionKeys(prefix, key)
+
+  const refuseCorrupt = (reply: ScriptReply, keys: SessionKeys, key: SessionKey | undefined): void => {
+    if (reply[0] !== 'corrupt') return
+    const names = [keys.record, keys.lease, keys.journal]
+    const where = names[Number(reply[1]) - 1] ?? keys.record
+    throw corruptRecordError(where, 'it does not parse, has an unknown schemaVersion or the wrong type', key)
+  }
+
+  const recordOf = (
+    core: unknown,
+    manifest: unknown,
+    keys: SessionKeys,
+    key: SessionKey,
+  ): SessionRecord | null =>
+    typeof core === 'string' && core !== ''
+      ? parseStoredRecord(
+          core,
+          typeof manifest === 'string' && manifest !== '' ? manifest : null,
+          keys.record,
+          key,
+        )
+      : null
+
+  const leaseLost = (key: SessionKey, why: string) =>
+    new SandkeepError({
+      code: 'LEASE_LOST',
+      message: `The lease on this session is no longer valid (${why}); end the turn and begin a new one.`,
+      tenant: key.tenant,
+      conversationId: key.conversationId,
+    })
+
+  /** Index touch sent alongside a session write (another slot, so its own command). */
+  const touchIndex = (redis: RedisClient, keys: SessionKeys, score: number, ttlMs: number) =>
+    script(redis, 'index-touch-1', keys.index, keys.member, Math.trunc(score), Math.max(ttlMs, defaultTtlMs))
+
+  return {
+    specificationVersion: 'v1',
+    storeId: 'redis',
+
+    async acquire(keyInput, acquireOptions): Promise<AcquireResult> {
+      const key = checkStoreKey(keyInput)
+      const holderId = checkHolderId(acquireOptions?.holderId)
+      const leaseMs = checkLeaseMs(acquireOptions?.leaseMs)
+      const ttlMs = checkTtlMs(acquireOptions?.ttlMs, defaultTtlMs)
+      const keys = keysOf(key)
+      const reply = await roundTrip('begin the turn', keys.record, (redis) =>
+        script(
+          redis,
+          'acquire-3',
+          keys.record,
+          keys.lease,
+          keys.journal,
+          key.tenant,
+          key.conversationId,
+          holderId,
+          leaseMs,
+          ttlMs,
+        ),
+      )
+      refuseCorrupt(reply, keys, key)
+      return {
+        lease: { holderId, fencingToken: Number(reply[5]), expiresAt: Number(reply[6]) },
+        record: recordOf(reply[1], reply[2], keys, key),
+        create: reply[3] === 1,
+        holders: Number(reply[4]),
+      }
+    },
+
+    async renew(keyInput, leaseInput, renewOptions): Promise<Lease> {
+      const key = checkStoreKey(keyInput)
+      const lease = checkLease(leaseInput)
+      const leaseMs = checkLeaseMs(renewOptions?.leaseMs)
+      const keys = keysOf(key)
+      const reply = await roundTrip('renew the lease', keys.lease, (redis) =>
+        script(
+          redis,
+          'renew-3',
+          keys.record,
+          keys.lease,
+          keys.journal,
+          lease.holderId,
+          lease.fencingToken,
+          leaseMs,
+          defaultTtlMs,
+        ),
+      )
+      refuseCorrupt(reply, keys, key)
+      if (reply[0] !== 'ok') throw leaseLost(key, 'it lapsed or the holder was removed')
+      return { holderId: lease.holderId, fencingToken: lease.fencingToken, expiresAt: Number(reply[1]) }
+    },
+
+    async claimCreation(keyInput, leaseInput): Promise<ClaimResult> {
+      const key = checkStoreKey(keyInput)
+      const lease = checkLease(leaseInput)
+      const keys = keysOf(key)
+      const reply = await roundTrip('check the creation claim', keys.record, (redis) =>
+        script(
+          redis,
+          'claim-creation-2',
+          keys.record,
+          keys.lease,
+          key.tenant,
+          key.conversationId,
+          lease.holderId,
+          lease.fencingToken,
+        ),
+      )
+      refuseCorrupt(reply, keys, key)
+      if (reply[0] !== 'ok') throw leaseLost(key, 'it lapsed while waiting for creation')
+      return { record: recordOf(reply[1], reply[2], keys, key), create: reply[3] === 1 }
+    },
+
+    async setSandbox(keyInput, leaseInput, input: SetSandboxInput): Promise<SessionRecord> {
+      const key = checkStoreKey(keyInput)
+      const lease = checkLease(leaseInput)
+      const checked = checkSetSandboxInput(input)
+      const keys = keysOf(key)
+      const [reply] = await roundTrip('write the sandbox mapping', keys.record, (redis) =>
+        Promise.all([
+          script(
+            redis,
+            'set-sandbox-3',
+            keys.record,
+            keys.lease,
+            keys.journal,
+            key.tenant,
+            key.conversationId,
+            lease.holderId,
+            lease.fencingToken,
+            checked.sandboxId,
+            checked.expectedSandboxId ?? '',
+            checked.providerId,
+            input.template === undefined ? '' : JSON.stringify(checked.template),
+            checked.state,
+            defaultTtlMs,
+          ),
+          touchIndex(redis, keys, Date.now(), defaultTtlMs),
+        ]),
+      )
+      refuseCorrupt(reply, keys, key)
+      if (reply[0] === 'lost') {
+        const why =
+          reply[1] === 'stale-token'
+            ? `fencing token ${lease.fencingToken} is older than the mapping's ${reply[2]}`
+            : reply[1] === 'mismatch'
+              ? 'another holder changed the mapping first'
+              : 'it lapsed before the mapping was written'
+        throw leaseLost(key, why)
+      }
+      return recordOf(reply[1], reply[2], keys, key)!
+    },
+
+    async release(keyInput, leaseInput, input: ReleaseInput): Promise<ReleaseResult> {
+      const key = checkStoreKey(keyInput)
+      const lease = checkLease(leaseInput)
+      const checked = checkReleaseInput(input, defaultTtlMs)
+      const keys = keysOf(key)
+      const manifest =
+        checked.manifest === undefined
+          ? ''
+          : checked.manifest === null
+            ? 'null'
+            : JSON.stringify(checked.manifest)
+      const [reply] = await roundTrip('end the turn', keys.record, (redis) =>
+        Promise.all([
+          script(
+            redis,
+            'release-3',
+            keys.record,
+            keys.lease,
+            keys.journal,
+            key.tenant,
+            key.conversationId,
+            lease.holderId,
+            lease.fencingToken,
+            manifest,
+            checked.manifest ? checked.manifest.sandboxId : '',
+            checked.turnEndedAt,
+            String(checked.runningSeconds),
+            String(checked.pausedSeconds),
+            checked.stateIfLast ?? '',
+            checked.ttlMs,
+          ),
+          touchIndex(redis, keys, checked.turnEndedAt, checked.ttlMs),
+        ]),
+      )
+      refuseCorrupt(reply, keys, key)
+      return { last: reply[1] === 1, record: recordOf(reply[2], reply[3], keys, key) }
+    },
+
+    async setState(keyInput, stateInput: SessionSandboxState, stateOptions): Promise<SessionRecord | null> {
+      const key = checkStoreKey(keyInput)
+      const state = checkSandboxState('state', stateInput)
+      const at = stateOptions?.at === undefined ? '' : validateInteger('at', stateOptions.at, 0, 8.64e15)
+      const keys = keysOf(key)
+      const reply = await roundTrip('record the sandbox state', keys.record, (redis) =>
+        script(
+          redis,
+          'set-state-3',
+          keys.record,
+          keys.lease,
+          keys.journal,
+          key.tenant,
+          key.conversationId,
+          state,
+          at,
+          defaultTtlMs,
+        ),
+      )
+      refuseCorrupt(reply, keys, key)
+      return reply[0] === 'ok' ? recordOf(reply[1], reply[2], keys, key) : null
+    },
+
+    async get(keyInput): Promise<SessionRecord | null> {
+      const key = checkStoreKey(keyInput)
+      const keys = keysOf(key)
+      const reply = await roundTrip('read the session', keys.record, (redis) =>
+        script(redis, 'read-record-1', keys.record, key.tenant, key.conversationId),
+      )
+      refuseCorrupt(reply, keys, key)
+      return reply[0] === 'ok' ? recordOf(reply[1], reply[2], keys, key) : null
+    },
+
+    async delete(keyInput): Promise<boolean> {
+      const key = checkStoreKey(keyInput)
+      const keys = keysOf(key)
+      const [deleted] = await roundTrip('delete the session', keys.record, (redis) =>
+        Promise.all([redis.del(keys.record, keys.lease, keys.journal), redis.zrem(keys.index, keys.member)]),
+      )
+      return deleted > 0
+    },
+
+    async list(tenantInput, listOptions): Promise<SessionPage> {
+      const tenant = validateTenant(tenantInput)
+      const { limit, cursor } = checkListOptions(listOptions)
+      const position: ListPosition | undefined = cursor === undefined ? undefined : decodeListCursor(cursor)
+      const index = tenantIndexKey(prefix, tenant)
+      const found: Array<{ record: SessionRecord; score: number; member: string }> = []
+      const batch = Math.min(limit + 1, 200)
+      let offset = 0
+      for (;;) {
+        const flat = await roundTrip('list sessions', index, (redis) =>
+          redis.zrevrangebyscore(
+            index,
+            position ? String(position.score) : '+inf',
+            '-inf',
+            'WITHSCORES',
+            'LIMIT',
+            offset,
+            batch,
+          ),
+        )
+        offset += flat.length / 2
+        const candidates: Array<{ member: string; score: string }> = []
+        for (let i = 0; i < flat.length; i += 2) {
+          const member = flat[i]!
+          const score = flat[i + 1]!
+          if (!position || isAfterListPosition(Number(score), member, position))
+            candidates.push({ member, score })
+        }
+        const replies = await roundTrip('read listed sessions', index, (redis) =>
+          Promise.all(
+            candidates.map(({ member }) =>
+              script(redis, 'read-record-1', sessionKeysByMember(prefix, tenant, member).record, tenant, ''),
+            ),
+          ),
+        )
+        const gone: string[] = []
+        for (const [i, reply] of replies.entries()) {
+          const { member, score } = candidates[i]!
+          const keys = sessionKeysByMember(prefix, tenant, member)
+          refuseCorrupt(reply, keys, undefined)
+          if (reply[0] !== 'ok') {
+            gone.push(member, score)
+            continue
+          }
+          const record = parseStoredRecord(String(reply[1]), String(reply[2]), keys.record, { tenant })
+          if (keys.member !== sessionKeys(prefix, { tenant, conversationId: record.conversationId }).member) {
+            throw corruptRecordError(keys.record, 'it names another conversation than its key')
+          }
+          found.push({ record, score: Number(score), member })
+        }
+        if (gone.length > 0) {
+          // Index entries whose session expired or was deleted are dropped as they are met.
+          const removed = await roundTrip('clean the session index', index, (redis) =>
+            script(redis, 'index-prune-1', index, ...gone),
+          )
+          offset -= Number(removed)
+        }
+        if (found.length > limit || flat.length < batch * 2) break
+      }
+      const page = found.slice(0, limit)
+      const last = page.at(-1)
+      return {
+        sessions: page.map((entry) => entry.record),
+        cursor:
+          found.length > limit && last
+            ? encodeListCursor({ score: last.score, member: last.member })
+            : undefined,
+      }
+    },
+
+    async appendJournal(keyInput, stepInput: JournalStep): Promise<void> {
+      const key = checkStoreKey(keyInput)
+      const step = checkJournalStep(stepInput)
+      const keys = keysOf(key)
+      const reply = await roundTrip('record the journal step', keys.journal, (redis) =>
+        script(
+          redis,
+          'append-journal-3',
+          keys.record,
+          keys.lease,
+          keys.journal,
+          JSON.stringify(step),
+          maxJournalSteps,
+          maxJournalBytes,
+          defaultTtlMs,
+        ),
+      )
+      refuseCorrupt(reply, keys, key)
+      if (reply[0] === 'full') {
+        throw new SandkeepError({
+          code: 'JOURNAL_FULL',
+          message: `The journal of this session is full (${reply[1]} steps, ${reply[2]} bytes; limits ${maxJournalSteps} steps, ${maxJournalBytes} bytes). The step was not recorded; clear the journal or raise the limits.`,
+          tenant: key.tenant,
+          conversationId: key.conversationId,
+        })
+      }
+    },
+
+    async readJournal(keyInput): Promise<JournalEntry[]> {
+      const key = checkStoreKey(keyInput)
+      const keys = keysOf(key)
+      const entries = await roundTrip('read the journal', keys.journal, (redis) =>
+        redis.lrange(keys.journal, 0, -1),
+      )
+      return entries.map((text) => parseJournalEntry(text, keys.journal))
+    },
+
+    async clearJournal(keyInput): Promise<void> {
+      const key = checkStoreKey(keyInput)
+      const keys = keysOf(key)
+      const reply = await roundTrip('clear the journal', keys.journal, (redis) =>
+        script(redis, 'clear-journal-2', keys.lease, keys.journal),
+      )
+      if (reply[0] === 'corrupt') throw corruptRecordError(keys.lease, 'it holds the wrong Redis type', key)
+    },
+
+    async close(): Promise<void> {
+      if (closed) return
+      closed = true
+      if (!owned || !client) return
+      const redis = client
+      client = undefined
+      // quit() waits for pending replies; disconnect() is the fallback when Redis is gone.
+      await Promise.race([
+        redis.quit().catch(() => {}),
+        new Promise((resolve) => setTimeout(resolve, timeoutMs)),
+      ])
+      redis.disconnect()
+    },
+  }
+}
+
+function createOwnedClient(url: string, timeoutMs: number, extra: RedisOptions | undefined): Redis {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    // A command sent while disconnected fails at once instead of waiting in an unbounded queue and
+    // running later, when its caller has already been told STORE_UNAVAILABLE.
+    enableOfflineQueue: false,
+    // A command in flight when the link dropped may have run; replaying it could count a turn twice.
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+    enableAutoPipelining: true,
+    retryStrategy: (times) => Math.min(50 * 2 ** times, 1000),
+    ...extra,
+  })
+  // Connection errors surface as STORE_UNAVAILABLE on the calls; without a listener ioredis logs them.
+  redis.on('error', () => {})
+  return redis
+}

@@ -1,0 +1,38 @@
+import { randomUUID } from 'node:crypto'
+import type { SessionKey, SessionStore } from '@sandkeep/core'
+import type { Redis } from 'ioredis'
+import { sessionKeys } from '../src/keys.js'
+
+/** The shared local Redis the integration tests use. */
+export const REDIS_URL = process.env.SANDKEEP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+/** A prefix of its own for each test run, so runs never see each other's keys. */
+export function randomPrefix(): string {
+  return `sandkeep-test-${randomUUID().slice(0, 8)}`
+}
+
+/** Deletes every key under `prefix` (SCAN, never KEYS) on one node. */
+export async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0'
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500)
+    cursor = next
+    for (const key of keys) await redis.del(key)
+  } while (cursor !== '0')
+}
+
+/** A corruptRecord hook for the conformance suite: overwrites the record's JSON with text that is not JSON. */
+export function corruptWith(raw: () => Redis | import('ioredis').Cluster, prefix: string) {
+  return async (_store: SessionStore, key: SessionKey) => {
+    const keys = sessionKeys(prefix, key)
+    const damaged = '{"schemaVersion":1, this is not json'
+    await raw().hset(keys.record, 'core', damaged)
+    const manifest = await raw().hget(keys.record, 'manifest')
+    return {
+      location: keys.record,
+      isUntouched: async () =>
+        (await raw().hget(keys.record, 'core')) === damaged &&
+        (await raw().hget(keys.record, 'manifest')) === manifest,
+    }
+  }
+}
