@@ -277,6 +277,10 @@ function runLocal(command: string, home: string, options: RunCommandOptions = {}
       } catch {}
     }
     options.signal?.addEventListener('abort', onAbort, { once: true })
+    child.on('error', (error) => {
+      options.signal?.removeEventListener('abort', onAbort)
+      reject(error)
+    })
     child.on('close', (code) => {
       options.signal?.removeEventListener('abort', onAbort)
       if (aborted) reject(new SandkeepError({ code: 'ABORTED', message: 'aborted' }))

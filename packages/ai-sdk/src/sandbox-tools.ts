@@ -132,7 +132,7 @@ export interface ListFilesInput {
 }
 
 /** The tool set {@link sandboxTools} returns; every result is either the tool's result or a {@link ToolErrorResult}. */
-export interface SandboxTools {
+export type SandboxTools = {
   /** Runs Python or JavaScript in the persistent interpreter. */
   runCode: Tool<RunCodeInput, CodeToolResult | ToolErrorResult>
   /** Runs a shell command. */

@@ -1,0 +1,76 @@
+import type { ResumeReport } from '@sandkeep/core'
+import { describe, expect, it } from 'vitest'
+import { sliceLines, splitLines, stateLostNotice, truncateOutput } from './output.js'
+
+describe('truncateOutput', () => {
+  it('leaves short text alone', () => {
+    expect(truncateOutput('hello', 10)).toEqual({ text: 'hello', omittedChars: 0 })
+    expect(truncateOutput('x'.repeat(10), 10).omittedChars).toBe(0)
+  })
+
+  it('keeps the head and the tail and says how much was cut', () => {
+    const text = `${'a'.repeat(600)}${'m'.repeat(9_000)}${'z'.repeat(400)}`
+    const { text: cut, omittedChars } = truncateOutput(text, 1_000)
+    expect(omittedChars).toBe(9_000)
+    expect(cut.startsWith('a'.repeat(600))).toBe(true)
+    expect(cut.endsWith('z'.repeat(400))).toBe(true)
+    expect(cut).not.toContain('mm')
+    expect(cut).toContain('9,000 characters omitted')
+    expect(cut).toContain('the output was 10,000 characters')
+  })
+
+  it('never splits a surrogate pair', () => {
+    const text = '😀'.repeat(100)
+    const { text: cut } = truncateOutput(text, 11)
+    expect(cut.isWellFormed()).toBe(true)
+  })
+})
+
+describe('stateLostNotice', () => {
+  const base: ResumeReport = {
+    conversationId: 'c',
+    tenant: 'default',
+    sandboxId: 's',
+    outcome: 'resumed',
+    timings: { storeMs: 0, connectMs: 0, healthMs: 0, rehydrateMs: 0, totalMs: 0 },
+    survived: { memory: true, filesystem: true, processes: true },
+    checks: [],
+    stateLost: false,
+    retries: 0,
+    rehydratedSteps: 0,
+  }
+
+  it('says nothing when nothing was lost', () => {
+    expect(stateLostNotice(undefined)).toBeUndefined()
+    expect(stateLostNotice(base)).toBeUndefined()
+  })
+
+  it('names memory loss and keeps files', () => {
+    const notice = stateLostNotice({
+      ...base,
+      stateLost: true,
+      survived: { memory: false, filesystem: true, processes: false },
+    })
+    expect(notice).toMatch(/interpreter variables/)
+    expect(notice).toMatch(/running processes/)
+    expect(notice).toMatch(/files are still there/)
+  })
+
+  it('names a recreated sandbox and replayed steps', () => {
+    const notice = stateLostNotice({ ...base, outcome: 'recreated', stateLost: true, rehydratedSteps: 2 })
+    expect(notice).toMatch(/replaced by a fresh one/)
+    expect(notice).toMatch(/2 recorded setup steps were replayed/)
+  })
+})
+
+describe('line ranges', () => {
+  it('splits keeping terminators and slices 1-based inclusive ranges', () => {
+    expect(splitLines('')).toEqual([])
+    expect(splitLines('a\r\nb\nc')).toEqual(['a\r\n', 'b\n', 'c'])
+    expect(sliceLines('a\nb\nc\n', 2, 2)).toBe('b\n')
+    expect(sliceLines('a\nb\nc\n', 2)).toBe('b\nc\n')
+    expect(sliceLines('a\nb', 1, 50)).toBe('a\nb')
+    expect(sliceLines('a\nb', 5, 6)).toBe('')
+    expect(sliceLines('a\nb', 2, 1)).toBe('')
+  })
+})

@@ -1,0 +1,257 @@
+import { stepCountIs, ToolLoopAgent, tool } from 'ai'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { createFakeSessions, type FakeSessions } from './fake-sessions.test-support.js'
+import { scriptedModel, toolResultsIn } from './mock-model.test-support.js'
+import { sandboxTools } from './sandbox-tools.js'
+import { sandkeepTurn } from './turn.js'
+
+let fake: FakeSessions
+
+beforeEach(async () => {
+  fake = await createFakeSessions()
+})
+afterEach(async () => {
+  await fake.cleanup()
+})
+
+const newTurn = (extra: Record<string, unknown> = {}) =>
+  sandkeepTurn({
+    sessions: fake.sessions,
+    conversationId: 'conv-turn',
+    workingDirectory: fake.home,
+    ...extra,
+  })
+
+describe('sandkeepTurn', () => {
+  it('generateText: resumes on the first tool call and pauses when the call finishes', async () => {
+    const turn = newTurn()
+    const { model, prompts } = scriptedModel([
+      { toolCalls: [{ toolName: 'runCode', input: { code: 'var x = 6 * 7; x', language: 'javascript' } }] },
+      { text: 'x is 42' },
+    ])
+    expect(fake.begins).toHaveLength(0)
+    const result = await turn.generateText({ model, prompt: 'compute', stopWhen: stepCountIs(5) })
+    expect(result.text).toBe('x is 42')
+    expect(toolResultsIn(prompts[1])).toEqual([
+      { toolName: 'runCode', output: { result: '42', stdout: '', stderr: '' } },
+    ])
+    expect(fake.begins).toHaveLength(1)
+    expect(fake.state).toBe('paused')
+    expect((await turn.ended)?.action).toBe('paused')
+    expect(turn.abortSignal.aborted).toBe(true)
+  })
+
+  it('a call that uses no tool touches no session', async () => {
+    const turn = newTurn()
+    const { model } = scriptedModel([{ text: 'hello' }])
+    await turn.generateText({ model, prompt: 'hi' })
+    expect(await turn.ended).toBeUndefined()
+    expect(fake.begins).toHaveLength(0)
+  })
+
+  it('parallel tool calls in one step share one turn', async () => {
+    fake.resumeDelayMs = 200
+    const turn = newTurn()
+    const { model, prompts } = scriptedModel([
+      {
+        toolCalls: [
+          { toolName: 'runCommand', input: { command: 'echo one' } },
+          { toolName: 'runCommand', input: { command: 'echo two' } },
+          { toolName: 'writeFile', input: { path: 'p.txt', content: 'three' } },
+        ],
+      },
+      { text: 'ok' },
+    ])
+    await turn.generateText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
+    expect(fake.begins).toHaveLength(1)
+    expect(fake.resumes).toBe(1)
+    expect(toolResultsIn(prompts[1]).map((r) => r.output)).toEqual([
+      { exitCode: 0, stdout: 'one\n', stderr: '' },
+      { exitCode: 0, stdout: 'two\n', stderr: '' },
+      { path: `${fake.home}/p.txt`, bytes: 5 },
+    ])
+    expect(fake.state).toBe('paused')
+  })
+
+  it('streamText: the sandbox is paused by the time the stream has been read to the end', async () => {
+    const turn = newTurn()
+    const { model } = scriptedModel([
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo streamed' } }] },
+      { text: 'all done now' },
+    ])
+    const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
+    let text = ''
+    for await (const delta of result.textStream) text += delta
+    expect(text).toBe('all done now')
+    expect(fake.state).toBe('paused')
+    expect(fake.ends).toBe(1)
+    expect(await result.text).toBe('all done now')
+  })
+
+  it('streamText: a consumer that cancels mid-way (during a tool call) still pauses, promptly', async () => {
+    const turn = newTurn()
+    const { model } = scriptedModel([
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo begin; sleep 30' } }] },
+      { text: 'never reached' },
+    ])
+    const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
+    for await (const part of result.fullStream) {
+      if (part.type === 'tool-call') {
+        // Let the command start in the sandbox before walking away.
+        await new Promise((resolve) => setTimeout(resolve, 300))
+        break
+      }
+    }
+    const report = await turn.ended
+    expect(report?.action).toBe('paused')
+    expect(fake.state).toBe('paused')
+    expect(fake.begins).toHaveLength(1)
+  })
+
+  it('streamText: cancelling a text stream or a UI message stream response body also ends the turn', async () => {
+    const turn = newTurn()
+    const { model } = scriptedModel(
+      [
+        { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo hi' } }] },
+        { text: 'one two three four five six seven eight nine ten' },
+      ],
+      { chunkDelayMs: 50 },
+    )
+    const response = turn
+      .streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
+      .toUIMessageStreamResponse()
+    const reader = response.body!.getReader()
+    let seen = ''
+    while (!seen.includes('text-delta')) {
+      const { value } = await reader.read()
+      seen += new TextDecoder().decode(value)
+    }
+    await reader.cancel()
+    expect((await turn.ended)?.action).toBe('paused')
+    expect(fake.state).toBe('paused')
+  })
+
+  it('streamText: the caller aborting ends the turn even when nobody reads the stream', async () => {
+    const controller = new AbortController()
+    const turn = newTurn()
+    const { model } = scriptedModel([
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'sleep 30' } }] },
+      { text: 'never' },
+    ])
+    const result = turn.streamText({
+      model,
+      prompt: 'go',
+      stopWhen: stepCountIs(3),
+      abortSignal: controller.signal,
+    })
+    const reader = result.fullStream.getReader()
+    while ((await reader.read()).value?.type !== 'tool-call') {}
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    controller.abort(new Error('user left'))
+    expect((await turn.ended)?.action).toBe('paused')
+    expect(fake.state).toBe('paused')
+  })
+
+  it('ends the turn when the model fails after a tool ran (generateText and streamText)', async () => {
+    let calls = 0
+    const { model } = scriptedModel([{ toolCalls: [{ toolName: 'runCommand', input: { command: 'true' } }] }])
+    const failing = Object.assign(model, {
+      doGenerate: async (options: Parameters<typeof model.doGenerate>[0]) => {
+        calls += 1
+        if (calls === 2) throw new Error('model down')
+        return scriptedModel([
+          { toolCalls: [{ toolName: 'runCommand', input: { command: 'true' } }] },
+        ]).model.doGenerate(options)
+      },
+    })
+    const turn = newTurn()
+    await expect(
+      turn.generateText({ model: failing, prompt: 'go', stopWhen: stepCountIs(3), maxRetries: 0 }),
+    ).rejects.toThrow('model down')
+    expect((await turn.ended)?.action).toBe('paused')
+
+    let streamCalls = 0
+    const streaming = scriptedModel([
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'true' } }] },
+    ]).model
+    const original = streaming.doStream
+    streaming.doStream = async (options) => {
+      streamCalls += 1
+      if (streamCalls === 2) throw new Error('stream down')
+      return original(options)
+    }
+    const turn2 = newTurn()
+    const errors: unknown[] = []
+    const result = turn2.streamText({
+      model: streaming,
+      prompt: 'go',
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+      onError: ({ error }) => {
+        errors.push(error)
+      },
+    })
+    for await (const _ of result.fullStream) {
+    }
+    expect((await turn2.ended)?.action).toBe('paused')
+    expect(errors).toHaveLength(1)
+  })
+
+  it('wraps one call only', async () => {
+    const turn = newTurn()
+    const { model } = scriptedModel([{ text: 'a' }, { text: 'b' }])
+    await turn.generateText({ model, prompt: 'a' })
+    await expect(turn.generateText({ model, prompt: 'b' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    })
+  })
+
+  it('agents: sandboxTools() on the agent use the turn sandbox passed as experimental_sandbox', async () => {
+    const { model, prompts } = scriptedModel([
+      { toolCalls: [{ toolName: 'writeFile', input: { path: 'agent.txt', content: 'from agent' } }] },
+      { toolCalls: [{ toolName: 'readFile', input: { path: 'agent.txt' } }] },
+      { text: 'read it' },
+    ])
+    const agent = new ToolLoopAgent({ model, tools: sandboxTools(), stopWhen: stepCountIs(5) })
+    const turn = newTurn({ tools: false })
+    const result = await turn.agentGenerate(agent, { prompt: 'go' })
+    expect(result.text).toBe('read it')
+    expect(toolResultsIn(prompts[2]).at(-1)?.output).toMatchObject({ content: 'from agent' })
+    expect((await turn.ended)?.action).toBe('paused')
+
+    const streamingAgent = new ToolLoopAgent({
+      model: scriptedModel([{ toolCalls: [{ toolName: 'runCommand', input: { command: 'cat agent.txt' } }] }])
+        .model,
+      tools: sandboxTools(),
+      stopWhen: stepCountIs(5),
+    })
+    const turn2 = newTurn({ tools: false })
+    const streamed = await turn2.agentStream(streamingAgent, { prompt: 'go' })
+    const results = []
+    for await (const part of streamed.fullStream) if (part.type === 'tool-result') results.push(part.output)
+    expect(results).toEqual([{ exitCode: 0, stdout: 'from agent', stderr: '' }])
+    expect(fake.state).toBe('paused')
+  })
+
+  it('experimental_sandbox and the sandbox tools share one sandbox within the turn', async () => {
+    const turn = newTurn()
+    const { model, prompts } = scriptedModel([
+      { toolCalls: [{ toolName: 'note', input: { text: 'written through experimental_sandbox' } }] },
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'cat shared.txt' } }] },
+      { text: 'ok' },
+    ])
+    const note = tool({
+      inputSchema: z.object({ text: z.string() }),
+      execute: async ({ text }, { experimental_sandbox }) => {
+        await experimental_sandbox!.writeTextFile({ path: 'shared.txt', content: text })
+        return 'saved'
+      },
+    })
+    await turn.generateText({ model, prompt: 'go', tools: { note }, stopWhen: stepCountIs(5) })
+    expect(toolResultsIn(prompts[2]).at(-1)?.output).toMatchObject({
+      stdout: 'written through experimental_sandbox',
+    })
+    expect(fake.begins).toHaveLength(1)
+  })
+})
