@@ -192,16 +192,15 @@ export function createMockProvider(options: MockProviderOptions = {}): MockProvi
   }
 
   function handleFor(initial: MockSandbox): SandboxHandle<MockSandbox> {
-    // The handle follows its sandbox through a re-map by object identity.
+    // A handle is bound to the id it was made for: after a re-map the old id is gone, as on E2B.
     const sandbox = initial
+    const id = initial.id
     const op = async (operation: MockOperation, detail?: string) => {
-      await enter(operation, sandbox.id, detail)
-      return running(sandbox.id)
+      await enter(operation, id, detail)
+      return running(id)
     }
     const handle: SandboxHandle<MockSandbox> = {
-      get id() {
-        return sandbox.id
-      },
+      id,
       providerId,
       native: sandbox,
       async runCommand(command, commandOptions) {

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest'
+import { SandkeepError } from '../errors.js'
+import { createMockProvider } from './mock-provider.js'
+import { sandboxProviderConformance } from './provider-conformance.js'
+
+// The mock is a SandboxProvider like any other: it passes the same suite, at each fidelity it imitates.
+sandboxProviderConformance({ name: 'mock provider (keeps everything)', provider: () => createMockProvider() })
+sandboxProviderConformance({
+  name: 'mock provider (filesystem only)',
+  provider: () => createMockProvider({ pauseKeeps: { memory: false, processes: false } }),
+  pauseKeeps: { memory: false, filesystem: true, processes: false },
+})
+sandboxProviderConformance({
+  name: 'mock provider (processes restarted, files lost)',
+  provider: () =>
+    createMockProvider({ pauseKeeps: { memory: false, filesystem: false, processes: 'restart' } }),
+  pauseKeeps: { memory: false, filesystem: false, processes: 'restarted' },
+})
+
+describe('createMockProvider controls', () => {
+  it('records calls and fails on demand, then recovers', async () => {
+    const provider = createMockProvider()
+    provider.failNext('create', 'SANDBOX_UNAVAILABLE', { times: 2, retryAfterMs: 10 })
+    const first = await provider.create({ metadata: {} }).catch((e: unknown) => e)
+    expect(first).toMatchObject({ code: 'SANDBOX_UNAVAILABLE', retryable: true, retryAfterMs: 10 })
+    await expect(provider.create({ metadata: {} })).rejects.toBeInstanceOf(SandkeepError)
+    const sandbox = await provider.create({ metadata: { a: 'b' } })
+    expect(provider.callsOf('create')).toHaveLength(3)
+    await sandbox.runCommand('echo hi')
+    expect(provider.calls.at(-1)).toMatchObject({
+      operation: 'runCommand',
+      sandboxId: sandbox.id,
+      detail: 'echo hi',
+    })
+    provider.clearCalls()
+    expect(provider.calls).toEqual([])
+  })
+
+  it('re-maps ids, expires and drops memory like a platform would', async () => {
+    const provider = createMockProvider()
+    const sandbox = await provider.create({ metadata: {} })
+    await sandbox.runCode('v = 1')
+    await sandbox.startProcess('server 8080')
+    provider.dropMemory(sandbox.id)
+    expect((await sandbox.runCode("globals().get('v')")).text).toBeNull()
+    expect(await sandbox.listProcesses()).toEqual([])
+    provider.remapNextConnect(sandbox.id)
+    const moved = await provider.connect(sandbox.id)
+    expect(moved.id).not.toBe(sandbox.id)
+    await expect(provider.connect(sandbox.id)).rejects.toMatchObject({ code: 'SANDBOX_NOT_FOUND' })
+    provider.expire(moved.id)
+    await expect(provider.connect(moved.id)).rejects.toMatchObject({ code: 'SANDBOX_NOT_FOUND' })
+  })
+
+  it('refuses calls on a paused sandbox until it is connected again', async () => {
+    const provider = createMockProvider()
+    const sandbox = await provider.create({ metadata: {} })
+    await provider.pause?.(sandbox.id)
+    await expect(sandbox.runCommand('true')).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' })
+    const again = await provider.connect(sandbox.id)
+    expect((await again.runCommand('true')).exitCode).toBe(0)
+  })
+
+  it('can leave out capabilities', () => {
+    const provider = createMockProvider({ without: ['pause', 'list'] })
+    expect(provider.pause).toBeUndefined()
+    expect(provider.list).toBeUndefined()
+    expect(typeof provider.getInfo).toBe('function')
+  })
+})

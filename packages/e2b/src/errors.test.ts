@@ -1,0 +1,62 @@
+import {
+  AuthenticationError,
+  CommandExitError,
+  FileNotFoundError,
+  InvalidArgumentError,
+  RateLimitError,
+  SandboxError,
+  SandboxNotFoundError,
+  ServiceBusyError,
+  TimeoutError,
+} from 'e2b'
+import { describe, expect, it } from 'vitest'
+import { fromE2BError } from './errors.js'
+
+const at = { operation: 'connect', sandboxId: 'sbx1' }
+
+function withStatus(status: number, message = 'boom'): SandboxError {
+  const error = new SandboxError(`${status}: ${message}`)
+  error.statusCode = status
+  return error
+}
+
+describe('fromE2BError', () => {
+  it.each([
+    [new SandboxNotFoundError('gone'), 'SANDBOX_NOT_FOUND', false],
+    [new AuthenticationError('bad key'), 'PROVIDER_AUTH', false],
+    [new RateLimitError('slow down'), 'SANDBOX_UNAVAILABLE', true],
+    [new ServiceBusyError('busy'), 'SANDBOX_UNAVAILABLE', true],
+    [new FileNotFoundError('no file'), 'FILE_NOT_FOUND', false],
+    [new TimeoutError('late'), 'TIMEOUT', false],
+    [new InvalidArgumentError('bad'), 'INVALID_ARGUMENT', false],
+    [withStatus(502), 'SANDBOX_UNAVAILABLE', true],
+    [withStatus(500), 'SANDBOX_UNAVAILABLE', true],
+    [withStatus(409, 'sandbox is transitioning'), 'SANDBOX_UNAVAILABLE', true],
+    [withStatus(404), 'SANDBOX_NOT_FOUND', false],
+    [withStatus(401), 'PROVIDER_AUTH', false],
+    [withStatus(400), 'INVALID_ARGUMENT', false],
+    [
+      Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } }),
+      'SANDBOX_UNAVAILABLE',
+      true,
+    ],
+    [new Error('something odd'), 'PROVIDER_ERROR', false],
+  ])('%s becomes %s (retryable %s), keeping the cause', (error, code, retryable) => {
+    const mapped = fromE2BError(error, at)
+    expect(mapped.code).toBe(code)
+    expect(mapped.retryable).toBe(retryable)
+    expect(mapped.cause).toBe(error)
+    expect(mapped.sandboxId).toBe('sbx1')
+  })
+
+  it('tells what to do in the message and never includes a key', () => {
+    const mapped = fromE2BError(new AuthenticationError('Unauthorized, please check your credentials.'), at)
+    expect(mapped.message).toMatch(/E2B_API_KEY/)
+    expect(mapped.message).not.toMatch(/e2b_[0-9a-f]{10}/)
+  })
+
+  it('leaves a CommandExitError to the handle (it is not mapped to a code here)', () => {
+    const exit = new CommandExitError({ exitCode: 2, stdout: '', stderr: 'x', error: undefined })
+    expect(fromE2BError(exit, at).code).toBe('PROVIDER_ERROR')
+  })
+})

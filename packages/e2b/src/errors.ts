@@ -1,0 +1,167 @@
+// SDK errors become SandkeepErrors here, at the provider boundary, so that the session manager decides on
+// codes (retry, recreate, throw) and never on an SDK's class names. The original error stays as `cause`.
+import { SandkeepError, type SandkeepErrorCode } from '@sandkeep/core'
+
+/** What the failing call was about, for the error's fields and message. */
+export interface ErrorContext {
+  /** The operation, e.g. `connect` or `files.read`. */
+  operation: string
+  /** Sandbox concerned, when known. */
+  sandboxId?: string
+  /** File path concerned, when known. */
+  path?: string
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
+])
+
+function nameChain(error: unknown): string[] {
+  // Class names along the prototype chain: robust when two copies of the SDK are loaded (instanceof fails).
+  const names: string[] = []
+  let proto = typeof error === 'object' && error !== null ? Object.getPrototypeOf(error) : null
+  while (proto && proto !== Object.prototype) {
+    const name = proto.constructor?.name
+    if (typeof name === 'string') names.push(name)
+    proto = Object.getPrototypeOf(proto)
+  }
+  if (error instanceof Error && error.name) names.push(error.name)
+  return names
+}
+
+function networkCode(error: unknown): string | undefined {
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) return code
+    current = (current as { cause?: unknown }).cause
+  }
+  if (error instanceof TypeError && /fetch failed|network|socket/i.test(error.message)) return 'network'
+  return undefined
+}
+
+function statusOf(error: unknown): number | undefined {
+  const status = (error as { statusCode?: unknown }).statusCode
+  if (typeof status === 'number') return status
+  // The SDK formats other API errors as `<status>: <message>`.
+  const match = error instanceof Error ? /^(\d{3}): /.exec(error.message) : null
+  return match ? Number(match[1]) : undefined
+}
+
+function retryAfterOf(error: unknown): number | undefined {
+  const headers = (error as { headers?: { get?: (name: string) => string | null } }).headers
+  const raw = typeof headers?.get === 'function' ? headers.get('retry-after') : undefined
+  if (!raw || !/^\d+$/.test(raw.trim())) return undefined
+  return Number(raw.trim()) * 1000
+}
+
+/** Converts anything the E2B SDK threw into a SandkeepError with the original as `cause`. */
+export function fromE2BError(error: unknown, context: ErrorContext): SandkeepError {
+  if (SandkeepError.isInstance(error)) return error
+  const names = nameChain(error)
+  const has = (name: string) => names.includes(name)
+  const detail = error instanceof Error ? error.message : String(error)
+  const where = context.sandboxId ? ` (sandbox ${context.sandboxId})` : ''
+  const make = (code: SandkeepErrorCode, message: string, retryable = false, retryAfterMs?: number) =>
+    new SandkeepError({
+      code,
+      message,
+      cause: error,
+      retryable,
+      ...(context.sandboxId ? { sandboxId: context.sandboxId } : {}),
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    })
+  if (has('AbortError') || (error instanceof DOMException && error.name === 'AbortError')) {
+    return make('ABORTED', `E2B ${context.operation} was aborted${where}.`)
+  }
+  if (has('SandboxNotFoundError')) {
+    return make(
+      'SANDBOX_NOT_FOUND',
+      `E2B says the sandbox does not exist${where}: it was killed or is past its retention. A new turn recreates it.`,
+    )
+  }
+  if (has('FileNotFoundError')) {
+    return make('FILE_NOT_FOUND', `${context.path ?? 'The path'} does not exist in the sandbox${where}.`)
+  }
+  if (has('AuthenticationError')) {
+    return make(
+      'PROVIDER_AUTH',
+      'E2B refused the credentials: set E2B_API_KEY (or the apiKey option) to a valid key for this API URL.',
+    )
+  }
+  if (has('RateLimitError')) {
+    return make(
+      'SANDBOX_UNAVAILABLE',
+      `E2B rate-limited ${context.operation}${where}; retry later.`,
+      true,
+      retryAfterOf(error),
+    )
+  }
+  if (has('ServiceBusyError')) {
+    return make(
+      'SANDBOX_UNAVAILABLE',
+      `E2B is busy (503) for ${context.operation}${where}; retry shortly.`,
+      true,
+    )
+  }
+  if (has('TimeoutError')) {
+    return make('TIMEOUT', `E2B ${context.operation} timed out${where}: ${detail}`)
+  }
+  if (has('InvalidArgumentError') || has('TemplateError')) {
+    return make('INVALID_ARGUMENT', `E2B refused ${context.operation}${where}: ${detail}`)
+  }
+  const status = statusOf(error)
+  if (status !== undefined) {
+    if (status === 401 || status === 403) {
+      return make('PROVIDER_AUTH', `E2B refused the credentials (${status}) for ${context.operation}.`)
+    }
+    if (status === 404) {
+      return make('SANDBOX_NOT_FOUND', `E2B says the sandbox does not exist${where} (404).`)
+    }
+    if (status === 409) {
+      return make(
+        'SANDBOX_UNAVAILABLE',
+        `The sandbox is still changing state${where} (409): retry shortly.`,
+        true,
+      )
+    }
+    if (status === 429) {
+      return make(
+        'SANDBOX_UNAVAILABLE',
+        `E2B rate-limited ${context.operation}${where}.`,
+        true,
+        retryAfterOf(error),
+      )
+    }
+    if (status >= 500) {
+      return make(
+        'SANDBOX_UNAVAILABLE',
+        `E2B failed ${context.operation}${where} with ${status}: ${detail}`,
+        true,
+      )
+    }
+    if (status === 400 || status === 422) {
+      return make('INVALID_ARGUMENT', `E2B refused ${context.operation}${where}: ${detail}`)
+    }
+  }
+  const network = networkCode(error)
+  if (network) {
+    return make(
+      'SANDBOX_UNAVAILABLE',
+      `Could not reach E2B for ${context.operation}${where} (${network}); check E2B_API_URL / E2B_SANDBOX_URL.`,
+      true,
+    )
+  }
+  return make('PROVIDER_ERROR', `E2B ${context.operation} failed${where}: ${detail}`)
+}
