@@ -20,7 +20,10 @@ const usage = {
 let callCounter = 0
 
 /** A mock model that plays `steps` in order, one per model call; past the end it answers "done". */
-export function scriptedModel(steps: ScriptStep[], options: { chunkDelayMs?: number } = {}) {
+export function scriptedModel(
+  steps: ScriptStep[],
+  options: { chunkDelayMs?: number } = {},
+): { model: MockLanguageModelV4; prompts: Array<LanguageModelV4CallOptions['prompt']> } {
   let index = 0
   const prompts: LanguageModelV4CallOptions['prompt'][] = []
   const next = (call: LanguageModelV4CallOptions) => {
