@@ -1,0 +1,177 @@
+// Private redis-server processes for tests: a 3-master Cluster and a single AOF server, each on free
+// loopback ports in a temp dir, shut down and deleted afterwards.
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer()
+    server.once('error', () => resolve(false))
+    server.listen({ port, host: '127.0.0.1', exclusive: true }, () => server.close(() => resolve(true)))
+  })
+}
+
+/** A free loopback port whose cluster bus port (+10000) is free too. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const port = 20_000 + Math.floor(Math.random() * 20_000)
+    if ((await portIsFree(port)) && (await portIsFree(port + 10_000))) return port
+  }
+  throw new Error('no free loopback port found')
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function cli(port: number, ...args: string[]): Promise<string> {
+  const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args])
+  return stdout
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      if (await check()) return
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(100)
+  }
+}
+
+/** A running 3-master Redis Cluster on loopback. */
+export interface TestCluster {
+  /** Ports of the three masters. */
+  ports: number[]
+  /** Shuts the nodes down and deletes their directory. */
+  stop(): Promise<void>
+}
+
+export async function startRedisCluster(): Promise<TestCluster> {
+  const directory = await mkdtemp(join(tmpdir(), 'sandkeep-cluster-'))
+  const ports: number[] = []
+  try {
+    for (let index = 0; index < 3; index += 1) {
+      let port = await freePort()
+      while (ports.includes(port)) port = await freePort()
+      ports.push(port)
+      await run('redis-server', [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(directory, `nodes-${port}.conf`),
+        '--dir',
+        directory,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'yes',
+        '--pidfile',
+        join(directory, `redis-${port}.pid`),
+        '--logfile',
+        join(directory, `redis-${port}.log`),
+      ])
+    }
+    for (const port of ports) {
+      await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', 10_000, `node ${port}`)
+    }
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...ports.map((port) => `127.0.0.1:${port}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ])
+    for (const port of ports) {
+      await waitFor(
+        async () => (await cli(port, 'cluster', 'info')).includes('cluster_state:ok'),
+        30_000,
+        `cluster_state:ok on ${port}`,
+      )
+    }
+  } catch (error) {
+    await stopAll(ports, directory)
+    throw error
+  }
+  return { ports, stop: () => stopAll(ports, directory) }
+}
+
+async function stopAll(ports: number[], directory: string): Promise<void> {
+  await Promise.allSettled(ports.map((port) => cli(port, 'shutdown', 'nosave')))
+  await rm(directory, { recursive: true, force: true })
+}
+
+/** A private redis-server with AOF (`appendfsync always`) that a test can SIGKILL and restart. */
+export interface TestAofServer {
+  port: number
+  url: string
+  /** SIGKILL: no shutdown, no final fsync beyond what `always` already did. */
+  kill(): Promise<void>
+  /** Starts it again on the same port and directory (replays the AOF). */
+  start(): Promise<void>
+  /** Stops it and deletes its directory. */
+  stop(): Promise<void>
+}
+
+export async function startAofServer(): Promise<TestAofServer> {
+  const directory = await mkdtemp(join(tmpdir(), 'sandkeep-aof-'))
+  const port = await freePort()
+  let child: ChildProcess | undefined
+
+  const start = async () => {
+    // In the foreground (no --daemonize) so the test holds the process and can SIGKILL it.
+    child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        directory,
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--save',
+        '',
+        '--logfile',
+        join(directory, 'redis.log'),
+      ],
+      { stdio: 'ignore' },
+    )
+    await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', 10_000, `AOF server on ${port}`)
+  }
+  const kill = async () => {
+    const running = child
+    if (!running || running.exitCode !== null) return
+    const exited = new Promise((resolve) => running.once('exit', resolve))
+    running.kill('SIGKILL')
+    await exited
+  }
+  await start()
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    kill,
+    start,
+    stop: async () => {
+      await kill()
+      await rm(directory, { recursive: true, force: true })
+    },
+  }
+}
