@@ -131,6 +131,7 @@ export async function startProcess(
   }
   if (options.tag !== undefined) entry.tag = options.tag
   sandbox.processes.set(entry.pid, entry)
+  sandbox.record.lastPid = Math.max(sandbox.record.lastPid ?? 0, entry.pid)
   const { child } = spawned
   if (!options.stdin) child.stdin.end()
   child.stdin.on('error', () => {})

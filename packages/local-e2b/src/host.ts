@@ -17,6 +17,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
 import { ConnectError, openServerStream, writeUnaryError } from './connect-protocol.js'
 import { HttpError, handleFileDownload, handleFilesystemRpc, handleFileUpload } from './envd-filesystem.js'
 import { baseEnvironment, handleProcessRpc, startProcess } from './envd-process.js'
@@ -284,6 +285,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       support,
       allowInternet: record.allowInternetAccess,
       kernelHostDir: kernelDir,
+      pidFloor: () => record.lastPid ?? 0,
     })
     return new Sandbox(record, runtime, events, settings.pauseMode)
   }
@@ -970,14 +972,19 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
 
   function faultTarget(sandboxId: string): Sandbox {
     const sandbox = sandboxes.get(sandboxId)
-    if (!sandbox) throw new RestError(404, `sandbox ${sandboxId} not found`)
+    if (!sandbox) {
+      throw new SandkeepError({
+        code: SandkeepErrorCode.SANDBOX_NOT_FOUND,
+        message: `sandbox ${sandboxId} is not on this host`,
+        sandboxId,
+      })
+    }
     return sandbox
   }
 
   const faults: LocalE2BFaults = {
     failNext(operation, failOptions = {}) {
-      if (!isFaultOperation(operation))
-        throw new RestError(400, `unknown fault operation ${String(operation)}`)
+      if (!isFaultOperation(operation)) throw invalidFault(`unknown fault operation ${String(operation)}`)
       rules.addFailure(operation, failOptions)
       events.record('fault-inject', failOptions.sandboxId, {
         fault: 'fail',
@@ -987,8 +994,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       })
     },
     addLatency(operation, ms, latencyOptions = {}) {
-      if (!isFaultOperation(operation))
-        throw new RestError(400, `unknown fault operation ${String(operation)}`)
+      if (!isFaultOperation(operation)) throw invalidFault(`unknown fault operation ${String(operation)}`)
       rules.addLatency(operation, ms, latencyOptions)
       events.record('fault-inject', latencyOptions.sandboxId, {
         fault: 'latency',
@@ -1009,7 +1015,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       events.record('fault-inject', sandboxId, { fault: 'expire' })
       await sandbox.serialize(async () => {
         if (sandbox.record.state !== 'paused') {
-          throw new RestError(409, `sandbox ${sandboxId} is not paused; only a paused sandbox can expire`)
+          throw invalidFault(`sandbox ${sandboxId} is not paused; only a paused sandbox can expire`)
         }
         await destroySandbox(sandbox, 'expired')
         events.record('sandbox-expire', sandboxId, { reason: 'fault' })
@@ -1073,7 +1079,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     changeIdOnNextConnect(sandboxId, newId) {
       faultTarget(sandboxId)
       if (newId !== undefined && (!/^[A-Za-z0-9_-]{1,64}$/.test(newId) || sandboxes.has(newId))) {
-        throw new RestError(400, 'newId must be a free id of 1-64 letters, digits, - or _')
+        throw invalidFault('newId must be a free id of 1-64 letters, digits, - or _')
       }
       pendingIdChanges.set(sandboxId, newId)
       events.record('fault-inject', sandboxId, {
@@ -1103,6 +1109,10 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       }
       if (error instanceof HttpError) {
         sendError(response, error.status, error.message)
+        return
+      }
+      if (SandkeepError.isInstance(error)) {
+        sendError(response, error.code === SandkeepErrorCode.SANDBOX_NOT_FOUND ? 404 : 400, error.message)
         return
       }
       events.record('host-error', sandboxId, {
@@ -1192,6 +1202,10 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     freezer: support.freezer,
   })
   return host
+}
+
+function invalidFault(message: string): SandkeepError {
+  return new SandkeepError({ code: SandkeepErrorCode.INVALID_ARGUMENT, message })
 }
 
 function safeDecode(value: string): string {

@@ -89,6 +89,11 @@ export interface SandboxRuntimeOptions {
   allowInternet: boolean
   /** Host directory made visible read-only at {@link SANDBOX_KERNEL_DIR} (isolated mode). */
   kernelHostDir?: string
+  /**
+   * Highest pid handed out before (persisted by the host). A cold boot starts a new pid namespace whose pids
+   * would restart at 2; continuing above this keeps a restarted process from reusing an old process's pid.
+   */
+  pidFloor?: () => number
 }
 
 /** A process started inside the sandbox. */
@@ -227,6 +232,30 @@ export class SandboxRuntime {
         this.#init = undefined
         this.#initPid = undefined
       }
+    })
+    const floor = this.#options.pidFloor?.() ?? 0
+    if (floor > 0) await this.#setLastPid(childPid, floor)
+  }
+
+  /** Writes ns_last_pid inside the new pid namespace (needs the caps the setpriv'd processes lack). */
+  async #setLastPid(initPid: number, floor: number): Promise<void> {
+    const writer = spawn(
+      'nsenter',
+      [
+        '-t',
+        String(initPid),
+        '-m',
+        '-p',
+        '--',
+        '/bin/sh',
+        '-c',
+        `echo ${Math.floor(floor)} > /proc/sys/kernel/ns_last_pid`,
+      ],
+      { stdio: 'ignore', env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } },
+    )
+    await new Promise((resolve) => {
+      writer.on('exit', resolve)
+      writer.on('error', resolve)
     })
   }
 

@@ -71,6 +71,8 @@ export interface SandboxRecord {
   /** True when the processes were lost while paused (cold boot on resume). */
   memoryLost: boolean
   pauses: PauseRecord[]
+  /** Highest sandbox pid reported so far (new pid namespaces continue above it). */
+  lastPid?: number
 }
 
 /** A process started through envd. */
