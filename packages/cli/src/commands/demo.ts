@@ -4,9 +4,6 @@ import { durationOption, flagOption, integerOption, stringOption, UsageError } f
 import { type Command, ExitCode } from '../command.js'
 import { e2bFromEnv, storeConfig } from '../config.js'
 import { FAULT_NAMES, type FaultName, PAUSE_MODES, type PauseMode } from '../demo/events.js'
-import { createHumanRenderer } from '../demo/render-human.js'
-import { createJsonRenderer } from '../demo/render-json.js'
-import { runDemo } from '../demo/run-demo.js'
 import { colorEnabled } from '../terminal.js'
 import { loadTranscript, resolveTranscriptPath, type Transcript, turnProblem } from '../transcript.js'
 
@@ -169,6 +166,12 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
       )
     }
 
+    // Loaded only now: a usage error should not pay for loading the AI SDK and the E2B SDK.
+    const [{ createHumanRenderer }, { createJsonRenderer }, { runDemo }] = await Promise.all([
+      import('../demo/render-human.js'),
+      import('../demo/render-json.js'),
+      import('../demo/run-demo.js'),
+    ])
     const renderer = json
       ? createJsonRenderer(context.stdout)
       : createHumanRenderer({
@@ -212,7 +215,7 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
 async function checkToolInputs(transcript: Transcript): Promise<void> {
   const { sandboxTools } = await import('@sandkeep/ai-sdk')
   const { asSchema } = await import('ai')
-  const tools = sandboxTools() as Record<string, { inputSchema: Parameters<typeof asSchema>[0] }>
+  const tools = sandboxTools() as unknown as Record<string, { inputSchema: Parameters<typeof asSchema>[0] }>
   for (const turn of transcript.turns) {
     for (const [index, call] of turn.toolCalls.entries()) {
       const tool = tools[call.tool]

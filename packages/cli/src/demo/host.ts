@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import type { E2BConnection } from '../config.js'
 import type { FaultName, PauseMode } from './events.js'
 
@@ -53,18 +54,27 @@ export async function injectFault(
       await host.faults.expire(sandboxId)
       return `the paused sandbox ${sandboxId} passed the platform's retention and was deleted; connect will answer 404`
     case 'host-restart':
-      await host.faults.restartHost()
+      await host.faults.restart()
       return 'the host restarted on the same state directory: files are kept, every process and all memory are gone'
     case 'kill-server': {
       const view = host.getSandbox(sandboxId)
-      const candidates = view?.processes ?? []
-      const server =
-        candidates.find((process: { pid: number; cmd: string; args: string[] }) =>
-          context.serverCommands.some((command) => processLine(process).includes(command)),
-        ) ?? candidates.at(-1)
-      if (!server) return 'no server process was running in the sandbox; nothing to kill'
-      await host.faults.killProcess(sandboxId, server.pid)
-      return `killed pid ${server.pid} (${processLine(server)}) inside the paused sandbox`
+      if (!view) return `the host has no sandbox ${sandboxId}`
+      const matches = (line: string) => context.serverCommands.some((command) => line.includes(command))
+      // A server the platform started (a repair, a background process) is killed through the host's fault
+      // API; one the model started from a shell (`nohup … &`) is only known by its command line.
+      const managed = view.processes.find((process) => matches([process.cmd, ...process.args].join(' ')))
+      if (managed) {
+        await host.faults.killProcess(sandboxId, managed.pid)
+        return `killed the server (sandbox pid ${managed.pid}) inside the paused sandbox`
+      }
+      for (const hostPid of view.hostPids) {
+        const line = commandLine(hostPid)
+        if (line && matches(line)) {
+          process.kill(hostPid, 'SIGKILL')
+          return `killed the server (${line}, host pid ${hostPid}) inside the paused sandbox`
+        }
+      }
+      return 'no server process was running in the sandbox; nothing to kill'
     }
     case 'drop-memory':
       await host.faults.dropMemory(sandboxId)
@@ -78,6 +88,11 @@ export async function injectFault(
   }
 }
 
-function processLine(process: { cmd: string; args: string[] }): string {
-  return [process.cmd, ...process.args].join(' ')
+/** The command line of a host process, or `undefined` when it is gone. */
+function commandLine(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ')
+  } catch {
+    return undefined
+  }
 }

@@ -23,6 +23,7 @@ export function createHumanRenderer(options: HumanRendererOptions): DemoRenderer
   const width = Math.min(Math.max(options.stream.columns ?? 100, 60), 120)
   const print = (text = '') => spinner.print(text)
   let turns = 0
+  const failedTools = new Set<number>()
   let streamingTurn = -1
   let streamed = ''
 
@@ -60,6 +61,7 @@ export function createHumanRenderer(options: HumanRendererOptions): DemoRenderer
           for (const line of describeToolCall(event.toolName, event.input, style)) print(`  ${line}`)
           break
         case 'tool-result':
+          if (!event.ok) failedTools.add(event.turn)
           for (const line of describeToolResult(event.output, event.ok, event.problem, style))
             print(`    ${line}`)
           break
@@ -67,6 +69,9 @@ export function createHumanRenderer(options: HumanRendererOptions): DemoRenderer
           flushStreamed()
           print('')
           print(`${style.green(style.bold('assistant'))}  ${event.text}`)
+          if (failedTools.has(event.turn)) {
+            print(style.dim('           (scripted answer: the tool output above does not back it up)'))
+          }
           break
         case 'turn-end':
           print('')
@@ -172,8 +177,18 @@ function describeToolResult(
   } else if (typeof output === 'object' && output !== null) {
     const record = output as Record<string, unknown>
     const error = record.error
-    if (typeof record.note === 'string') lines.push(style.yellow(`note: ${record.note}`))
-    if (typeof record.text === 'string' && record.text) lines.push(`→ ${oneLine(record.text, 200)}`)
+    const notice = record.notice ?? record.note
+    if (typeof notice === 'string') lines.push(style.yellow(`notice: ${oneLine(notice, 220)}`))
+    const result = record.result ?? record.text
+    if (typeof result === 'string' && result) lines.push(`→ ${oneLine(result, 200)}`)
+    if (typeof record.path === 'string' && typeof record.bytes === 'number') {
+      lines.push(`wrote ${record.path} (${record.bytes} bytes)`)
+    }
+    if (typeof record.content === 'string') lines.push(...clip(record.content))
+    if (Array.isArray(record.entries)) {
+      const names = record.entries.map((entry) => String((entry as { path?: unknown }).path ?? entry))
+      lines.push(names.slice(0, 8).join('  ') + (names.length > 8 ? `  … ${names.length - 8} more` : ''))
+    }
     if (typeof record.stdout === 'string' && record.stdout.trim()) lines.push(...clip(record.stdout))
     if (typeof record.stderr === 'string' && record.stderr.trim())
       lines.push(...clip(record.stderr).map(style.dim))
@@ -228,7 +243,7 @@ function describeTurnEnd(event: Extract<DemoEvent, { type: 'turn-end' }>, style:
       `store ${ms(t.storeMs + (event.end?.timings.storeMs ?? 0))}`,
       `resume ${ms(t.connectMs)} ${style.dim(`(${report.outcome})`)}`,
       `health ${ms(t.healthMs)}`,
-      ...(t.rehydrateMs > 0 ? [`rehydrate ${ms(t.rehydrateMs)}`] : []),
+      ...(t.rehydrateMs >= 0.5 ? [`rehydrate ${ms(t.rehydrateMs)}`] : []),
       `work ${event.end ? ms(event.end.timings.workMs) : '—'}`,
       `${event.end?.action === 'killed' ? 'kill' : 'pause'} ${event.end ? ms(event.end.timings.pauseMs) : '—'}`,
     ]
