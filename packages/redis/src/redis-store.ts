@@ -69,6 +69,13 @@ export interface RedisSessionStoreOptions {
    * override the store's defaults, which make an unreachable Redis fail fast instead of queueing.
    */
   redisOptions?: RedisOptions
+  /**
+   * Whether every script must stay within one hash slot. Default: true for an ioredis `Cluster`, false
+   * otherwise. On one node the end of a turn touches the tenant index in the same script (one command);
+   * on a Cluster the index lives in another slot and is touched by a second command sent alongside. Set
+   * it to true behind a proxy that enforces Cluster slot rules (CROSSSLOT) for a standalone client.
+   */
+  cluster?: boolean
 }
 
 const OPTION_NAMES = [
@@ -79,6 +86,7 @@ const OPTION_NAMES = [
   'maxJournalBytes',
   'commandTimeoutMs',
   'redisOptions',
+  'cluster',
 ]
 
 type ScriptArgument = string | number
@@ -101,9 +109,10 @@ function invalid(message: string): SandkeepError {
 }
 
 /**
- * A {@link SessionStore} on Redis (standalone, Sentinel or Cluster). Each begin of a turn (`acquire`) is one
- * Lua script, each end (`release`) one script plus the tenant-index touch sent alongside it; leases use the
- * Redis server clock. The factory does no I/O: the client connects on first use.
+ * A {@link SessionStore} on Redis (standalone, Sentinel or Cluster). Beginning a turn (`acquire`) is one Lua
+ * script and one round trip; ending it (`release`) is one script too (on a Cluster, plus the tenant-index
+ * touch sent alongside in the same round trip). Leases use the Redis server clock. The factory does no
+ * I/O: the client connects on first use.
  */
 export function createRedisSessionStore(options: RedisSessionStoreOptions = {}): SessionStore {
   if (typeof options !== 'object' || options === null) throw invalid('options must be an object.')
@@ -143,7 +152,14 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     throw invalid('redisOptions must be an object of ioredis options.')
   }
 
+  if (options.cluster !== undefined && typeof options.cluster !== 'boolean') {
+    throw invalid('cluster must be true or false.')
+  }
+
   let client: RedisClient | undefined
+  // On a Cluster each script stays in one slot, so the tenant index cannot share a script with a session.
+  const singleSlot =
+    options.cluster ?? (typeof source !== 'string' && (source as { isCluster?: boolean }).isCluster === true)
   const owned = typeof source === 'string'
   let closed = false
 
@@ -357,28 +373,38 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       const lease = checkLease(leaseInput)
       const checked = checkSetSandboxInput(input)
       const keys = keysOf(key)
-      const [reply] = await roundTrip('write the sandbox mapping', keys.record, (redis) =>
-        Promise.all([
-          script(
+      const setArguments: ScriptArgument[] = [
+        key.tenant,
+        key.conversationId,
+        lease.holderId,
+        lease.fencingToken,
+        checked.sandboxId,
+        checked.expectedSandboxId ?? '',
+        checked.providerId,
+        input.template === undefined ? '' : JSON.stringify(checked.template),
+        checked.state,
+        defaultTtlMs,
+      ]
+      const reply = await roundTrip('write the sandbox mapping', keys.record, async (redis) => {
+        if (!singleSlot) {
+          return script(
             redis,
-            'set-sandbox-3',
+            'set-sandbox-4',
             keys.record,
             keys.lease,
             keys.journal,
-            key.tenant,
-            key.conversationId,
-            lease.holderId,
-            lease.fencingToken,
-            checked.sandboxId,
-            checked.expectedSandboxId ?? '',
-            checked.providerId,
-            input.template === undefined ? '' : JSON.stringify(checked.template),
-            checked.state,
+            keys.index,
+            ...setArguments,
+            keys.member,
             defaultTtlMs,
-          ),
+          )
+        }
+        const [written] = await Promise.all([
+          script(redis, 'set-sandbox-3', keys.record, keys.lease, keys.journal, ...setArguments),
           touchIndex(redis, keys, Date.now(), defaultTtlMs),
-        ]),
-      )
+        ])
+        return written
+      })
       refuseCorrupt(reply, keys, key)
       if (reply[0] === 'lost') {
         const why =
@@ -403,29 +429,41 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
           : checked.manifest === null
             ? 'null'
             : JSON.stringify(checked.manifest)
-      const [reply] = await roundTrip('end the turn', keys.record, (redis) =>
-        Promise.all([
-          script(
+      const releaseArguments: ScriptArgument[] = [
+        key.tenant,
+        key.conversationId,
+        lease.holderId,
+        lease.fencingToken,
+        manifest,
+        checked.manifest ? checked.manifest.sandboxId : '',
+        checked.turnEndedAt,
+        String(checked.runningSeconds),
+        String(checked.pausedSeconds),
+        checked.stateIfLast ?? '',
+        checked.ttlMs,
+      ]
+      const reply = await roundTrip('end the turn', keys.record, async (redis) => {
+        if (!singleSlot) {
+          return script(
             redis,
-            'release-3',
+            'release-4',
             keys.record,
             keys.lease,
             keys.journal,
-            key.tenant,
-            key.conversationId,
-            lease.holderId,
-            lease.fencingToken,
-            manifest,
-            checked.manifest ? checked.manifest.sandboxId : '',
+            keys.index,
+            ...releaseArguments,
+            keys.member,
             checked.turnEndedAt,
-            String(checked.runningSeconds),
-            String(checked.pausedSeconds),
-            checked.stateIfLast ?? '',
-            checked.ttlMs,
-          ),
+            Math.max(checked.ttlMs, defaultTtlMs),
+          )
+        }
+        // Cluster: the index is in another slot, so it is touched by its own command, sent alongside.
+        const [released] = await Promise.all([
+          script(redis, 'release-3', keys.record, keys.lease, keys.journal, ...releaseArguments),
           touchIndex(redis, keys, checked.turnEndedAt, checked.ttlMs),
-        ]),
-      )
+        ])
+        return released
+      })
       refuseCorrupt(reply, keys, key)
       return { last: reply[1] === 1, record: recordOf(reply[2], reply[3], keys, key) }
     },

@@ -1,0 +1,38 @@
+--[[
+  Ends a holder's turn in one command: removes the holder (and its creation claim), writes the manifest
+  and counters, applies stateIfLast when no live holder remains, refreshes the TTL, and tells whether the
+  caller was the last live holder. A lapsed lease still records the turn. Refuses a corrupt record without
+  writing anything.
+
+  This variant also moves the session up in its tenant's listing index, in the same script: only for a
+  single Redis node (or Sentinel), where the index may share a script with the session's keys. On a Cluster
+  the store runs release-3 and index-touch-1 side by side instead.
+
+  KEYS[1] record    KEYS[2] lease    KEYS[3] journal (TTL only)    KEYS[4] tenant index
+
+  ARGV[1] tenant
+  ARGV[2] conversation id
+  ARGV[3] holder id
+  ARGV[4] fencing token of the lease
+  ARGV[5] manifest JSON, 'null' to clear it, '' to keep the stored one
+  ARGV[6] sandbox id the manifest describes ('' when none); written only when it is the mapped one
+  ARGV[7] turn end, epoch ms
+  ARGV[8] seconds to add to runningSeconds
+  ARGV[9] seconds to add to pausedSeconds
+  ARGV[10] state to record if last, '' to leave it
+  ARGV[11] session TTL, ms
+  ARGV[12] index member (the conversation hash)
+  ARGV[13] index score (the turn end)
+  ARGV[14] index TTL, ms
+
+  Returns { 'ok', last (0|1), core JSON or '', manifest JSON or '' }
+       or { 'corrupt', index in KEYS of the bad key }
+]]
+--- @include "session"
+--- @include "index"
+--- @include "release"
+
+local reply = release_turn(KEYS[1], KEYS[2], KEYS[3])
+-- A session without a record (its creator released without creating) is not listed.
+if reply[1] == 'ok' and reply[3] ~= '' then touch_index(KEYS[4], ARGV[12], ARGV[13], ARGV[14]) end
+return reply
