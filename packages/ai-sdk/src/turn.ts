@@ -182,9 +182,13 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
   function callSignal(signal: AbortSignal, callerSignal: AbortSignal | undefined | null): AbortSignal {
     if (!callerSignal) return signal
     // The caller's abort ends the turn even when no one pulls the stream any more.
-    callerSignal.addEventListener('abort', () => void end(callerSignal.reason).catch(() => {}), {
-      once: true,
-    })
+    const onCallerAbort = () => void end(callerSignal.reason).catch(() => {})
+    if (callerSignal.aborted) onCallerAbort()
+    else {
+      callerSignal.addEventListener('abort', onCallerAbort, { once: true })
+      // A long-lived caller signal (one per server, say) must not keep a listener per turn.
+      ended.finally(() => callerSignal.removeEventListener('abort', onCallerAbort)).catch(() => {})
+    }
     return AbortSignal.any([signal, callerSignal])
   }
 
