@@ -1,0 +1,137 @@
+// Cost of a sandkeep turn seen through the AI SDK, against a local-e2b host and Redis (127.0.0.1:6379).
+// Each turn is a real streamText loop whose (mock) model calls runCommand once, then answers:
+//   resume+tool  = tool-call part -> tool-result part (lease, connect/resume, health, the command)
+//   end          = last text part -> stream closed (the turn's end, the pause included, runs before close)
+//   turn         = streamText() -> stream closed
+//   raw          = the same work without the AI SDK: sessions.withTurn + runCommand('true')
+// Imports the BUILT packages: pnpm --filter @sandkeep/ai-sdk... --filter @sandkeep/e2b... --filter @sandkeep/local-e2b... --filter @sandkeep/redis... build
+// Usage: node bench/index.mjs [--turns 30] [--json]
+import { randomUUID } from 'node:crypto'
+import { sandkeepTurn } from '@sandkeep/ai-sdk'
+import { createSessionManager } from '@sandkeep/core'
+import { createE2BProvider } from '@sandkeep/e2b'
+import { startLocalE2B } from '@sandkeep/local-e2b'
+import { createRedisSessionStore } from '@sandkeep/redis'
+import { simulateReadableStream, stepCountIs } from 'ai'
+import { MockLanguageModelV4 } from 'ai/test'
+
+const args = process.argv.slice(2)
+const turns = Number(args[args.indexOf('--turns') + 1]) || 30
+const asJson = args.includes('--json')
+
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 1, text: 1, reasoning: undefined },
+}
+function oneCommandModel() {
+  let step = 0
+  return new MockLanguageModelV4({
+    doStream: async () => {
+      const first = step++ === 0
+      const parts = first
+        ? [
+            {
+              type: 'tool-call',
+              toolCallId: `c${randomUUID()}`,
+              toolName: 'runCommand',
+              input: '{"command":"true"}',
+            },
+          ]
+        : [
+            { type: 'text-start', id: 't' },
+            { type: 'text-delta', id: 't', delta: 'ok' },
+            { type: 'text-end', id: 't' },
+          ]
+      const reason = first ? 'tool-calls' : 'stop'
+      return {
+        stream: simulateReadableStream({
+          chunks: [
+            { type: 'stream-start', warnings: [] },
+            ...parts,
+            { type: 'finish', finishReason: { unified: reason, raw: reason }, usage },
+          ],
+        }),
+      }
+    },
+  })
+}
+
+function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b)
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  return sorted[index]
+}
+
+const host = await startLocalE2B({ logger: () => {} })
+const store = createRedisSessionStore({ prefix: `bench-ai-${randomUUID().slice(0, 8)}` })
+const sessions = createSessionManager({
+  store,
+  provider: createE2BProvider({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }),
+})
+const conversationId = `bench-${randomUUID()}`
+const rawConversationId = `bench-raw-${randomUUID()}`
+const samples = { resumeAndTool: [], end: [], turn: [], raw: [] }
+
+async function aiTurn(record) {
+  const started = performance.now()
+  const turn = sandkeepTurn({ sessions, conversationId })
+  const result = turn.streamText({ model: oneCommandModel(), prompt: 'go', stopWhen: stepCountIs(3) })
+  let toolCallAt = 0
+  let lastTextAt = 0
+  for await (const part of result.fullStream) {
+    if (part.type === 'tool-call') toolCallAt = performance.now()
+    if (part.type === 'tool-result') {
+      if (part.output.exitCode !== 0) throw new Error(`tool failed: ${JSON.stringify(part.output)}`)
+      if (record) samples.resumeAndTool.push(performance.now() - toolCallAt)
+    }
+    if (part.type === 'text-end') lastTextAt = performance.now()
+  }
+  const closed = performance.now()
+  const end = await turn.ended
+  if (end?.action !== 'paused') throw new Error(`turn ended with ${JSON.stringify(end)}`)
+  if (record) {
+    samples.end.push(closed - lastTextAt)
+    samples.turn.push(closed - started)
+  }
+}
+
+async function rawTurn(record) {
+  const started = performance.now()
+  await sessions.withTurn(rawConversationId, async (turn) => {
+    const result = await turn.sandbox.runCommand('true')
+    if (result.exitCode !== 0) throw new Error('raw command failed')
+  })
+  if (record) samples.raw.push(performance.now() - started)
+}
+
+try {
+  // The first turn creates the sandbox; a few more warm up connections and the JIT. Not measured.
+  for (let index = 0; index < 3; index++) {
+    await aiTurn(false)
+    await rawTurn(false)
+  }
+  for (let index = 0; index < turns; index++) {
+    await aiTurn(true)
+    await rawTurn(true)
+  }
+} finally {
+  await sessions.endSession(conversationId).catch(() => {})
+  await sessions.endSession(rawConversationId).catch(() => {})
+  await store.close()
+  await host.close()
+}
+
+const rows = Object.entries(samples).map(([name, values]) => ({
+  name,
+  n: values.length,
+  p50: Number(percentile(values, 50).toFixed(2)),
+  p95: Number(percentile(values, 95).toFixed(2)),
+}))
+if (asJson) console.log(JSON.stringify({ benchmark: 'ai-sdk-turn', turns, rows }))
+else {
+  console.log(
+    `@sandkeep/ai-sdk: ${turns} paused->resumed turns of one conversation on local-e2b + Redis (ms)`,
+  )
+  console.log('| measure | n | p50 | p95 |\n| --- | --- | --- | --- |')
+  for (const row of rows) console.log(`| ${row.name} | ${row.n} | ${row.p50} | ${row.p95} |`)
+}
