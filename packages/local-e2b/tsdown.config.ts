@@ -1,7 +1,8 @@
 import { defineConfig } from 'tsdown'
 
 export default defineConfig({
-  entry: ['src/index.ts', 'src/bin.ts'],
+  // The interpreter is its own entry: the host loads it with a dynamic import (./interpreter/index.js).
+  entry: ['src/index.ts', 'src/bin.ts', 'src/interpreter/index.ts'],
   format: 'esm',
   dts: true,
   clean: true,

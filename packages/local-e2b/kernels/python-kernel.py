@@ -1,0 +1,421 @@
+"""sandkeep local-e2b: the Python kernel of one code-interpreter context.
+
+One process per context, started by the host inside the sandbox. It keeps the context's globals between cells,
+displays the value of a cell's trailing expression (repr, as a notebook shows it), streams what the cell prints
+while it runs, and reports exceptions with their traceback.
+
+Protocol (the host is packages/local-e2b/src/interpreter/kernel.ts):
+- host -> kernel, on stdin: one JSON object per line. The first line is {"t": "hello", "nonce": "..."}; then
+  {"t": "execute", "id": n, "code": "...", "env": {...}} and {"t": "interrupt", "id": n}. EOF means exit.
+- kernel -> host, on stdout: every message is MARKER + JSON + "\n" where MARKER is "\x1e" + nonce + ":".
+  JSON never contains a raw newline, so the host finds each message by its marker even when user code or a
+  child process writes raw bytes to fd 1 (those bytes reach the host as plain stdout of the running cell).
+  Messages: ready{pid, version}, start{id, count}, stdout{text}, stderr{text}, result{data, main},
+  error{name, value, traceback}, done{id}.
+The protocol stdin is moved off fd 0 (children get /dev/null) so a child process cannot swallow requests, and
+fd 2 is pointed at fd 1 so raw stderr of children arrives in order with everything else.
+"""
+
+import ast
+import builtins
+import json
+import os
+import queue
+import signal
+import sys
+import threading
+import types
+
+PROTOCOL_VERSION = 1
+CELL_PREFIX = "<cell-"
+
+
+def _setup_fds():
+    # Keep the protocol input on a private, non-inheritable fd; fd 0 becomes /dev/null for user code.
+    protocol_in = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    # Raw stderr of child processes joins fd 1, so it reaches the host in order with the framed messages.
+    os.dup2(1, 2)
+    return os.fdopen(protocol_in, "rb", buffering=0)
+
+
+protocol_in = _setup_fds()
+_first = protocol_in.readline()
+try:
+    _hello = json.loads(_first)
+    MARKER = ("\x1e" + str(_hello["nonce"]) + ":").encode()
+except Exception:  # noqa: BLE001 - a host that does not speak the protocol gets a clear message and an exit
+    os.write(1, b"sandkeep python kernel: expected a hello line on stdin\n")
+    os._exit(2)
+
+_send_lock = threading.Lock()
+MAIN_THREAD = threading.get_ident()
+# An interrupt is raised only while user code runs, and never in the middle of writing a message: a message cut
+# in half would cost the host a resync. Outside those windows it waits in `pending` for the next safe point.
+interrupt_state = {"user": False, "sending": 0, "pending": False}
+
+
+def on_interrupt(signum, frame):
+    if interrupt_state["user"] and not interrupt_state["sending"]:
+        interrupt_state["pending"] = False
+        raise KeyboardInterrupt
+    interrupt_state["pending"] = True
+
+
+def send(message):
+    data = MARKER + json.dumps(message, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+    on_main = threading.get_ident() == MAIN_THREAD
+    if on_main:
+        interrupt_state["sending"] += 1
+    try:
+        with _send_lock:
+            view = memoryview(data)
+            while view:
+                written = os.write(1, view)
+                view = view[written:]
+    finally:
+        if on_main:
+            interrupt_state["sending"] -= 1
+    if on_main and interrupt_state["pending"] and interrupt_state["user"] and not interrupt_state["sending"]:
+        interrupt_state["pending"] = False
+        raise KeyboardInterrupt
+
+
+class CellStream:
+    """sys.stdout / sys.stderr: line-buffered, framed. A partial line is flushed shortly after it is written."""
+
+    def __init__(self, name, other=None):
+        self.name = name
+        self.other = other
+        self._buffer = ""
+        self._lock = threading.RLock()
+        self._timer = None
+        self.encoding = "utf-8"
+        self.errors = "strict"
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError("write() argument must be str, not " + type(text).__name__)
+        if not text:
+            return 0
+        with self._lock:
+            # Keep stdout and stderr in the order they were written.
+            if self.other is not None:
+                self.other.flush()
+            self._buffer += text
+            cut = self._buffer.rfind("\n")
+            if cut >= 0:
+                head, self._buffer = self._buffer[: cut + 1], self._buffer[cut + 1 :]
+                send({"t": self.name, "text": head})
+            if self._buffer and self._timer is None:
+                self._timer = threading.Timer(0.05, self.flush)
+                self._timer.daemon = True
+                self._timer.start()
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._buffer:
+                text, self._buffer = self._buffer, ""
+                send({"t": self.name, "text": text})
+
+    def fileno(self):
+        return 1
+
+    def isatty(self):
+        return False
+
+    def readable(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def seekable(self):
+        return False
+
+    @property
+    def closed(self):
+        return False
+
+
+class NoInput:
+    """sys.stdin: there is no interactive input in a code-interpreter cell."""
+
+    encoding = "utf-8"
+    closed = False
+
+    def read(self, size=-1):
+        return ""
+
+    def readline(self, size=-1):
+        return ""
+
+    def readlines(self, hint=-1):
+        return []
+
+    def fileno(self):
+        return 0
+
+    def isatty(self):
+        return False
+
+    def readable(self):
+        return True
+
+
+stdout = CellStream("stdout")
+stderr = CellStream("stderr", stdout)
+stdout.other = stderr
+sys.stdout = stdout
+sys.stderr = stderr
+sys.stdin = NoInput()
+sys.path[0] = ""
+
+# User code runs in a real module named __main__ (pickle, dataclasses and doctest look it up there).
+main_module = types.ModuleType("__main__")
+main_module.__dict__["__builtins__"] = builtins
+sys.modules["__main__"] = main_module
+namespace = main_module.__dict__
+
+
+def mime_bundle(value):
+    """The formats a notebook shows for a value: always text/plain, plus the object's own _repr_*_ methods."""
+    data = {"text/plain": repr(value)}
+    for method, mime in (
+        ("_repr_html_", "text/html"),
+        ("_repr_markdown_", "text/markdown"),
+        ("_repr_svg_", "image/svg+xml"),
+        ("_repr_png_", "image/png"),
+        ("_repr_jpeg_", "image/jpeg"),
+        ("_repr_latex_", "text/latex"),
+        ("_repr_json_", "application/json"),
+        ("_repr_javascript_", "application/javascript"),
+    ):
+        if isinstance(value, type):
+            break
+        render = getattr(value, method, None)
+        if not callable(render):
+            continue
+        try:
+            shown = render()
+        except Exception:  # noqa: BLE001 - a broken _repr_ must not hide the plain text
+            continue
+        if shown is None:
+            continue
+        if isinstance(shown, bytes):
+            import base64
+
+            shown = base64.b64encode(shown).decode("ascii")
+        data[mime] = shown
+    return data
+
+
+def display(*values):
+    """Notebook-style display(): shows each value as a secondary result of the cell."""
+    for value in values:
+        stdout.flush()
+        stderr.flush()
+        send({"t": "result", "data": mime_bundle(value), "main": False})
+
+
+builtins.display = display
+
+
+def shell(command):
+    """`!command` in a cell: runs it with the shell and streams its merged output as stdout."""
+    import subprocess
+
+    stdout.flush()
+    process = subprocess.Popen(
+        command,
+        shell=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    for line in iter(process.stdout.readline, b""):
+        stdout.write(line.decode("utf-8", "replace"))
+    process.wait()
+    stdout.flush()
+
+
+builtins.__sandkeep_shell__ = shell
+
+
+def translate_magics(code):
+    """The few IPython line magics agents use: `!cmd`, `%pip ...`, `%cd dir`. Other lines are left as they are."""
+    if "!" not in code and "%" not in code:
+        return code
+    lines = code.split("\n")
+    for index, line in enumerate(lines):
+        stripped = line.lstrip()
+        indent = line[: len(line) - len(stripped)]
+        if stripped.startswith("!") and not stripped.startswith("!="):
+            lines[index] = indent + "__sandkeep_shell__(" + repr(stripped[1:]) + ")"
+        elif stripped.startswith("%pip ") or stripped.startswith("%pip\t"):
+            lines[index] = indent + "__sandkeep_shell__(" + repr("pip " + stripped[5:]) + ")"
+        elif stripped.startswith("%cd ") or stripped == "%cd":
+            target = stripped[3:].strip() or "~"
+            lines[index] = indent + "__import__('os').chdir(__import__('os').path.expanduser(" + repr(target) + "))"
+    return "\n".join(lines)
+
+
+_event_loop = None
+
+
+def run_code(code_object):
+    """Runs a compiled cell part; a part with top-level await is driven on the kernel's own event loop."""
+    global _event_loop
+    is_coroutine = code_object.co_flags & 0x80  # CO_COROUTINE: the part used top-level await
+    if is_coroutine and _event_loop is None:
+        import asyncio
+
+        _event_loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(_event_loop)
+    interrupt_state["user"] = True
+    try:
+        if interrupt_state["pending"]:
+            interrupt_state["pending"] = False
+            raise KeyboardInterrupt
+        result = eval(code_object, namespace)
+        if is_coroutine:
+            result = _event_loop.run_until_complete(result)
+        return result
+    finally:
+        interrupt_state["user"] = False
+
+
+def user_traceback(error):
+    """The traceback from the first frame of the cell on (the kernel's own frames are not the user's business)."""
+    import traceback
+
+    tb = error.__traceback__
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(CELL_PREFIX):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(error), error, tb))
+
+
+def execute(cell_id, count, code):
+    import linecache
+
+    filename = CELL_PREFIX + str(count) + ">"
+    source = translate_magics(code)
+    # Registering the source lets tracebacks show the offending line, as a notebook does.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    flags = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+    try:
+        tree = ast.parse(source, filename=filename, mode="exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = tree.body.pop()
+        if tree.body:
+            run_code(compile(tree, filename, "exec", flags=flags, dont_inherit=True))
+        if last is not None:
+            expression = ast.Expression(body=last.value)
+            ast.copy_location(expression, last)
+            value = run_code(compile(expression, filename, "eval", flags=flags, dont_inherit=True))
+            if value is not None:
+                namespace["_"] = value
+                stdout.flush()
+                stderr.flush()
+                send({"t": "result", "data": mime_bundle(value), "main": True})
+    except BaseException as error:  # noqa: BLE001 - every failure of a cell, KeyboardInterrupt and SystemExit included, is the cell's error
+        stdout.flush()
+        stderr.flush()
+        if isinstance(error, SyntaxError) and error.filename == filename:
+            import traceback
+
+            text = "".join(traceback.format_exception_only(type(error), error))
+        else:
+            text = user_traceback(error)
+        send({"t": "error", "name": type(error).__name__, "value": str(error), "traceback": text})
+    finally:
+        stdout.flush()
+        stderr.flush()
+
+
+requests = queue.Queue()
+running = {"id": None}
+running_lock = threading.Lock()
+
+
+def read_requests():
+    """Runs on a thread so an interrupt reaches the kernel while a cell keeps the main thread busy."""
+    for line in protocol_in:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if message.get("t") == "interrupt":
+            with running_lock:
+                if running["id"] is not None and running["id"] == message.get("id"):
+                    # A real signal also wakes the main thread from blocking calls such as time.sleep.
+                    os.kill(os.getpid(), signal.SIGINT)
+        else:
+            requests.put(message)
+    # The host closed stdin: the context is gone.
+    os._exit(0)
+
+
+def apply_env(env):
+    """Per-cell environment variables; returns what is needed to put the previous values back afterwards."""
+    previous = {}
+    if isinstance(env, dict):
+        for key, value in env.items():
+            if isinstance(key, str) and isinstance(value, str) and key and "=" not in key and "\0" not in key + value:
+                previous[key] = os.environ.get(key)
+                os.environ[key] = value
+    return previous
+
+
+def restore_env(previous):
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def main():
+    signal.signal(signal.SIGINT, on_interrupt)
+    cwd = os.environ.get("SANDKEEP_KERNEL_CWD")
+    if cwd:
+        os.environ.pop("SANDKEEP_KERNEL_CWD", None)
+        try:
+            os.chdir(cwd)
+        except OSError as error:
+            send({"t": "fatal", "message": "cannot use " + repr(cwd) + " as the working directory: " + error.strerror})
+            os._exit(3)
+    threading.Thread(target=read_requests, name="sandkeep-requests", daemon=True).start()
+    send({"t": "ready", "pid": os.getpid(), "version": PROTOCOL_VERSION})
+    count = 0
+    while True:
+        message = requests.get()
+        if message.get("t") != "execute":
+            continue
+        count += 1
+        cell_id = message.get("id")
+        previous = apply_env(message.get("env"))
+        interrupt_state["pending"] = False
+        with running_lock:
+            running["id"] = cell_id
+        send({"t": "start", "id": cell_id, "count": count})
+        execute(cell_id, count, str(message.get("code", "")))
+        with running_lock:
+            running["id"] = None
+        interrupt_state["pending"] = False
+        restore_env(previous)
+        send({"t": "done", "id": cell_id})
+
+
+main()

@@ -1,0 +1,109 @@
+// Splits a kernel's stdout into protocol messages and raw output.
+//
+// A kernel writes each message as MARKER + JSON + "\n" (MARKER = "\x1e" + a per-kernel random nonce + ":"). Any
+// other bytes on the same pipe were written by user code or a child process straight to fd 1: they are raw output
+// of the running cell. JSON text never contains a raw newline, so a message ends at the first "\n" after its
+// marker; a message cut short (a kernel killed mid-write) is dropped at the next marker.
+import { StringDecoder } from 'node:string_decoder'
+
+/** One message of the kernel protocol (see kernels/python-kernel.py). */
+export interface KernelMessage {
+  /** Message type: ready, start, stdout, stderr, result, error, done, fatal. */
+  t: string
+  [field: string]: unknown
+}
+
+export interface FrameReaderOptions {
+  /** The kernel's nonce (hex); the marker is "\x1e" + nonce + ":". */
+  nonce: string
+  /** Called for each complete, well-formed message. */
+  onMessage: (message: KernelMessage) => void
+  /** Called with raw output found between messages, decoded as UTF-8 (split characters are kept whole). */
+  onRaw: (text: string) => void
+}
+
+export interface FrameReader {
+  /** Feeds the next chunk of the kernel's stdout. */
+  push(chunk: Buffer): void
+  /** The stream ended: whatever raw output is still held back is delivered. */
+  end(): void
+}
+
+export function createFrameReader(options: FrameReaderOptions): FrameReader {
+  const marker = Buffer.from(`\x1e${options.nonce}:`, 'utf8')
+  const decoder = new StringDecoder('utf8')
+  let pending: Buffer = Buffer.alloc(0)
+  // True while `pending` starts inside a message (its marker already removed).
+  let inMessage = false
+
+  const raw = (bytes: Buffer) => {
+    if (bytes.length === 0) return
+    const text = decoder.write(bytes)
+    if (text) options.onRaw(text)
+  }
+
+  const finishMessage = (bytes: Buffer) => {
+    let message: unknown
+    try {
+      message = JSON.parse(bytes.toString('utf8'))
+    } catch {
+      return
+    }
+    if (typeof message === 'object' && message !== null && typeof (message as KernelMessage).t === 'string') {
+      options.onMessage(message as KernelMessage)
+    }
+  }
+
+  /** How many trailing bytes of `bytes` could be the start of a marker (held back until more arrives). */
+  const partialMarkerLength = (bytes: Buffer): number => {
+    const longest = Math.min(bytes.length, marker.length - 1)
+    for (let length = longest; length > 0; length -= 1) {
+      if (bytes.subarray(bytes.length - length).equals(marker.subarray(0, length))) return length
+    }
+    return 0
+  }
+
+  const drain = () => {
+    for (;;) {
+      if (inMessage) {
+        const newline = pending.indexOf(0x0a)
+        const nextMarker = pending.indexOf(marker)
+        if (nextMarker >= 0 && (newline < 0 || nextMarker < newline)) {
+          // The message was cut off by another one: drop the broken part and resync on the new marker.
+          pending = pending.subarray(nextMarker + marker.length)
+          continue
+        }
+        if (newline < 0) return
+        finishMessage(pending.subarray(0, newline))
+        pending = pending.subarray(newline + 1)
+        inMessage = false
+        continue
+      }
+      const start = pending.indexOf(marker)
+      if (start >= 0) {
+        raw(pending.subarray(0, start))
+        pending = pending.subarray(start + marker.length)
+        inMessage = true
+        continue
+      }
+      const keep = partialMarkerLength(pending)
+      raw(pending.subarray(0, pending.length - keep))
+      pending = pending.subarray(pending.length - keep)
+      return
+    }
+  }
+
+  return {
+    push(chunk) {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+      drain()
+    },
+    end() {
+      if (!inMessage) raw(pending)
+      pending = Buffer.alloc(0)
+      inMessage = false
+      const rest = decoder.end()
+      if (rest) options.onRaw(rest)
+    },
+  }
+}
