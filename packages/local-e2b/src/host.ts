@@ -32,7 +32,13 @@ import {
 import type { CodeInterpreter, CreateCodeInterpreter } from './interpreter/types.js'
 import { type LocalE2BOptions, type ResolvedOptions, resolveOptions } from './options.js'
 import { SANDBOX_HOME } from './paths.js'
-import { probeRuntimeSupport, type RuntimeSupport, SANDBOX_KERNEL_DIR, SandboxRuntime } from './runtime.js'
+import {
+  probeRuntimeSupport,
+  type RuntimeSupport,
+  SANDBOX_KERNEL_DIR,
+  SANDBOX_PROFILE,
+  SandboxRuntime,
+} from './runtime.js'
 import { newToken, type PauseMode, Sandbox, type SandboxRecord, type SandboxView } from './sandbox.js'
 
 /** envd version reported to the SDK; gates its features (0.6.4 = metadata, watch entries, octet uploads). */
@@ -270,6 +276,8 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   }
 
   const registryPath = join(stateDir, 'registry.json')
+  const profilePath = join(stateDir, 'sandbox-profile')
+  writeFileSync(profilePath, SANDBOX_PROFILE)
 
   function saveRegistry(): void {
     const records = [...sandboxes.values()].map((sandbox) => sandbox.record)
@@ -286,6 +294,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       allowInternet: record.allowInternetAccess,
       kernelHostDir: kernelDir,
       pidFloor: () => record.lastPid ?? 0,
+      profilePath,
     })
     return new Sandbox(record, runtime, events, settings.pauseMode)
   }

@@ -94,7 +94,18 @@ export interface SandboxRuntimeOptions {
    * would restart at 2; continuing above this keeps a restarted process from reusing an old process's pid.
    */
   pidFloor?: () => number
+  /** Host file bound read-only over the sandbox's /etc/profile (see {@link SANDBOX_PROFILE}). */
+  profilePath?: string
 }
+
+/** The sandbox's /etc/profile: PATH plus /etc/profile.d, without the host profile's per-login subshells. */
+export const SANDBOX_PROFILE = `# /etc/profile of a sandkeep local-e2b sandbox
+export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+for i in /etc/profile.d/*.sh; do
+  [ -r "$i" ] && . "$i"
+done
+unset i
+`
 
 /** A process started inside the sandbox. */
 export interface SpawnedProcess {
@@ -194,6 +205,9 @@ export class SandboxRuntime {
       if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir)
       else if (stat.isDirectory()) args.push('--ro-bind', dir, dir)
     }
+    // The SDK runs every command as `bash -l -c`: a login shell reads /etc/profile, whose `$(id -u)` costs
+    // a fork+exec per command. The sandbox gets a lean profile with the same effect for its root user.
+    if (this.#options.profilePath) args.push('--ro-bind', this.#options.profilePath, '/etc/profile')
     args.push('--tmpfs', '/home', '--bind', join(rootDir, 'home/user'), SANDBOX_HOME)
     args.push('--bind', join(rootDir, 'tmp'), '/tmp', '--tmpfs', '/var', '--dir', '/var/tmp')
     args.push('--proc', '/proc', '--dev', '/dev')
@@ -351,6 +365,8 @@ export class SandboxRuntime {
 
   #readHandshake(child: ChildProcessWithoutNullStreams): Promise<number> {
     const stream = child.stdio[3] as NodeJS.ReadableStream
+    // Only the pipe decides: a fast command (`true`) can exit before its pid line is read, and the exit event
+    // may come first; the line is still in the pipe, which ends once every writer closed it.
     return new Promise<number>((resolve, reject) => {
       let text = ''
       const onData = (chunk: Buffer) => {
@@ -363,9 +379,13 @@ export class SandboxRuntime {
           else reject(new Error('process did not report its pid'))
         }
       }
-      const onExit = (code: number | null) => {
+      const onEnd = () => {
         cleanup()
-        reject(new Error(`process exited (${code}) before it started`))
+        reject(
+          new Error(
+            `process ended before it started (exit ${child.exitCode ?? child.signalCode ?? 'unknown'})`,
+          ),
+        )
       }
       const onError = (error: Error) => {
         cleanup()
@@ -373,11 +393,11 @@ export class SandboxRuntime {
       }
       const cleanup = () => {
         stream.off('data', onData)
-        child.off('exit', onExit)
+        stream.off('end', onEnd)
         child.off('error', onError)
       }
       stream.on('data', onData)
-      child.on('exit', onExit)
+      stream.on('end', onEnd)
       child.on('error', onError)
     })
   }

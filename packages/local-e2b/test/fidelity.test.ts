@@ -1,6 +1,6 @@
 // The pause fidelities of DESIGN.md's platform table, reproduced for real: one scenario per mode (memory in a
 // running server, a file, the server process itself), observed through the real SDK after pause + connect.
-import { Sandbox } from 'e2b'
+import { Sandbox } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PAUSE_MODE_METADATA_KEY, VOLUME_METADATA_KEY } from '../src/index.js'
 import { startTestHost, type TestHost, waitUntil } from './helpers.js'
@@ -31,8 +31,10 @@ async function hit(sandbox: Sandbox): Promise<string | undefined> {
 async function scenario(t: TestHost, mode: string) {
   const sandbox = await Sandbox.create({
     ...t.opts,
+    template: 'code-interpreter-v1',
     metadata: { [PAUSE_MODE_METADATA_KEY]: mode, [VOLUME_METADATA_KEY]: '/home/user/volume' },
-  })
+  } as never)
+  await sandbox.runCode('x = 41 + 1')
   await sandbox.files.write('/home/user/volume/server.py', SERVER)
   await sandbox.files.write('/home/user/marker.txt', 'written before pause')
   const server = await sandbox.commands.run('python3 /home/user/volume/server.py', {
@@ -58,6 +60,7 @@ describe('pause fidelities', () => {
 
   it('memory: everything kept (server memory, file, same pid)', async () => {
     const { resumed, serverPid } = await scenario(t, 'memory')
+    expect((await resumed.runCode('x')).text).toBe('42')
     expect(await hit(resumed)).toBe('3')
     expect(await resumed.files.read('/home/user/marker.txt')).toBe('written before pause')
     expect((await resumed.commands.list()).map((process) => process.pid)).toEqual([serverPid])
@@ -67,6 +70,7 @@ describe('pause fidelities', () => {
 
   it('filesystem: files kept, processes and memory gone (cold boot)', async () => {
     const { resumed } = await scenario(t, 'filesystem')
+    expect((await resumed.runCode('x')).error?.name).toBe('NameError')
     expect(await resumed.files.read('/home/user/marker.txt')).toBe('written before pause')
     expect(await resumed.commands.list()).toEqual([])
     expect(await hit(resumed)).toBeUndefined()
@@ -78,6 +82,7 @@ describe('pause fidelities', () => {
 
   it('processes: the process list is restarted with new pids, memory and local disk lost, volume kept', async () => {
     const { resumed, serverPid } = await scenario(t, 'processes')
+    expect((await resumed.runCode('x')).error?.name).toBe('NameError')
     const info = await resumed.getInfo()
     const snapshot = JSON.parse(Buffer.from(info.metadata.snapshot ?? '', 'base64').toString('utf8')) as {
       captured_time: string

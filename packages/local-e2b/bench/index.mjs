@@ -1,0 +1,147 @@
+// Benchmark of the local E2B host through the real e2b SDK: create, pause, resume (connect of a paused
+// sandbox) and commands.run('true') over N sandboxes, plus the code interpreter's round trip and kernel
+// cold start. Imports the BUILT package: run `pnpm --filter @sandkeep/local-e2b build` first.
+// Usage: node bench/index.mjs [--sandboxes 50] [--json]
+import { startLocalE2B } from '@sandkeep/local-e2b'
+import { Sandbox } from 'e2b'
+
+const args = process.argv.slice(2)
+const count = Number(args[args.indexOf('--sandboxes') + 1]) || 50
+const asJson = args.includes('--json')
+
+function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b)
+  if (sorted.length === 0) return Number.NaN
+  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)
+  return sorted[Math.max(0, index)]
+}
+
+function summary(name, values, targetP50) {
+  return {
+    name,
+    n: values.length,
+    p50: Number(percentile(values, 50).toFixed(2)),
+    p95: Number(percentile(values, 95).toFixed(2)),
+    targetP50: targetP50 ?? null,
+  }
+}
+
+async function timed(fn) {
+  const started = performance.now()
+  const value = await fn()
+  return [performance.now() - started, value]
+}
+
+const host = await startLocalE2B({ logger: () => {} })
+const opts = { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }
+const samples = { create: [], pause: [], resume: [], command: [], hostPause: [], hostResume: [] }
+const rows = []
+try {
+  // Warm up the SDK's HTTP connections and the JIT; not measured.
+  for (let index = 0; index < 3; index++) {
+    const warm = await Sandbox.create(opts)
+    await warm.commands.run('true')
+    await warm.pause()
+    await Sandbox.connect(warm.sandboxId, opts)
+    await warm.kill()
+  }
+  for (let index = 0; index < count; index++) {
+    const [createMs, sandbox] = await timed(() => Sandbox.create(opts))
+    samples.create.push(createMs)
+    for (let run = 0; run < 3; run++) {
+      const [commandMs] = await timed(() => sandbox.commands.run('true'))
+      samples.command.push(commandMs)
+    }
+    const [pauseMs] = await timed(() => sandbox.pause())
+    samples.pause.push(pauseMs)
+    const [resumeMs] = await timed(() => Sandbox.connect(sandbox.sandboxId, opts))
+    samples.resume.push(resumeMs)
+    const view = host.getSandbox(sandbox.sandboxId)
+    const last = view?.pauses.at(-1)
+    if (last) {
+      samples.hostPause.push(last.pauseMs)
+      if (last.resumeMs !== undefined) samples.hostResume.push(last.resumeMs)
+    }
+    await sandbox.kill()
+  }
+  rows.push(summary('create (SDK round trip)', samples.create, 150))
+  rows.push(summary('pause (SDK round trip)', samples.pause, 25))
+  rows.push(summary('resume = connect of a paused sandbox (SDK round trip)', samples.resume, 25))
+  rows.push(summary("commands.run('true') (SDK round trip)", samples.command, 15))
+  rows.push(summary('pause, inside the host (freeze)', samples.hostPause))
+  rows.push(summary('resume, inside the host (thaw)', samples.hostResume))
+
+  // Code interpreter: kernel cold start (first cell of a sandbox) and warm round trips.
+  let interpreter
+  try {
+    interpreter = await import('@e2b/code-interpreter')
+  } catch {
+    interpreter = undefined
+  }
+  if (interpreter) {
+    const coldStarts = []
+    const roundTrips = []
+    let available = true
+    for (let index = 0; index < 5 && available; index++) {
+      const sandbox = await interpreter.Sandbox.create({ ...opts, template: 'code-interpreter-v1' })
+      try {
+        const [coldMs] = await timed(() => sandbox.runCode('1'))
+        coldStarts.push(coldMs)
+        for (let run = 0; run < 10; run++) {
+          const [ms] = await timed(() => sandbox.runCode('x = 1 + 1'))
+          roundTrips.push(ms)
+        }
+      } catch (error) {
+        available = false
+        rows.push({ name: 'code interpreter', error: String(error?.message ?? error).slice(0, 120) })
+      } finally {
+        await sandbox.kill()
+      }
+    }
+    if (available) {
+      rows.push(summary('runCode round trip (warm kernel)', roundTrips, 10))
+      rows.push(summary('kernel cold start (first runCode of a sandbox)', coldStarts, 300))
+    }
+  }
+} catch (error) {
+  // Say what the host saw: a benchmark that dies with only the SDK's view is hard to act on.
+  console.error(
+    'bench failed; host errors:',
+    JSON.stringify(host.events.list({ type: 'host-error' }), null, 2),
+  )
+  throw error
+} finally {
+  await host.close()
+}
+
+if (asJson) {
+  console.log(
+    JSON.stringify(
+      {
+        package: '@sandkeep/local-e2b',
+        isolation: host.isolation,
+        freezer: host.freezer,
+        sandboxes: count,
+        rows,
+      },
+      null,
+      2,
+    ),
+  )
+} else {
+  console.log(
+    `@sandkeep/local-e2b bench: ${count} sandboxes, isolation ${host.isolation}, freezer ${host.freezer} (ms)`,
+  )
+  for (const row of rows) {
+    if (row.error) console.log(`  ${row.name}: unavailable (${row.error})`)
+    else {
+      const target =
+        row.targetP50 === null
+          ? ''
+          : `  target p50 <= ${row.targetP50}${row.p50 <= row.targetP50 ? ' ok' : ' MISSED'}`
+      console.log(
+        `  ${row.name.padEnd(58)} p50 ${String(row.p50).padStart(8)}  p95 ${String(row.p95).padStart(8)}${target}`,
+      )
+    }
+  }
+}
