@@ -6,21 +6,22 @@
 // Node's own REPL rewrite (internal/repl/await, reached through --expose-internals), static `import` lines are
 // turned into dynamic imports. console output is streamed while the cell runs.
 //
-// Protocol: the same as kernels/python-kernel.py (see there). Requests are read on a worker thread, so an
-// interrupt still arrives while a cell keeps the main thread busy: the worker then raises SIGINT, which stops a
-// synchronous script (breakOnSigint); a cell waiting on a promise is abandoned by the main thread instead.
+// Protocol: the same as kernels/python-kernel.py (see there). An interrupt message abandons a cell that waits on a
+// promise; a cell that keeps the main thread busy cannot read it, so the host also sends SIGINT, which stops a
+// synchronous script (breakOnSigint). Reading requests on a worker thread instead would cost every cold start the
+// boot of a second isolate.
+import { EventEmitter } from 'node:events'
 import { createRequire, isBuiltin } from 'node:module'
 import path from 'node:path'
 import process from 'node:process'
 import { pathToFileURL } from 'node:url'
 import util from 'node:util'
 import vm from 'node:vm'
-import { Worker } from 'node:worker_threads'
 
 const PROTOCOL_VERSION = 1
 const CELL_PREFIX = 'cell-'
 
-// Set by the worker thread's hello; nothing is written before it.
+// Set by the host's hello; nothing is written before it.
 let marker = ''
 const writeRaw = process.stdout.write.bind(process.stdout)
 
@@ -47,44 +48,30 @@ for (const [stream, name] of [
   }
 }
 
-// Shared with the worker: 1 while the main thread runs a synchronous script, which only SIGINT can stop.
-const state = new Int32Array(new SharedArrayBuffer(4))
-
-const reader = new Worker(
-  `
-  const { parentPort, workerData } = require('node:worker_threads')
-  const fs = require('node:fs')
-  const state = workerData.state
-  const pause = new Int32Array(new SharedArrayBuffer(4))
-  const buffer = Buffer.alloc(65536)
-  let pending = ''
-  for (;;) {
-    let count
+// Requests arrive on stdin, one JSON object per line.
+const reader = new EventEmitter()
+let unread = ''
+process.stdin.setEncoding('utf8')
+process.stdin.on('data', (text) => {
+  unread += text
+  let newline = unread.indexOf('\n')
+  while (newline >= 0) {
+    const line = unread.slice(0, newline)
+    unread = unread.slice(newline + 1)
+    newline = unread.indexOf('\n')
+    let message
     try {
-      count = fs.readSync(0, buffer, 0, buffer.length, null)
-    } catch (error) {
-      if (error.code === 'EAGAIN') { Atomics.wait(pause, 0, 0, 5); continue }
-      if (error.code === 'EINTR') continue
-      count = 0
+      message = JSON.parse(line)
+    } catch {
+      continue
     }
-    if (count === 0) break
-    pending += buffer.toString('utf8', 0, count)
-    let newline
-    while ((newline = pending.indexOf('\\n')) >= 0) {
-      const line = pending.slice(0, newline)
-      pending = pending.slice(newline + 1)
-      let message
-      try { message = JSON.parse(line) } catch { continue }
-      if (message.t === 'interrupt' && Atomics.load(state, 0) === message.id) process.kill(process.pid, 'SIGINT')
-      parentPort.postMessage(message)
-    }
+    reader.emit('message', message)
   }
-  parentPort.postMessage({ t: 'eof' })
-  `,
-  { eval: true, workerData: { state } },
-)
+})
+process.stdin.on('end', () => reader.emit('message', { t: 'eof' }))
 
-// SIGINT is the worker's way to stop a synchronous cell; outside a cell it must not end the kernel.
+// SIGINT (sent by the host with `kill -INT <pid>` inside the sandbox) stops a synchronous cell through
+// breakOnSigint; outside such a cell it must not end the kernel.
 process.on('SIGINT', () => {})
 // Using the main-context loader for import() warns once that it is experimental; that is our business, not the
 // user's, so that one warning is dropped and every other warning is still shown.
@@ -188,16 +175,11 @@ function compile(code, filename) {
 }
 
 let abandon = null
+let currentCell = null
 
-async function evaluate(code, filename, id) {
+async function evaluate(code, filename) {
   const { script, wrapped } = compile(translateImports(code), filename)
-  Atomics.store(state, 0, id)
-  let value
-  try {
-    value = script.runInThisContext({ breakOnSigint: true, displayErrors: false })
-  } finally {
-    Atomics.store(state, 0, 0)
-  }
+  const value = script.runInThisContext({ breakOnSigint: true, displayErrors: false })
   if (!wrapped) return value
   // The rewritten cell is an async function returning { value } (or undefined when it ends in a statement).
   const interrupted = new Promise((_, reject) => {
@@ -255,9 +237,10 @@ async function execute(message) {
   const id = message.id
   const filename = `${CELL_PREFIX}${count}`
   const previous = applyEnv(message.env)
+  currentCell = id
   send({ t: 'start', id, count })
   try {
-    const value = await evaluate(String(message.code ?? ''), filename, id)
+    const value = await evaluate(String(message.code ?? ''), filename)
     if (value !== undefined) {
       send({ t: 'result', data: { 'text/plain': util.inspect(value) }, main: true })
     }
@@ -275,6 +258,7 @@ async function execute(message) {
     })
   } finally {
     restoreEnv(previous)
+    currentCell = null
     send({ t: 'done', id })
   }
 }
@@ -305,7 +289,7 @@ reader.on('message', (message) => {
       queue = queue.then(() => execute(message))
       break
     case 'interrupt':
-      if (abandon) abandon()
+      if (abandon && message.id === currentCell) abandon()
       break
     case 'eof':
       process.exit(0)

@@ -53,6 +53,8 @@ export interface KernelStartOptions {
 }
 
 const STDERR_KEEP = 4096
+/** How long a JavaScript cell gets to honour the interrupt message before it is sent SIGINT. */
+const SIGNAL_DELAY_MS = 250
 
 /** The interpreter binaries: Debian's in the sandbox; on a host without them (unisolated only) the PATH's. */
 function commandFor(language: KernelLanguage, kernelDir: string): [string, string[]] {
@@ -78,6 +80,7 @@ export class KernelProcess {
   /** The kernel's pid as seen inside the sandbox. */
   readonly pid: number
   readonly #child: ChildProcessWithoutNullStreams
+  readonly #options: KernelStartOptions
   #running: RunningCell | undefined
   #nextId = 1
   #exited = false
@@ -85,13 +88,14 @@ export class KernelProcess {
   readonly #exit: Promise<KernelExit>
 
   private constructor(
-    language: KernelLanguage,
+    options: KernelStartOptions,
     child: ChildProcessWithoutNullStreams,
     pid: number,
     coldStartMs: number,
     exit: Promise<KernelExit>,
   ) {
-    this.language = language
+    this.language = options.language
+    this.#options = options
     this.#child = child
     this.pid = pid
     this.coldStartMs = coldStartMs
@@ -193,7 +197,7 @@ export class KernelProcess {
           reject(error)
           return
         }
-        kernel = new KernelProcess(options.language, child, pid ?? -1, performance.now() - startedAt, exit)
+        kernel = new KernelProcess(options, child, pid ?? -1, performance.now() - startedAt, exit)
         resolve(kernel)
       }
     })
@@ -235,6 +239,25 @@ export class KernelProcess {
     const running = this.#running
     if (!running || !this.alive) return
     this.#child.stdin.write(`${JSON.stringify({ t: 'interrupt', id: running.id })}\n`)
+    if (this.language !== 'javascript') return
+    // A synchronous JavaScript cell blocks the thread that reads the message; SIGINT reaches it, sent from
+    // inside the sandbox because the spawned handle is a wrapper (nsenter) that does not forward signals.
+    const timer = setTimeout(() => {
+      if (this.#running !== running || !this.alive) return
+      try {
+        const killer = this.#options.spawner.spawn('/bin/sh', ['-c', 'kill -INT "$0"', String(this.pid)], {
+          cwd: this.#options.cwd,
+          env: {},
+        })
+        killer.on('error', () => {})
+        killer.stdin.end()
+        killer.stdout.resume()
+        killer.stderr.resume()
+      } catch {
+        // The host's grace period then replaces the kernel.
+      }
+    }, SIGNAL_DELAY_MS)
+    timer.unref()
   }
 
   /** Ends the process (its memory is lost). Safe to call more than once. */
