@@ -411,19 +411,24 @@ describe('createSessionManager: health and rehydration', () => {
       { pauseKeeps: { processes: false } },
     )
     await sessions.withTurn(id, async (turn) => {
-      // The first turn's checks start it on the fresh sandbox.
+      // A brand-new sandbox has nothing to check; the turn starts its server itself.
       expect(turn.report?.checks.map((c) => [c.name, c.status])).toEqual([
-        ['web', 'repaired'],
-        ['web-port', 'passed'],
+        ['web', 'skipped'],
+        ['web-port', 'skipped'],
       ])
+      await turn.sandbox.startProcess(server)
     })
     await sessions.withTurn(id, async (turn) => {
       const checks = Object.fromEntries(turn.report?.checks.map((c) => [c.name, c.status]) ?? [])
       expect(turn.report?.survived.processes).toBe(false)
-      expect(checks).toMatchObject({ processes: 'failed', web: 'repaired' })
+      expect(checks).toMatchObject({ processes: 'failed', web: 'repaired', 'web-port': 'passed' })
       expect((await turn.sandbox.listProcesses()).map((p) => p.command)).toEqual([server])
     })
-    expect(provider.callsOf('startProcess')).toHaveLength(2)
+    await sessions.withTurn(id, async (turn) => {
+      const checks = Object.fromEntries(turn.report?.checks.map((c) => [c.name, c.status]) ?? [])
+      expect(checks).toMatchObject({ web: 'repaired', 'web-port': 'passed' })
+    })
+    expect(provider.callsOf('startProcess')).toHaveLength(3)
   })
 
   it('fails the turn only for a required check that stays broken, and still pauses', async () => {
@@ -439,16 +444,19 @@ describe('createSessionManager: health and rehydration', () => {
         }),
       ],
     })
+    await sessions.withTurn(id, async () => {})
     const error = await sessions.beginTurn(id).catch((e: unknown) => e)
     expect(error).toMatchObject({ code: 'HEALTH_CHECK_FAILED' })
     expect((error as Error).message).toContain("'db'")
-    expect(provider.callsOf('pause')).toHaveLength(1)
+    expect((error as Error).message).not.toContain('optional-file')
+    expect(provider.callsOf('pause')).toHaveLength(2)
   })
 
   it('bounds a hanging probe by its timeout', async () => {
     const { sessions, id } = setup({
       healthChecks: [customCheck({ name: 'hang', run: () => new Promise(() => {}), timeoutMs: 100 })],
     })
+    await sessions.withTurn(id, async () => {})
     await sessions.withTurn(id, async (turn) => {
       const hang = turn.report?.checks.find((c) => c.name === 'hang')
       expect(hang).toMatchObject({ status: 'failed', message: expect.stringContaining('timed out') })
@@ -462,7 +470,10 @@ describe('createSessionManager: health and rehydration', () => {
       ],
     })
     await sessions.withTurn(id, async (turn) => {
-      expect(turn.report?.checks[0]?.status).toBe('repaired')
+      expect(turn.report?.checks[0]?.status).toBe('skipped')
+    })
+    await sessions.withTurn(id, async (turn) => {
+      expect(turn.report?.checks.find((c) => c.name === 'conn')?.status).toBe('repaired')
     })
     await sessions.withTurn(id, async (turn) => {
       expect(turn.report?.checks.find((c) => c.name === 'conn')?.status).toBe('passed')

@@ -653,7 +653,19 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         }
         checks.push(...fidelity.checks)
       }
-      if (config.healthChecks.length > 0) {
+      if (outcome === 'created') {
+        // A brand-new sandbox has nothing to check yet (bootstrap sets it up); the turn itself starts servers.
+        for (const check of config.healthChecks) {
+          checks.push({
+            name: check.name,
+            kind: check.kind,
+            status: 'skipped',
+            required: check.required === true,
+            probeMs: 0,
+            message: 'new sandbox: nothing to check yet',
+          })
+        }
+      } else if (config.healthChecks.length > 0) {
         checks.push(...(await runDeclaredChecks(handle, config.healthChecks, signal)))
       }
       const healthMs = performance.now() - healthStarted - rehydrateMs

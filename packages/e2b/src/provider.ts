@@ -86,6 +86,29 @@ function commandLine(info: { cmd: string; args: string[] }): string {
   return [info.cmd, ...args].join(' ')
 }
 
+type ConnectOptions = NonNullable<Parameters<typeof Sandbox.connect>[1]>
+
+/**
+ * The SDK's `Sandbox.connect` keeps the id it was asked for even when the platform answers with another one
+ * (E2B has been seen to re-map a sandbox after repeated pause/resume; local-e2b can inject it). This subclass
+ * makes the same connect call and builds the sandbox for the id the platform answered, so that envd calls
+ * reach it and the session manager can re-map the session.
+ */
+class FollowingSandbox extends Sandbox {
+  static async connectFollowingId(sandboxId: string, options: ConnectOptions): Promise<Sandbox> {
+    const resolved = FollowingSandbox.resolveOpts(options) ?? options
+    const answer = await FollowingSandbox.connectSandbox(sandboxId, resolved)
+    return new Sandbox({
+      ...resolved,
+      sandboxId: answer.sandboxId || sandboxId,
+      ...(answer.sandboxDomain ? { sandboxDomain: answer.sandboxDomain } : {}),
+      envdVersion: answer.envdVersion,
+      ...(answer.envdAccessToken ? { envdAccessToken: answer.envdAccessToken } : {}),
+      ...(answer.trafficAccessToken ? { trafficAccessToken: answer.trafficAccessToken } : {}),
+    })
+  }
+}
+
 function toBuffer(data: Uint8Array): ArrayBuffer {
   return data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer
 }
@@ -330,7 +353,7 @@ export function createE2BProvider(options: E2BProviderOptions = {}): E2BProvider
     connect: (sandboxId, connectOptions) =>
       guard({ operation: 'connect', sandboxId }, async () => {
         validateSandboxId(sandboxId)
-        const sandbox = await Sandbox.connect(sandboxId, {
+        const sandbox = await FollowingSandbox.connectFollowingId(sandboxId, {
           ...withSignal(connectOptions?.signal),
           ...(connectOptions?.timeoutMs !== undefined ? { timeoutMs: connectOptions.timeoutMs } : {}),
         })
