@@ -13,6 +13,15 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
+// `sandkeep demo | head` closes the pipe early: stop as if interrupted, so the sandbox is still paused or
+// killed and the embedded host closed, instead of dying on an unhandled EPIPE.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error
+    if (!controller.signal.aborted) controller.abort(new Error('output closed'))
+  })
+}
+
 const code = await main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,

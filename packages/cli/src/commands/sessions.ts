@@ -1,4 +1,4 @@
-import type { SessionManager, SessionRecord, SessionStore } from '@sandkeep/core'
+import type { SessionKey, SessionManager, SessionRecord, SessionStore } from '@sandkeep/core'
 import {
   type CommandSpec,
   flagOption,
@@ -90,6 +90,25 @@ async function openManager(
   return createSessionManager({ store, provider: await openE2BProvider(connection) })
 }
 
+/** The session key from the positional id and `--tenant`; a bad one is a usage error, found before any I/O. */
+async function sessionKeyOf(args: ParsedArgs, command: string): Promise<SessionKey> {
+  const { validateSessionKey } = await import('@sandkeep/core')
+  try {
+    return validateSessionKey(args.positionals[0], tenantOf(args))
+  } catch (error) {
+    throw new UsageError(command, error instanceof Error ? error.message : String(error))
+  }
+}
+
+async function tenantFrom(args: ParsedArgs, command: string): Promise<string> {
+  const { validateTenant } = await import('@sandkeep/core')
+  try {
+    return validateTenant(tenantOf(args))
+  } catch (error) {
+    throw new UsageError(command, error instanceof Error ? error.message : String(error))
+  }
+}
+
 function tenantOf(args: ParsedArgs): string | undefined {
   return stringOption(args, 'tenant')
 }
@@ -130,8 +149,8 @@ export const sessionsListCommand: Command = {
   }),
   async run(args, context) {
     const limit = integerOption(args, 'sessions list', 'limit', { min: 1, max: 1000 }) ?? 50
+    const tenant = await tenantFrom(args, 'sessions list')
     const store = await openSessionStore(args, context, 'sessions list')
-    const tenant = tenantOf(args) ?? 'default'
     const cursor = stringOption(args, 'cursor')
     const page = await withStore(store, () => store.list(tenant, { limit, ...(cursor ? { cursor } : {}) }))
     if (flagOption(args, 'json')) {
@@ -169,8 +188,7 @@ export const sessionsShowCommand: Command = {
     positionals: { names: ['<conversation-id>'], min: 1 },
   }),
   async run(args, context) {
-    const { validateSessionKey } = await import('@sandkeep/core')
-    const key = validateSessionKey(args.positionals[0], tenantOf(args))
+    const key = await sessionKeyOf(args, 'sessions show')
     const store = await openSessionStore(args, context, 'sessions show')
     const { record, journal } = await withStore(store, async () => {
       const found = await store.get(key)
@@ -251,8 +269,7 @@ export const sessionsEndCommand: Command = {
     },
   }),
   async run(args, context) {
-    const { validateSessionKey } = await import('@sandkeep/core')
-    const key = validateSessionKey(args.positionals[0], tenantOf(args))
+    const key = await sessionKeyOf(args, 'sessions end')
     const store = await openSessionStore(args, context, 'sessions end')
     const forget = flagOption(args, 'forget')
     const ended = await withStore(store, async () => {
@@ -283,12 +300,12 @@ export const sessionsGcCommand: Command = {
     options: { 'dry-run': { type: 'boolean', description: 'Only report what would be done.' } },
   }),
   async run(args, context) {
+    const tenant = await tenantFrom(args, 'sessions gc')
     const store = await openSessionStore(args, context, 'sessions gc')
-    const tenant = tenantOf(args)
     const dryRun = flagOption(args, 'dry-run')
     const result = await withStore(store, async () => {
       const manager = await openManager(store, context, 'sessions gc')
-      return manager.gc({ ...(tenant ? { tenant } : {}), dryRun })
+      return manager.gc({ tenant, dryRun })
     })
     if (flagOption(args, 'json')) {
       context.stdout.write(`${JSON.stringify({ dryRun, ...result })}\n`)

@@ -14,6 +14,7 @@ export interface HumanRendererOptions {
 }
 
 const maxCodeLines = 8
+const builtInProbes = new Set<string>(['memory', 'filesystem', 'processes'])
 const maxOutputLines = 8
 
 /** Renders the demo for people: per turn the chat, the tool calls and a timeline; then a summary table. */
@@ -209,6 +210,7 @@ function describeToolResult(
     if (typeof record.exitCode === 'number' && record.exitCode !== 0)
       lines.push(style.red(`exit code ${record.exitCode}`))
     if (typeof record.pid === 'number') lines.push(`started, pid ${record.pid}`)
+    if (lines.length === 0 && record.exitCode === 0) lines.push(style.dim('exit code 0, no output'))
     if (lines.length === 0) lines.push(style.dim(oneLine(JSON.stringify(output) ?? '', 160)))
   } else {
     lines.push(style.dim(String(output)))
@@ -249,7 +251,11 @@ function describeTurnEnd(event: Extract<DemoEvent, { type: 'turn-end' }>, style:
     ]
     lines.push(`${label('timeline')} ${parts.join(style.dim(' → '))}`)
     lines.push(`${label('survived')} ${describeSurvived(report, style)}`)
-    const repairs = report.checks.filter((check) => check.status === 'repaired' || check.status === 'failed')
+    // The built-in fidelity probes are already summed up on the `survived` line (and their loss by the
+    // rehydration below); this line is about the declared checks.
+    const repairs = report.checks.filter(
+      (check) => !builtInProbes.has(check.kind) && (check.status === 'repaired' || check.status === 'failed'),
+    )
     const repairText = repairs.map((check) =>
       check.status === 'repaired'
         ? `${style.yellow('repaired')} ${check.name}${check.message ? style.dim(` (${oneLine(check.message, 100)})`) : ''}`

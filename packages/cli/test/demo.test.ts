@@ -1,0 +1,197 @@
+// The demo on embedded defaults, through the built bin: every pause mode and every fault. Each run replays
+// the whole default transcript; `--json` is parsed line by line and the recovery asserted from the reports.
+import { beforeAll, describe, expect, it } from 'vitest'
+import { assertBuilt, cleanEnv, parseJsonLines, runCli } from './helpers.js'
+
+beforeAll(assertBuilt)
+
+type Line = ReturnType<typeof parseJsonLines>[number]
+interface Report {
+  outcome: string
+  sandboxId: string
+  previousSandboxId?: string
+  survived: { memory: boolean | null; filesystem: boolean | null; processes: boolean | null }
+  checks: Array<{ name: string; status: string }>
+  stateLost: boolean
+  retries: number
+  rehydratedSteps: number
+}
+
+async function demoJson(...args: string[]): Promise<{ code: number | null; lines: Line[]; stderr: string }> {
+  const result = await runCli(['demo', '--json', '--idle', '200ms', ...args])
+  return { code: result.code, lines: parseJsonLines(result.stdout), stderr: result.stderr }
+}
+
+function turnEnd(
+  lines: Line[],
+  turn: number,
+): Line & { ok: boolean; report: Report; end: { action: string } } {
+  const line = lines.find((entry) => entry.type === 'turn-end' && entry.turn === turn)
+  if (!line) throw new Error(`no turn-end for turn ${turn}`)
+  return line as never
+}
+
+function check(report: Report, name: string): string | undefined {
+  return report.checks.find((entry) => entry.name === name)?.status
+}
+
+function expectAllPassed(run: { code: number | null; lines: Line[]; stderr: string }): void {
+  const summary = run.lines.at(-1) as Line & { ok: boolean; turns: unknown[] }
+  expect(summary.type, run.stderr).toBe('summary')
+  expect(summary.ok, JSON.stringify(run.lines.filter((line) => line.type === 'turn-end' && !line.ok))).toBe(
+    true,
+  )
+  expect(summary.turns).toHaveLength(5)
+  expect(run.code).toBe(0)
+}
+
+describe('sandkeep demo (human output)', () => {
+  it('replays the five turns on embedded defaults, exit 0, showing state surviving, without ANSI codes', async () => {
+    const result = await runCli(['demo', '--idle', '200ms'])
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const out = result.stdout
+    expect(out).not.toContain('\u001b[')
+    expect(out).toContain('local-e2b in this process')
+    expect(out).toContain('sessions      memory')
+    for (let turn = 1; turn <= 5; turn++) expect(out).toContain(`turn ${turn}/5`)
+    expect(out).toContain("→ 'west: 4790'")
+    expect(out).toContain('memory kept · files kept · processes kept')
+    expect(out).toMatch(
+      /timeline\s+store \d+ ms → resume \d+ ms \(resumed\) → health \d+ ms → work \d+ ms → pause \d+ ms/,
+    )
+    expect(out).toContain('2 h idle')
+    expect(out).toMatch(/✓ 5\/5 turns passed/)
+  })
+
+  it('uses Redis when REDIS_URL is set and says so', async () => {
+    const prefix = `sk-cli-${process.pid}-${Date.now()}`
+    const result = await runCli(['demo', '--idle', '0'], {
+      env: cleanEnv({ REDIS_URL: 'redis://127.0.0.1:6379', SANDKEEP_REDIS_PREFIX: prefix }),
+    })
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    expect(result.stdout).toContain(`sessions      redis redis://127.0.0.1:6379 (prefix ${prefix})`)
+  })
+})
+
+describe('sandkeep demo --json', () => {
+  it('prints one JSON object per line with the documented types, in order', async () => {
+    const run = await demoJson()
+    expectAllPassed(run)
+    const types = run.lines.map((line) => line.type)
+    expect(types[0]).toBe('demo-start')
+    expect(types.at(-1)).toBe('summary')
+    for (const type of ['turn-start', 'tool-call', 'tool-result', 'turn-end', 'text', 'idle'])
+      expect(types).toContain(type)
+    const turnStarts = run.lines.filter((line) => line.type === 'turn-start').map((line) => line.turn)
+    expect(turnStarts).toEqual([1, 2, 3, 4, 5])
+    // Every tool call has a result with the same id, inside the same turn.
+    const calls = run.lines.filter((line) => line.type === 'tool-call')
+    const results = run.lines.filter((line) => line.type === 'tool-result')
+    expect(results.map((line) => line.toolCallId)).toEqual(calls.map((line) => line.toolCallId))
+    expect(calls).toHaveLength(9)
+    // Memory pause mode: every later turn resumed the same sandbox with everything kept.
+    const first = turnEnd(run.lines, 1)
+    expect(first.report.outcome).toBe('created')
+    expect(first.end.action).toBe('paused')
+    for (let turn = 2; turn <= 5; turn++) {
+      const end = turnEnd(run.lines, turn)
+      expect(end.report.outcome).toBe('resumed')
+      expect(end.report.sandboxId).toBe(first.report.sandboxId)
+      expect(end.report.survived).toEqual({ memory: true, filesystem: true, processes: true })
+      expect(end.report.stateLost).toBe(false)
+    }
+    expect(check(turnEnd(run.lines, 4).report, 'totals-server')).toBe('passed')
+  })
+})
+
+describe('sandkeep demo --pause-mode', () => {
+  it('filesystem: memory is lost at every pause and rebuilt from the journal; every turn still passes', async () => {
+    const run = await demoJson('--pause-mode', 'filesystem')
+    expectAllPassed(run)
+    const second = turnEnd(run.lines, 2).report
+    expect(second.survived.memory).toBe(false)
+    expect(second.survived.filesystem).toBe(true)
+    expect(second.stateLost).toBe(true)
+    expect(second.rehydratedSteps).toBeGreaterThanOrEqual(2)
+    // The server started in turn 3 died with the pause; the declared check brought it back for turn 4.
+    expect(check(turnEnd(run.lines, 4).report, 'totals-server')).toBe('repaired')
+  })
+
+  it('processes: files are wiped and processes restarted; the journal and the checks rebuild what turn 5 needs', async () => {
+    const run = await demoJson('--pause-mode', 'processes')
+    expectAllPassed(run)
+    const second = turnEnd(run.lines, 2).report
+    expect(second.survived.memory).toBe(false)
+    expect(second.survived.filesystem).toBe(false)
+    expect(second.rehydratedSteps).toBeGreaterThanOrEqual(2)
+    expect(['repaired', 'passed']).toContain(check(turnEnd(run.lines, 4).report, 'totals-server'))
+  })
+})
+
+describe('sandkeep demo --fault', () => {
+  it('expire-retention: the sandbox is gone after the long idle; turn 5 recreates and rehydrates it', async () => {
+    const run = await demoJson('--fault', 'expire-retention')
+    expectAllPassed(run)
+    expect(run.lines.find((line) => line.type === 'fault')).toMatchObject({
+      turn: 5,
+      fault: 'expire-retention',
+    })
+    const fifth = turnEnd(run.lines, 5).report
+    expect(fifth.outcome).toBe('recreated')
+    expect(fifth.previousSandboxId).toBe(turnEnd(run.lines, 4).report.sandboxId)
+    expect(fifth.stateLost).toBe(true)
+    expect(fifth.rehydratedSteps).toBeGreaterThanOrEqual(4)
+    expect(check(fifth, 'totals-server')).toBe('repaired')
+  })
+
+  it('host-restart: processes and memory are gone before turn 4; files stay; the server is repaired', async () => {
+    const run = await demoJson('--fault', 'host-restart')
+    expectAllPassed(run)
+    const fourth = turnEnd(run.lines, 4).report
+    expect(fourth.outcome).toBe('resumed')
+    expect(fourth.survived.memory).toBe(false)
+    expect(fourth.survived.filesystem).toBe(true)
+    expect(check(fourth, 'totals-server')).toBe('repaired')
+    expect(turnEnd(run.lines, 5).report.survived.memory).toBe(true)
+  })
+
+  it('kill-server: only the server dies; memory is kept and the check restarts it', async () => {
+    const run = await demoJson('--fault', 'kill-server')
+    expectAllPassed(run)
+    const fault = run.lines.find((line) => line.type === 'fault') as Line & { detail: string }
+    expect(fault.detail).toMatch(/^killed the server/)
+    const fourth = turnEnd(run.lines, 4).report
+    expect(fourth.survived.memory).toBe(true)
+    expect(check(fourth, 'totals-server')).toBe('repaired')
+  })
+
+  it('drop-memory: turn 2 finds the interpreter empty and replays the journal before computing', async () => {
+    const run = await demoJson('--fault', 'drop-memory')
+    expectAllPassed(run)
+    const second = turnEnd(run.lines, 2).report
+    expect(second.survived).toMatchObject({ memory: false, filesystem: true })
+    expect(second.rehydratedSteps).toBeGreaterThanOrEqual(2)
+    const output = run.lines.find((line) => line.type === 'tool-result' && line.turn === 2)
+    expect(JSON.stringify(output)).toContain('west: 4790')
+  })
+
+  it('connect-5xx: two failed connects are retried and turn 2 resumes normally', async () => {
+    const run = await demoJson('--fault', 'connect-5xx')
+    expectAllPassed(run)
+    const second = turnEnd(run.lines, 2).report
+    expect(second.outcome).toBe('resumed')
+    expect(second.retries).toBeGreaterThanOrEqual(2)
+    expect(second.survived.memory).toBe(true)
+  })
+
+  it('id-change: the platform answers with a new id; the session is re-mapped and nothing is lost', async () => {
+    const run = await demoJson('--fault', 'id-change')
+    expectAllPassed(run)
+    const second = turnEnd(run.lines, 2).report
+    const third = turnEnd(run.lines, 3).report
+    expect(third.previousSandboxId).toBe(second.sandboxId)
+    expect(third.sandboxId).not.toBe(second.sandboxId)
+    expect(third.survived.memory).toBe(true)
+    expect(turnEnd(run.lines, 4).report.sandboxId).toBe(third.sandboxId)
+  })
+})

@@ -1,0 +1,156 @@
+// `sandkeep sessions` against real Redis (127.0.0.1:6379, a random prefix and tenant) and a real
+// `sandkeep host` child process: demo runs leave sessions behind (--keep-session), then list/show/end/gc.
+import { readFile } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { assertBuilt, type Background, cleanEnv, runCli, startCli, waitFor } from './helpers.js'
+
+const prefix = `sk-cli-sessions-${process.pid}-${Date.now()}`
+const tenant = `t${Date.now().toString(36)}`
+const transcript = fileURLToPath(new URL('./fixtures/two-turns.json', import.meta.url))
+let host: Background
+let env: NodeJS.ProcessEnv
+
+beforeAll(async () => {
+  assertBuilt()
+  host = startCli(['host', '--json'], cleanEnv())
+  const ready = await waitFor(() => {
+    const line = host
+      .stdout()
+      .split('\n')
+      .find((entry) => entry.includes('"host-ready"'))
+    return line ? (JSON.parse(line) as { apiUrl: string; sandboxUrl: string; apiKeyFile: string }) : undefined
+  })
+  // The key is read from the file the host wrote, the way its printed export line does.
+  const apiKey = (await readFile(ready.apiKeyFile, 'utf8')).trim()
+  env = cleanEnv({
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    SANDKEEP_REDIS_PREFIX: prefix,
+    E2B_API_KEY: apiKey,
+    E2B_API_URL: ready.apiUrl,
+    E2B_SANDBOX_URL: ready.sandboxUrl,
+  })
+})
+
+afterAll(async () => {
+  await host?.stop()
+  const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true })
+  await redis.connect()
+  let cursor = '0'
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
+    cursor = next
+    if (keys.length) await redis.del(...keys)
+  } while (cursor !== '0')
+  redis.disconnect()
+})
+
+async function demo(conversation: string): Promise<void> {
+  const result = await runCli(
+    [
+      'demo',
+      '--provider',
+      'e2b',
+      '--transcript',
+      transcript,
+      '--conversation',
+      conversation,
+      '--tenant',
+      tenant,
+      '--keep-session',
+      '--idle',
+      '0',
+    ],
+    { env },
+  )
+  expect(result.code, result.stdout + result.stderr).toBe(0)
+  expect(result.stdout).toContain(`sessions      redis redis://127.0.0.1:6379 (prefix ${prefix})`)
+  expect(result.stdout).toMatch(/sandboxes\s+E2B at http:\/\/127\.0\.0\.1:\d+/)
+}
+
+async function json<T>(args: string[]): Promise<T> {
+  const result = await runCli([...args, '--tenant', tenant, '--json'], { env })
+  expect(result.code, result.stderr).toBe(0)
+  const lines = result.stdout.trim().split('\n')
+  expect(lines).toHaveLength(1)
+  return JSON.parse(lines[0] ?? '') as T
+}
+
+interface Session {
+  conversationId: string
+  sandboxId: string
+  state: string
+  turnCount: number
+}
+
+describe('sandkeep sessions on Redis', () => {
+  it('list, show, end and gc the sessions demo runs left behind', async () => {
+    await demo('kept-a')
+    await demo('kept-b')
+
+    const listed = await json<{ sessions: Session[]; cursor: string | null }>(['sessions', 'list'])
+    expect(listed.sessions.map((session) => session.conversationId).sort()).toEqual(['kept-a', 'kept-b'])
+    for (const session of listed.sessions) {
+      expect(session.state).toBe('paused')
+      expect(session.turnCount).toBe(2)
+    }
+    const table = await runCli(['sessions', 'list', '--tenant', tenant], { env })
+    expect(table.code).toBe(0)
+    expect(table.stdout.split('\n')[0]).toMatch(
+      /^conversation\s+sandbox\s+state\s+turns\s+running s\s+paused s\s+last turn/,
+    )
+    expect(table.stdout).toMatch(/kept-a\s+\S+\s+paused\s+2/)
+
+    const shown = await json<{ session: Session; journal: Array<{ step: { kind: string } }> }>([
+      'sessions',
+      'show',
+      'kept-a',
+    ])
+    expect(shown.session.conversationId).toBe('kept-a')
+    expect(shown.journal.map((entry) => entry.step.kind)).toEqual(['file', 'code'])
+    const human = await runCli(['sessions', 'show', 'kept-a', '--tenant', tenant], { env })
+    expect(human.stdout).toContain(`sandbox      ${shown.session.sandboxId}`)
+    expect(human.stdout).toContain('journal      2 steps')
+
+    // Nothing to collect yet: both sandboxes are mapped.
+    const idle = await json<{ killedSandboxes: string[]; deletedSessions: unknown[] }>([
+      'sessions',
+      'gc',
+      '--dry-run',
+    ])
+    expect(idle.killedSandboxes).toEqual([])
+
+    // Forget b's record without killing its sandbox: the sandbox becomes an orphan for gc.
+    const orphan = listed.sessions.find((session) => session.conversationId === 'kept-b')!.sandboxId
+    const forgot = await json<{ ended: boolean; killed: boolean }>(['sessions', 'end', 'kept-b', '--forget'])
+    expect(forgot).toMatchObject({ ended: true, killed: false })
+    const dry = await json<{ dryRun: boolean; killedSandboxes: string[] }>(['sessions', 'gc', '--dry-run'])
+    expect(dry).toMatchObject({ dryRun: true, killedSandboxes: [orphan] })
+    const collected = await json<{ killedSandboxes: string[] }>(['sessions', 'gc'])
+    expect(collected.killedSandboxes).toEqual([orphan])
+    expect(
+      (await json<{ killedSandboxes: string[] }>(['sessions', 'gc', '--dry-run'])).killedSandboxes,
+    ).toEqual([])
+
+    // End a: its sandbox is killed and the record is gone.
+    const ended = await runCli(['sessions', 'end', 'kept-a', '--tenant', tenant], { env })
+    expect(ended.code).toBe(0)
+    expect(ended.stdout).toBe('ended kept-a: sandbox killed, session deleted\n')
+    const gone = await runCli(['sessions', 'show', 'kept-a', '--tenant', tenant], { env })
+    expect(gone.code).toBe(1)
+    expect(gone.stderr).toContain('no session "kept-a"')
+    expect((await json<{ sessions: Session[] }>(['sessions', 'list'])).sessions).toEqual([])
+  })
+
+  it('refuses bad ids before touching Redis, and reports an unreachable Redis as a failure', async () => {
+    const bad = await runCli(['sessions', 'show', 'x\ny', '--tenant', tenant], { env })
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/^sandkeep sessions show: conversationId contains a control character/)
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1)
+    const down = await runCli(['sessions', 'list'], { env: { ...env, REDIS_URL: 'redis://127.0.0.1:1' } })
+    expect(down.code).toBe(1)
+    expect(down.stderr).toMatch(/^sandkeep sessions list: STORE_UNAVAILABLE: /)
+    expect(down.stderr.trim().split('\n')).toHaveLength(1)
+  })
+})
