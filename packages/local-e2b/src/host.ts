@@ -1,7 +1,7 @@
 // startLocalE2B: one HTTP server on one port serving E2B's REST control plane, envd (Connect RPC + /files)
 // and the code interpreter (port 49999), routed by the E2b-Sandbox-Id / E2b-Sandbox-Port headers the SDK
 // sends when `sandboxUrl` points here. The registry is persisted in stateDir.
-import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import {
   existsSync,
   mkdirSync,
@@ -471,6 +471,11 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     return sandbox.interpreter
   }
 
+  /** The sandbox's traffic token (port 49999 only), derived so that it never opens envd. */
+  function trafficTokenOf(sandbox: Sandbox): string {
+    return createHmac('sha256', sandbox.record.envdAccessToken).update('traffic-access-token').digest('hex')
+  }
+
   function sandboxJson(sandbox: Sandbox): Json {
     const body: Json = {
       sandboxID: sandbox.id,
@@ -478,6 +483,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       clientID: 'local',
       envdVersion: ENVD_VERSION,
       envdAccessToken: sandbox.record.envdAccessToken,
+      trafficAccessToken: trafficTokenOf(sandbox),
     }
     if (sandbox.record.alias) body.alias = sandbox.record.alias
     return body
@@ -822,7 +828,11 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       return
     }
     const token = header(request, 'x-access-token')
-    if (!token || !safeEqual(token, sandbox.record.envdAccessToken)) {
+    // @e2b/code-interpreter sends X-Access-Token only with /execute; its /contexts calls carry just the
+    // E2B-Traffic-Access-Token, which is accepted on the interpreter port only.
+    const traffic = port === INTERPRETER_PORT ? header(request, 'e2b-traffic-access-token') : undefined
+    const trafficOk = traffic !== undefined && safeEqual(traffic, trafficTokenOf(sandbox))
+    if (!trafficOk && (!token || !safeEqual(token, sandbox.record.envdAccessToken))) {
       fail(401, 'unauthenticated', 'missing or invalid access token for this sandbox')
       return
     }

@@ -1,0 +1,174 @@
+// The code interpreter end to end: the real @e2b/code-interpreter SDK against startLocalE2B(), kernels running
+// inside the sandbox (bubblewrap when available). What a client of E2B's port 49999 relies on.
+import { NotFoundError, Sandbox } from '@e2b/code-interpreter'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startTestHost, type TestHost, waitUntil } from './helpers.js'
+
+describe('code interpreter end to end', () => {
+  let t: TestHost
+  beforeAll(async () => {
+    t = await startTestHost()
+  })
+  afterAll(async () => {
+    for (const view of t.host.listSandboxes()) await Sandbox.kill(view.sandboxId, t.opts).catch(() => {})
+    await t.host.close()
+  })
+  const create = (options: Record<string, unknown> = {}) =>
+    Sandbox.create({ ...t.opts, template: 'code-interpreter-v1', ...options } as never)
+
+  it('x = 41 + 1, then x gives 42; the execution counter counts cells', async () => {
+    const sandbox = await create()
+    const first = await sandbox.runCode('x = 41 + 1')
+    expect(first.error).toBeUndefined()
+    expect(first.results).toEqual([])
+    const second = await sandbox.runCode('x')
+    expect(second.text).toBe('42')
+    expect(second.executionCount).toBe((first.executionCount ?? 0) + 1)
+  })
+
+  it('stdout reaches onStdout before the cell ends', async () => {
+    const sandbox = await create()
+    // The cell cannot finish until the onStdout callback has written the flag file through the files API,
+    // so this passes only if the first line was streamed while the cell was still running.
+    const flag = `/home/user/flag-${Math.random().toString(36).slice(2)}`
+    const seen: string[] = []
+    const execution = await sandbox.runCode(
+      `import os, time\nprint("started")\nwhile not os.path.exists(${JSON.stringify(flag)}):\n    time.sleep(0.01)\nprint("finished")`,
+      {
+        timeoutMs: 30_000,
+        onStdout: async (message) => {
+          seen.push(message.line)
+          if (message.line === 'started\n') await sandbox.files.write(flag, '')
+        },
+      },
+    )
+    expect(seen).toEqual(['started\n', 'finished\n'])
+    expect(execution.logs.stdout).toEqual(['started\n', 'finished\n'])
+  })
+
+  it('an exception arrives as execution.error with a traceback', async () => {
+    const sandbox = await create()
+    const errors: string[] = []
+    const execution = await sandbox.runCode('def divide(a, b):\n    return a / b\n\ndivide(1, 0)', {
+      onError: (error) => errors.push(error.value),
+    })
+    expect(execution.error?.name).toBe('ZeroDivisionError')
+    expect(execution.error?.value).toBe('division by zero')
+    expect(execution.error?.traceback).toContain('return a / b')
+    expect(errors).toEqual(['division by zero'])
+    // The context survives its errors.
+    expect((await sandbox.runCode('2 + 2')).text).toBe('4')
+  })
+
+  it('javascript keeps state across cells, with top-level await', async () => {
+    const sandbox = await create()
+    await sandbox.runCode(
+      'const greeting = "hello"\nlet calls = 0\nfunction greet(name) { calls++; return greeting + " " + name }',
+      {
+        language: 'javascript',
+      },
+    )
+    expect((await sandbox.runCode('greet("sandbox")', { language: 'javascript' })).text).toBe('hello sandbox')
+    const awaited = await sandbox.runCode(
+      'const later = await new Promise((r) => setTimeout(() => r(calls), 5))\nlater',
+      {
+        language: 'js',
+      },
+    )
+    expect(awaited.text).toBe('1')
+    expect((await sandbox.runCode('later + calls', { language: 'js' })).text).toBe('2')
+    const logged = await sandbox.runCode('console.log("out"); console.error("err")', { language: 'js' })
+    expect(logged.logs).toEqual({ stdout: ['out\n'], stderr: ['err\n'] })
+  })
+
+  it('contexts: create, list, restart, delete', async () => {
+    const sandbox = await create()
+    const defaults = await sandbox.listCodeContexts()
+    expect(defaults.map((context) => context.language)).toEqual(['python', 'javascript'])
+    await sandbox.runCode('outer = 1')
+
+    const context = await sandbox.createCodeContext({ language: 'python', cwd: '/tmp' })
+    expect(context).toMatchObject({ language: 'python', cwd: '/tmp' })
+    expect((await sandbox.listCodeContexts()).at(-1)).toEqual(context)
+    expect((await sandbox.runCode('outer', { context })).error?.name).toBe('NameError')
+    expect((await sandbox.runCode('import os; os.getcwd()', { context })).text).toBe(
+      t.host.isolation === 'bubblewrap' ? '/tmp' : expect.stringMatching(/\/tmp$/),
+    )
+    await sandbox.runCode('inner = 2', { context })
+
+    await sandbox.restartCodeContext(context)
+    expect((await sandbox.runCode('inner', { context })).error?.name).toBe('NameError')
+    expect((await sandbox.runCode('outer')).text).toBe('1')
+
+    const js = await sandbox.createCodeContext({ language: 'javascript' })
+    expect((await sandbox.runCode('typeof outer', { context: js })).text).toBe('undefined')
+
+    await sandbox.removeCodeContext(context)
+    await sandbox.removeCodeContext(js.id)
+    expect((await sandbox.listCodeContexts()).map((entry) => entry.id)).toEqual(
+      defaults.map((entry) => entry.id),
+    )
+    await expect(sandbox.runCode('1', { context })).rejects.toBeInstanceOf(NotFoundError)
+  })
+
+  it('the interpreter port needs this sandbox token; the traffic token does not open envd', async () => {
+    const sandbox = await create()
+    const other = await create()
+    const url = `${t.opts.sandboxUrl}/contexts`
+    const as = (id: string, port: number, headers: Record<string, string>) =>
+      fetch(url, { headers: { 'E2b-Sandbox-Id': id, 'E2b-Sandbox-Port': String(port), ...headers } })
+    const traffic = (sandbox as unknown as { trafficAccessToken?: string }).trafficAccessToken
+    expect(traffic).toBeTruthy()
+    expect((await as(sandbox.sandboxId, 49999, { 'E2B-Traffic-Access-Token': traffic ?? '' })).status).toBe(
+      200,
+    )
+    expect((await as(sandbox.sandboxId, 49999, {})).status).toBe(401)
+    expect((await as(other.sandboxId, 49999, { 'E2B-Traffic-Access-Token': traffic ?? '' })).status).toBe(401)
+    const envd = await fetch(`${t.opts.sandboxUrl}/files?path=/etc/hostname`, {
+      headers: {
+        'E2b-Sandbox-Id': sandbox.sandboxId,
+        'E2b-Sandbox-Port': '49983',
+        'E2B-Traffic-Access-Token': traffic ?? '',
+      },
+    })
+    expect(envd.status).toBe(401)
+  })
+
+  it('sandbox envs reach both kernels', async () => {
+    const sandbox = await create({ envs: { SANDKEEP_E2E: 'from-create' } })
+    expect((await sandbox.runCode('import os; os.environ["SANDKEEP_E2E"]')).text).toBe('from-create')
+    expect((await sandbox.runCode('process.env.SANDKEEP_E2E', { language: 'js' })).text).toBe('from-create')
+  })
+
+  it('an abandoned cell is interrupted and the context keeps its memory (python and a busy javascript loop)', async () => {
+    const sandbox = await create()
+    await sandbox.runCode('kept = "python"')
+    await sandbox.runCode('globalThis.kept = "javascript"', { language: 'js' })
+    await expect(sandbox.runCode('import time; time.sleep(600)', { timeoutMs: 1_000 })).rejects.toThrow()
+    await expect(sandbox.runCode('for (;;) {}', { language: 'js', timeoutMs: 1_000 })).rejects.toThrow()
+    expect((await sandbox.runCode('kept', { timeoutMs: 30_000 })).text).toBe('python')
+    expect((await sandbox.runCode('kept', { language: 'js', timeoutMs: 30_000 })).text).toBe('javascript')
+  })
+
+  it('a kernel killed inside the sandbox is detected and cold-started with its memory gone', async () => {
+    const sandbox = await create()
+    await sandbox.runCode('precious = 1')
+    const pid = (await sandbox.runCode('import os; os.getpid()')).text
+    expect(Number(pid)).toBeGreaterThan(0)
+    // Kernels are the interpreter's, not envd's: E2B does not list them as commands.
+    expect((await sandbox.commands.list()).map((process) => String(process.pid))).not.toContain(pid)
+    await sandbox.commands.run(`kill -9 ${pid}`)
+    // The exit may be recorded before the command's answer arrives: look at the log, not only at new events.
+    await waitUntil(
+      () =>
+        t.host.events
+          .list({ type: 'kernel-exit', sandboxId: sandbox.sandboxId })
+          .some((event) => event.detail.expected === false),
+      15_000,
+    )
+    const after = await sandbox.runCode('precious')
+    expect(after.error?.name).toBe('NameError')
+    expect(after.executionCount).toBe(1)
+    expect((await sandbox.runCode('import os; os.getpid()')).text).not.toBe(pid)
+  })
+})
