@@ -258,7 +258,7 @@ export const createCodeInterpreter: CreateCodeInterpreter = (host: InterpreterHo
       spawner: host.spawner,
       kernelDir: host.kernelDir,
       cwd: context.spawnCwd,
-      env: { ...host.envs, PYTHONDONTWRITEBYTECODE: '1' },
+      env: { ...host.envs },
       startTimeoutMs: KERNEL_START_TIMEOUT_MS,
       onExit: (exit) => {
         if (context.kernel === kernel) context.kernel = undefined

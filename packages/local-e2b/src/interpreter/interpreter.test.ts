@@ -380,6 +380,32 @@ describe('kernel lifecycle', () => {
     expect((await harness.sandbox.runCode('kept', { language: 'js', timeoutMs: 30_000 })).text).toBe('5')
   })
 
+  it('abandons a javascript cell waiting on a promise, keeping the memory', async () => {
+    harness = await startHarness()
+    await harness.sandbox.runCode('globalThis.kept = 6', { language: 'js' })
+    await expect(
+      harness.sandbox.runCode('await new Promise(() => {})', { language: 'js', timeoutMs: 1_000 }),
+    ).rejects.toThrow()
+    expect((await harness.sandbox.runCode('kept * 7', { language: 'js', timeoutMs: 30_000 })).text).toBe('42')
+    expect(harness.events.some((event) => event.type === 'kernel-kill')).toBe(false)
+  })
+
+  it('ends a running cell with ContextRestarting when its context is restarted', async () => {
+    harness = await startHarness()
+    const context = await harness.sandbox.createCodeContext()
+    const running = harness.sandbox.runCode('print("started", flush=True)\nimport time; time.sleep(60)', {
+      context,
+      timeoutMs: 30_000,
+      onStdout: () => {
+        void harness.sandbox.restartCodeContext(context)
+      },
+    })
+    const execution = await running
+    expect(execution.logs.stdout).toEqual(['started\n'])
+    expect(execution.error?.name).toBe('ContextRestarting')
+    expect((await harness.sandbox.runCode('1 + 1', { context })).text).toBe('2')
+  })
+
   it('replaces a kernel that ignores the interrupt (memory lost, context kept)', async () => {
     harness = await startHarness()
     await harness.sandbox.runCode('lost = 1')
