@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { SandkeepError } from './errors.js'
 import type { HealthCheckResult } from './health.js'
 import type { CodeLanguage } from './journal.js'
-import type { SandboxHandle } from './sandbox-provider.js'
+import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
 import type { TurnManifest } from './session-store.js'
 
 /** Global variable that holds the memory sentinel in each interpreter context. */
@@ -29,6 +29,8 @@ export interface FidelityOutcome {
   survived: { memory: boolean | null; filesystem: boolean | null; processes: boolean | null }
   /** Contexts whose sentinel was found: they keep their place in the next manifest. */
   keptContexts: UsedContext[]
+  /** The process list the processes probe read, when it read one (declared process checks reuse it). */
+  processList?: ProcessInfo[]
 }
 
 function setSentinelCode(language: CodeLanguage, value: string): string {
@@ -68,6 +70,7 @@ export async function probeFidelity(
     checks: [memory.result, filesystem.result, processes.result],
     survived: { memory: memory.survived, filesystem: filesystem.survived, processes: processes.survived },
     keptContexts: memory.kept,
+    ...(processes.list ? { processList: processes.list } : {}),
   }
 }
 
@@ -159,6 +162,7 @@ async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
   if (!recorded || recorded.length === 0) {
     return {
       survived: null,
+      list: undefined,
       result: skipped(
         'processes',
         'processes',
@@ -174,12 +178,14 @@ async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
     if (SandkeepError.hasCode(error, 'CAPABILITY_UNSUPPORTED')) {
       return {
         survived: null,
+        list: undefined,
         result: skipped('processes', 'processes', 'the provider cannot list processes', started),
       }
     }
     throw error
   }
   const missing = recorded.filter((p) => !running.some((r) => r.command === p.command))
+  const list = running
   const samePid = recorded.filter((p) => running.some((r) => r.command === p.command && r.pid === p.pid))
   const survived = missing.length === 0
   let message: string
@@ -189,6 +195,7 @@ async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
   else message = `${recorded.length} process(es) running, restarted by the platform (new pids)`
   return {
     survived,
+    list,
     result: {
       name: 'processes',
       kind: 'processes' as const,
@@ -209,25 +216,38 @@ function skipped(
   return { name, kind, status: 'skipped', required: false, probeMs: performance.now() - started, message }
 }
 
+/** What the resume verified, so the turn end does not write again what is known to be in place. */
+export interface VerifiedState {
+  /** Contexts whose sentinel was found at resume (same sandbox): their entry carries over as is. */
+  contexts: readonly UsedContext[]
+  /** True when the marker file was found intact at resume (same sandbox). */
+  marker: boolean
+}
+
 /**
- * Writes what the next turn will compare with: the sentinel in each context (the same value as before for a
- * context that kept it, so overlapping turns agree), the marker file, and the process list. In parallel.
+ * Writes what the next turn will compare with, in parallel: the sentinel in each context this turn used that
+ * was not verified at resume (a verified one still holds the value, so overlapping turns agree and nothing is
+ * re-run), the marker file unless it was verified, and the process list (always: the turn may have changed it).
  */
 export async function writeManifest(
   sandbox: SandboxHandle,
-  contexts: readonly UsedContext[],
+  used: readonly UsedContext[],
   previous: TurnManifest | null,
+  verified: VerifiedState,
   signal: AbortSignal,
 ): Promise<TurnManifest> {
   const sameSandbox = previous?.sandboxId === sandbox.id ? previous : null
-  const valueFor = (context: UsedContext) =>
+  const previousEntry = (context: UsedContext) =>
     sameSandbox?.memory?.find((m) => m.language === context.language && m.contextId === context.contextId)
-      ?.value ?? token()
-  const markerValue = sameSandbox?.filesystem?.value ?? token()
-  const [memory, processes] = await Promise.all([
+  const same = (a: UsedContext, b: UsedContext) => a.language === b.language && a.contextId === b.contextId
+  const kept = verified.contexts.filter((c) => previousEntry(c) !== undefined)
+  const toSet = used.filter((c) => !kept.some((k) => same(k, c)))
+  const markerKept = verified.marker && sameSandbox?.filesystem ? sameSandbox.filesystem : null
+  const markerValue = markerKept?.value ?? sameSandbox?.filesystem?.value ?? token()
+  const [written, processes] = await Promise.all([
     Promise.all(
-      contexts.map(async (context) => {
-        const value = valueFor(context)
+      toSet.map(async (context) => {
+        const value = previousEntry(context)?.value ?? token()
         const result = await sandbox.runCode(setSentinelCode(context.language, value), {
           language: context.language,
           ...(context.contextId ? { contextId: context.contextId } : {}),
@@ -252,8 +272,9 @@ export async function writeManifest(
         throw error
       },
     ),
-    sandbox.writeFile(MARKER_PATH, markerValue, { signal }),
+    markerKept ? Promise.resolve() : sandbox.writeFile(MARKER_PATH, markerValue, { signal }),
   ])
+  const memory = [...kept.map((c) => previousEntry(c)).filter((m) => m !== undefined), ...written]
   return {
     writtenAt: Date.now(),
     sandboxId: sandbox.id,

@@ -6,7 +6,7 @@ import type {
   HealthRepair,
   PortHealthCheck,
 } from './health.js'
-import type { SandboxHandle } from './sandbox-provider.js'
+import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
 
 /** Default time allowed for one probe (and again for its repair), ms. */
 export const DEFAULT_CHECK_TIMEOUT_MS = 10_000
@@ -24,11 +24,16 @@ export async function runDeclaredChecks(
   sandbox: SandboxHandle,
   checks: readonly HealthCheck[],
   signal: AbortSignal,
+  processList?: ProcessInfo[],
 ): Promise<HealthCheckResult[]> {
   const results = new Map<HealthCheck, HealthCheckResult>()
   const processes = checks.filter((c) => c.kind === 'process')
   const others = checks.filter((c) => c.kind !== 'process')
-  await Promise.all(processes.map(async (c) => results.set(c, await runCheck(sandbox, c, signal, false))))
+  // The first probe of process checks reuses a list read a moment ago by the built-in probe.
+  const listed = processList
+  await Promise.all(
+    processes.map(async (c) => results.set(c, await runCheck(sandbox, c, signal, false, listed))),
+  )
   const restarted = [...results.values()].some((r) => r.status === 'repaired')
   await Promise.all(others.map(async (c) => results.set(c, await runCheck(sandbox, c, signal, restarted))))
   return checks.map((c) => results.get(c) as HealthCheckResult)
@@ -39,12 +44,13 @@ async function runCheck(
   check: HealthCheck,
   turnSignal: AbortSignal,
   waitForPort: boolean,
+  processList?: ProcessInfo[],
 ): Promise<HealthCheckResult> {
   const timeoutMs = check.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS
   const required = check.required === true
   const started = performance.now()
   const first = await bounded(timeoutMs, turnSignal, async (signal) => {
-    let outcome = await probe(sandbox, check, signal)
+    let outcome = await probe(sandbox, check, signal, processList)
     // A server a process check just restarted needs a moment to listen.
     for (let attempt = 0; !outcome.ok && waitForPort && check.kind === 'port' && !signal.aborted; attempt++) {
       await delay(Math.min(50 * 2 ** attempt, 500), signal)
@@ -127,10 +133,15 @@ async function runRepair(context: HealthCheckContext, repair: HealthRepair): Pro
   if (result.error) throw new Error(`repair code raised ${result.error.name}: ${result.error.value}`)
 }
 
-async function probe(sandbox: SandboxHandle, check: HealthCheck, signal: AbortSignal): Promise<ProbeOutcome> {
+async function probe(
+  sandbox: SandboxHandle,
+  check: HealthCheck,
+  signal: AbortSignal,
+  processList?: ProcessInfo[],
+): Promise<ProbeOutcome> {
   switch (check.kind) {
     case 'process': {
-      const processes = await sandbox.listProcesses()
+      const processes = processList ?? (await sandbox.listProcesses())
       const found = processes.some((p) => commandMatches(p, check.command))
       return found
         ? { ok: true }

@@ -370,6 +370,27 @@ describe('createSessionManager: health and rehydration', () => {
     expect(provider.callsOf('create')).toHaveLength(1)
   })
 
+  it('a steady turn end rewrites only the process list; what the resume verified carries over', async () => {
+    const { provider, sessions, id } = setup()
+    await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.runCode('a = 1')
+    })
+    const turn = await sessions.beginTurn(id)
+    expect(turn.report?.survived).toMatchObject({ memory: true, filesystem: true })
+    provider.clearCalls()
+    await turn.end()
+    expect(provider.calls.map((c) => c.operation)).toEqual(['listProcesses', 'pause'])
+    await sessions.withTurn(id, async (next) => {
+      expect(next.report?.survived).toMatchObject({ memory: true, filesystem: true })
+      // The marker really is checked: delete it and the next resume says files were lost.
+      await next.sandbox.remove('/home/user/.sandkeep')
+    })
+    await sessions.withTurn(id, async (next) => {
+      expect(next.report?.survived.filesystem).toBe(false)
+      expect(next.report?.stateLost).toBe(true)
+    })
+  })
+
   it('with rehydrate none, reports the loss without replaying', async () => {
     const { sessions, id } = setup({ rehydrate: 'none' }, { pauseKeeps: { memory: false } })
     await sessions.withTurn(id, async (turn) => {

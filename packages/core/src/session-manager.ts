@@ -1,14 +1,14 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { SandkeepError } from './errors.js'
 import { createEventHub } from './events.js'
-import { probeFidelity, type UsedContext, writeManifest } from './fidelity.js'
+import { probeFidelity, type UsedContext, type VerifiedState, writeManifest } from './fidelity.js'
 import type { HealthCheck, HealthCheckResult } from './health.js'
 import { runDeclaredChecks } from './health-runner.js'
 import type { JournalStep } from './journal.js'
 import { replaySteps, validateJournalStep } from './rehydrate.js'
 import type { ResumeOutcome, ResumeReport, TurnEndReport } from './report.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, retryProviderCall, sleep, toSandkeepError } from './retry.js'
-import type { CreateSandboxOptions, SandboxHandle, SandboxProvider } from './sandbox-provider.js'
+import type { CreateSandboxOptions, ProcessInfo, SandboxHandle, SandboxProvider } from './sandbox-provider.js'
 import type {
   GcResult,
   OnTurnEnd,
@@ -381,6 +381,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     private foreign = false
     private renewTimer: NodeJS.Timeout | undefined
     private readonly contexts: UsedContext[] = []
+    private verified: VerifiedState = { contexts: [], marker: false }
     private manifestBase: TurnManifest | null
 
     constructor(
@@ -620,6 +621,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           : { memory: null, filesystem: null, processes: null }
         : { memory: null, filesystem: null, processes: null }
       const healthStarted = performance.now()
+      let processList: ProcessInfo[] | undefined
       if (fresh) {
         this.manifestBase = null
         const started = performance.now()
@@ -630,17 +632,20 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       } else if (config.fidelityProbes && record?.manifest) {
         const fidelity = await probeFidelity(handle, record.manifest, signal)
         survived = fidelity.survived
-        // What the next manifest carries forward: contexts that kept their sentinel.
-        for (const context of fidelity.keptContexts)
-          this.trackContext(context.language, context.contextId ?? undefined)
+        // What the turn end need not write again: sentinels and the marker found intact.
+        this.verified = { contexts: fidelity.keptContexts, marker: fidelity.survived.filesystem === true }
+        processList = fidelity.processList
         const lost = fidelity.survived.memory === false || fidelity.survived.filesystem === false
         if (lost) {
           stateLost = true
           if (config.rehydrate === 'journal') {
             const started = performance.now()
+            // Files survived: commands and file writes left their effects on disk, so only code runs again.
+            const codeOnly = fidelity.survived.filesystem === true
             rehydratedSteps = await this.replayJournal(
               handle,
               fidelity.survived.memory === false ? 'memory-lost' : 'filesystem-lost',
+              codeOnly,
             )
             rehydrateMs += performance.now() - started
             const memory = fidelity.checks.find((c) => c.name === 'memory')
@@ -666,7 +671,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           })
         }
       } else if (config.healthChecks.length > 0) {
-        checks.push(...(await runDeclaredChecks(handle, config.healthChecks, signal)))
+        checks.push(...(await runDeclaredChecks(handle, config.healthChecks, signal, processList)))
       }
       const healthMs = performance.now() - healthStarted - rehydrateMs
       for (const result of checks) {
@@ -778,9 +783,12 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     private async replayJournal(
       handle: SandboxHandle,
       reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost',
+      codeOnly = false,
     ): Promise<number> {
       const started = performance.now()
-      const steps = (await store.readJournal(this.key)).map((entry) => entry.step)
+      const steps = (await store.readJournal(this.key))
+        .map((entry) => entry.step)
+        .filter((step) => !codeOnly || step.kind === 'code')
       if (steps.length === 0) return 0
       let done = 0
       try {
@@ -829,7 +837,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       let manifest: TurnManifest | undefined
       if (handle && config.fidelityProbes) {
         try {
-          manifest = await writeManifest(handle, this.contexts, this.manifestBase, signal)
+          manifest = await writeManifest(handle, this.contexts, this.manifestBase, this.verified, signal)
         } catch (cause) {
           fail('manifest', cause)
         }
