@@ -333,6 +333,25 @@ describe('createSessionManager: resume ladder', () => {
     expect(provider.callsOf('pause')).toHaveLength(1)
   })
 
+  it('a creator that died mid-creation is replaced once its lease lapses (single-flight, bounded wait)', async () => {
+    const { provider, store, sessions, id } = setup()
+    const key = { tenant: 'default', conversationId: id }
+    const dead = await store.acquire(key, { holderId: 'dead-creator', leaseMs: 400 })
+    expect(dead.create).toBe(true)
+    const turn = await sessions.beginTurn(id)
+    expect(turn.report?.outcome).toBe('created')
+    expect(provider.callsOf('create')).toHaveLength(1)
+    expect((await turn.end()).last).toBe(true)
+  })
+
+  it('gives up waiting for another creator after createWaitMs with SESSION_BUSY', async () => {
+    const { provider, store, sessions, id } = setup({ createWaitMs: 200 })
+    const key = { tenant: 'default', conversationId: id }
+    await store.acquire(key, { holderId: 'slow-creator', leaseMs: 60_000 })
+    await expect(sessions.beginTurn(id)).rejects.toMatchObject({ code: 'SESSION_BUSY', retryable: true })
+    expect(provider.calls).toHaveLength(0)
+  })
+
   it('the last holder pauses even when it never touched the sandbox', async () => {
     const { provider, sessions, id } = setup()
     await sessions.withTurn(id, async () => {})

@@ -361,7 +361,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
   class TurnImpl implements Turn {
     readonly conversationId: string
     readonly tenant: string
-    readonly holderId = randomUUID()
+    readonly holderId: string
     readonly journal: TurnJournal
     readonly sandbox: SandboxHandle
     report: ResumeReport | undefined
@@ -395,6 +395,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       this.conversationId = key.conversationId
       this.tenant = key.tenant
       this.acquired = acquired
+      this.holderId = acquired.lease.holderId
       this.lease = acquired.lease
       this.beganAt = beganAt
       this.storeMs = storeMs

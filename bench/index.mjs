@@ -1,0 +1,34 @@
+// Root benchmarks (`pnpm bench` runs the packages' benches first, then this). Uses the BUILT packages: run
+// `pnpm build` before. Options: --iterations N (overhead turns per variant, default 200), --rows N (seed data
+// set rows, default 200000), --think-ms N (user think time between seed turns, default 2000), --only
+// overhead|seed, --json FILE (write the figures as JSON too).
+import { writeFile } from 'node:fs/promises'
+import { parseArgs } from 'node:util'
+import { runOverhead } from './overhead.mjs'
+import { runSeedWorkload } from './seed-workload.mjs'
+
+const { values } = parseArgs({
+  options: {
+    iterations: { type: 'string', default: '200' },
+    rows: { type: 'string', default: '200000' },
+    'think-ms': { type: 'string', default: '2000' },
+    only: { type: 'string' },
+    json: { type: 'string' },
+  },
+})
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+const figures = { date: new Date().toISOString(), node: process.version }
+
+if (values.only !== 'seed') {
+  console.log('\n## Per-turn overhead: sandkeep begin + end vs the raw SDK connect + pause (local-e2b)\n')
+  figures.overhead = await runOverhead({ iterations: Number(values.iterations), redisUrl })
+}
+if (values.only !== 'overhead') {
+  console.log('\n## Seed workload: install a package, load a data set, then 5 turns\n')
+  figures.seed = await runSeedWorkload({
+    rows: Number(values.rows),
+    thinkMs: Number(values['think-ms']),
+    redisUrl,
+  })
+}
+if (values.json) await writeFile(values.json, `${JSON.stringify(figures, null, 2)}\n`)

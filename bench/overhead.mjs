@@ -1,0 +1,132 @@
+// Per-turn overhead of sandkeep over the raw E2B SDK doing the same connect + pause, against one local-e2b
+// host, measured side by side: the variants run round-robin, one turn each per round, so that machine noise
+// (other processes on a 2-core box) falls on all of them alike.
+import { randomUUID } from 'node:crypto'
+import { Sandbox } from '@e2b/code-interpreter'
+import { createMemorySessionStore, createSessionManager, processCheck } from '@sandkeep/core'
+import { createE2BProvider } from '@sandkeep/e2b'
+import { startLocalE2B } from '@sandkeep/local-e2b'
+import { createRedisSessionStore } from '@sandkeep/redis'
+import { ms, quantile, redisReachable, summary, table } from './stats.mjs'
+
+const WORKER = 'sleep 86400 # sandkeep-bench-worker'
+
+export async function runOverhead({ iterations = 200, warmup = 20, redisUrl, log = console.log } = {}) {
+  const host = await startLocalE2B({ pauseMode: 'memory', logger: () => {} })
+  const connection = { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }
+  const closers = []
+  try {
+    const withRedis = await redisReachable(redisUrl)
+    const stores = { memory: () => createMemorySessionStore() }
+    if (withRedis) {
+      stores.redis = () =>
+        createRedisSessionStore({
+          redis: redisUrl,
+          prefix: `sandkeep-bench-${randomUUID().slice(0, 8)}`,
+          ttlMs: 3_600_000,
+        })
+    } else {
+      log(`(Redis not reachable at ${redisUrl}: the Redis rows are left out)`)
+    }
+
+    const variants = []
+    // The baseline: the raw SDK's connect (which resumes) and pause of one sandbox.
+    const raw = await Sandbox.create({ ...connection, timeoutMs: 3_600_000, allowInternetAccess: false })
+    await Sandbox.pause(raw.sandboxId, connection)
+    variants.push({
+      name: 'raw SDK: Sandbox.connect + Sandbox.pause',
+      turn: async () => {
+        await Sandbox.connect(raw.sandboxId, { ...connection, timeoutMs: 600_000 })
+        await Sandbox.pause(raw.sandboxId, connection)
+      },
+    })
+
+    for (const [storeName, makeStore] of Object.entries(stores)) {
+      for (const checks of [false, true]) {
+        const store = makeStore()
+        closers.push(() => store.close())
+        const sessions = createSessionManager({
+          store,
+          provider: createE2BProvider(connection),
+          fidelityProbes: checks,
+          ...(checks ? { healthChecks: [processCheck({ name: 'worker', command: WORKER })] } : {}),
+        })
+        const conversation = `bench-${randomUUID()}`
+        // The first turn creates the sandbox (and, with checks on, gives every probe something to compare).
+        await sessions.withTurn(conversation, async (turn) => {
+          if (checks) {
+            await turn.sandbox.runCode('state = 1')
+            await turn.sandbox.startProcess(WORKER)
+          }
+        })
+        variants.push({
+          name: `sandkeep, ${storeName === 'redis' ? 'Redis store' : 'memory store'}, health checks ${checks ? 'on' : 'off'}`,
+          turn: async () => {
+            const turn = await sessions.beginTurn(conversation)
+            const end = await turn.end()
+            if (end.action !== 'paused' || end.error)
+              throw new Error(`bench turn ended with ${JSON.stringify(end)}`)
+          },
+        })
+      }
+    }
+
+    const samples = variants.map(() => [])
+    for (let round = 0; round < warmup + iterations; round++) {
+      // Rotate the order each round so that no variant always runs first (or right after a given one).
+      for (let k = 0; k < variants.length; k++) {
+        const index = (round + k) % variants.length
+        const started = performance.now()
+        await variants[index].turn()
+        if (round >= warmup) samples[index].push(performance.now() - started)
+      }
+    }
+
+    const base = summary(samples[0])
+    const rows = variants.map((variant, index) => {
+      const stats = summary(samples[index])
+      const overhead = stats.p50 - base.p50
+      // Paired: the same round's raw turn is the baseline, which cancels slow drifts in machine load.
+      const paired = quantile(
+        samples[index].map((value, round) => value - samples[0][round]),
+        0.5,
+      )
+      return {
+        name: variant.name,
+        ...stats,
+        overheadMs: index === 0 ? 0 : overhead,
+        overheadPct: index === 0 ? 0 : (overhead / base.p50) * 100,
+        pairedOverheadMs: index === 0 ? 0 : paired,
+        pairedOverheadPct: index === 0 ? 0 : (paired / base.p50) * 100,
+      }
+    })
+    const signed = (value) => `${value >= 0 ? '+' : ''}${value.toFixed(2)} ms`
+    log(
+      table(
+        [
+          'variant (begin + end of one turn)',
+          'p50',
+          'p95',
+          'mean',
+          'overhead at p50',
+          'paired overhead (median)',
+        ],
+        rows.map((r, i) => [
+          r.name,
+          ms(r.p50),
+          ms(r.p95),
+          ms(r.mean),
+          i === 0 ? '(baseline)' : `${signed(r.overheadMs)} (${r.overheadPct.toFixed(1)} %)`,
+          i === 0 ? '' : `${signed(r.pairedOverheadMs)} (${r.pairedOverheadPct.toFixed(1)} %)`,
+        ]),
+      ),
+    )
+    log(
+      `\n${iterations} turns per variant after ${warmup} warm-up rounds, round-robin; isolation ${host.isolation}, freezer ${host.freezer}.`,
+    )
+    return { iterations, warmup, isolation: host.isolation, freezer: host.freezer, rows }
+  } finally {
+    for (const close of closers) await close().catch(() => undefined)
+    await host.close()
+  }
+}
