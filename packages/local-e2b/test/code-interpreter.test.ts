@@ -172,3 +172,57 @@ describe('code interpreter end to end', () => {
     expect((await sandbox.runCode('import os; os.getpid()')).text).not.toBe(pid)
   })
 })
+
+describe('interpreter memory under faults and retention', () => {
+  let t: TestHost
+  beforeAll(async () => {
+    t = await startTestHost({ retentionMs: 1_500 })
+  })
+  afterAll(async () => {
+    for (const view of t.host.listSandboxes()) await Sandbox.kill(view.sandboxId, t.opts).catch(() => {})
+    await t.host.close()
+  })
+  const create = () => Sandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
+
+  it('a dropped memory loses every kernel but keeps contexts; a cell running then ends with ContextRestarting', async () => {
+    const sandbox = await create()
+    await sandbox.runCode('x = 41 + 1')
+    await sandbox.runCode('var y = 1', { language: 'js' })
+    const contexts = (await sandbox.listCodeContexts()).map((context) => context.id)
+    const running = sandbox.runCode('print("started", flush=True)\nimport time; time.sleep(60)', {
+      timeoutMs: 30_000,
+      onStdout: () => {
+        void t.host.faults.dropMemory(sandbox.sandboxId)
+      },
+    })
+    expect((await running).error?.name).toBe('ContextRestarting')
+    expect((await sandbox.runCode('x')).error?.name).toBe('NameError')
+    expect((await sandbox.runCode('typeof y', { language: 'js' })).text).toBe('undefined')
+    expect((await sandbox.listCodeContexts()).map((context) => context.id)).toEqual(contexts)
+  })
+
+  it('a restarted host brings sandboxes back without kernels; the first cell cold-starts one', async () => {
+    const sandbox = await create()
+    await sandbox.runCode('x = 41 + 1')
+    await t.host.faults.restart()
+    const back = await Sandbox.connect(sandbox.sandboxId, t.opts)
+    expect((await back.runCode('x')).error?.name).toBe('NameError')
+    expect((await back.runCode('x = 1\nx + 1')).text).toBe('2')
+  })
+
+  it('within retention a resume keeps the kernel memory; past it the sandbox is gone', async () => {
+    const sandbox = await create()
+    await sandbox.runCode('x = 41 + 1')
+    await sandbox.pause()
+    const resumed = await Sandbox.connect(sandbox.sandboxId, t.opts)
+    expect((await resumed.runCode('x')).text).toBe('42')
+    await resumed.pause()
+    await waitUntil(
+      () => t.host.events.list({ type: 'sandbox-expire', sandboxId: sandbox.sandboxId }).length > 0,
+      15_000,
+    )
+    await expect(Sandbox.connect(sandbox.sandboxId, t.opts)).rejects.toMatchObject({
+      name: 'SandboxNotFoundError',
+    })
+  })
+})
