@@ -1,0 +1,97 @@
+// The Experimental_SandboxSession contract on a real local-e2b sandbox (through the E2B provider and SDK).
+import { randomUUID } from 'node:crypto'
+import { createMemorySessionStore, createSessionManager, type SessionManager } from '@sandkeep/core'
+import { createE2BProvider } from '@sandkeep/e2b'
+import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createSandboxSession } from '../src/sandbox-session.js'
+
+let host: LocalE2BHost
+let sessions: SessionManager
+const conversationId = `session-${randomUUID()}`
+
+beforeAll(async () => {
+  host = await startLocalE2B({ logger: () => {} })
+  sessions = createSessionManager({
+    store: createMemorySessionStore(),
+    provider: createE2BProvider({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }),
+  })
+}, 120_000)
+
+afterAll(async () => {
+  await sessions?.endSession(conversationId).catch(() => {})
+  await host?.close()
+}, 120_000)
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
+  let text = ''
+  const decoder = new TextDecoder()
+  for await (const chunk of stream) text += decoder.decode(chunk, { stream: true })
+  return text
+}
+
+describe('createSandboxSession on local-e2b', () => {
+  it('files: text, bytes, line ranges, null when missing, parents created, stat, list, delete', async () => {
+    await using session = createSandboxSession({ sessions, conversationId })
+    expect(session.started).toBe(false)
+    expect(await session.readTextFile({ path: 'nothing/here.txt' })).toBeNull()
+    expect(session.report?.outcome).toBe('created')
+    await session.writeTextFile({ path: 'a/b/c.txt', content: 'l1\nl2\nl3\n' })
+    expect(await session.readTextFile({ path: '/home/user/a/b/c.txt', startLine: 2, endLine: 9 })).toBe(
+      'l2\nl3\n',
+    )
+    const bytes = new Uint8Array([0, 255, 10, 13])
+    await session.writeBinaryFile({ path: 'bin/x.bin', content: bytes })
+    expect(await session.readBinaryFile({ path: 'bin/x.bin' })).toEqual(bytes)
+    expect(await readAll((await session.readFile({ path: 'a/b/c.txt' }))!)).toBe('l1\nl2\nl3\n')
+    expect(await session.stat({ path: 'a/b/c.txt' })).toEqual({ type: 'file', size: 9 })
+    expect(await session.stat({ path: 'a' })).toMatchObject({ type: 'directory' })
+    expect(await session.stat({ path: 'missing' })).toBeNull()
+    expect(await session.listDirectory({ path: 'a' })).toEqual([{ name: 'b', type: 'directory' }])
+    expect(await session.listDirectory({ path: 'missing' })).toBeNull()
+    await expect(session.deleteFile({ path: 'a' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(await session.deleteFile({ path: 'a/b/c.txt' })).toBe(true)
+    expect(await session.deleteFile({ path: 'a/b/c.txt' })).toBe(false)
+    const end = await session.end()
+    expect(end?.action).toBe('paused')
+    expect(host.getSandbox(session.report!.sandboxId)?.state).toBe('paused')
+  }, 120_000)
+
+  it('processes: run with cwd and env, spawn streams and can be killed, aborts are honoured', async () => {
+    await using session = createSandboxSession({ sessions, conversationId })
+    await session.writeTextFile({ path: 'work/in.txt', content: 'x' })
+    expect(
+      await session.run({ command: 'pwd; ls; echo $FOO', workingDirectory: 'work', env: { FOO: 'bar' } }),
+    ).toEqual({
+      exitCode: 0,
+      stdout: '/home/user/work\nin.txt\nbar\n',
+      stderr: '',
+    })
+    expect(await session.run({ command: 'echo no >&2; exit 4' })).toMatchObject({
+      exitCode: 4,
+      stderr: 'no\n',
+    })
+
+    const child = await session.spawn({
+      command: 'for i in 1 2 3; do echo line $i; sleep 0.1; done; echo done >&2',
+    })
+    const [out, err, exit] = await Promise.all([readAll(child.stdout), readAll(child.stderr), child.wait()])
+    expect(out).toBe('line 1\nline 2\nline 3\n')
+    expect(err).toBe('done\n')
+    expect(exit).toEqual({ exitCode: 0 })
+
+    const sleeper = await session.spawn({ command: 'echo up; sleep 60' })
+    const reader = sleeper.stdout.getReader()
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('up\n')
+    await sleeper.kill()
+    expect(await sleeper.wait()).toEqual({ exitCode: -1 })
+
+    const controller = new AbortController()
+    const running = session.run({ command: 'sleep 60', abortSignal: controller.signal })
+    setTimeout(() => controller.abort(new Error('enough')), 300)
+    await expect(running).rejects.toBeDefined()
+    expect(await session.run({ command: "pgrep -xf 'sleep 60' || echo none" })).toMatchObject({
+      stdout: 'none\n',
+    })
+  }, 120_000)
+})
