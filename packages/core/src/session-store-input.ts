@@ -369,82 +369,81 @@ export function corruptRecordError(
 }
 
 const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value)
-const isNullableNumber = (value: unknown) => value === null || isNumber(value)
-const isNullableString = (value: unknown) => value === null || typeof value === 'string'
+
+const NUMBER_TEXT = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/
 
 /**
- * Parses a stored record: the scalar fields (`core`, JSON) and the manifest (JSON or `null`).
- * `expected` is the key the record must belong to (a mismatch means a hash collision or tampering).
+ * Parses a stored record kept as one text field per scalar (a missing field is null) plus `manifest` (the
+ * manifest's JSON) and `schemaVersion`. `expected` is the key the record must belong to (a mismatch means
+ * a hash collision or tampering); `conversationId` may be left out when only the hash is known.
  * @throws SandkeepError STORE_CORRUPT naming `where`
  */
-export function parseStoredRecord(
-  core: string,
-  manifest: string | null,
+export function parseRecordFields(
+  fields: Readonly<Record<string, string | undefined>>,
   where: string,
   expected: { tenant: string; conversationId?: string },
 ): SessionRecord {
-  let value: unknown
-  try {
-    value = JSON.parse(core)
-  } catch (error) {
-    throw corrupt(where, 'not JSON', undefined, error)
+  if (fields.schemaVersion !== String(SESSION_RECORD_SCHEMA_VERSION)) {
+    throw corrupt(where, `unknown schemaVersion ${JSON.stringify(fields.schemaVersion ?? null)}`, undefined)
   }
-  if (!isPlainObject(value)) throw corrupt(where, 'not a JSON object', undefined)
-  if (value.schemaVersion !== SESSION_RECORD_SCHEMA_VERSION) {
-    throw corrupt(where, `unknown schemaVersion ${JSON.stringify(value.schemaVersion)}`, undefined)
+  const number = (name: string): number => {
+    const text = fields[name]
+    if (text === undefined || !NUMBER_TEXT.test(text)) {
+      throw corrupt(where, `field ${name} is not a number`, undefined)
+    }
+    return Number(text)
   }
-  const fieldsOk =
-    typeof value.tenant === 'string' &&
-    typeof value.conversationId === 'string' &&
-    isNullableString(value.sandboxId) &&
-    isNullableString(value.providerId) &&
-    isNullableString(value.template) &&
-    isNumber(value.createdAt) &&
-    isNumber(value.updatedAt) &&
-    isNullableNumber(value.lastTurnStartedAt) &&
-    isNullableNumber(value.lastTurnEndedAt) &&
-    isNumber(value.turnCount) &&
-    isNumber(value.runningSeconds) &&
-    isNumber(value.pausedSeconds) &&
-    typeof value.state === 'string' &&
-    SANDBOX_STATES.includes(value.state as SessionSandboxState) &&
-    isNullableNumber(value.pausedAt) &&
-    isNumber(value.mappingToken)
-  if (!fieldsOk) throw corrupt(where, 'a field is missing or has the wrong type', undefined)
+  const nullableNumber = (name: string): number | null => (fields[name] === undefined ? null : number(name))
+  const nullableText = (name: string): string | null => fields[name] ?? null
+  const state = fields.state
   if (
-    value.tenant !== expected.tenant ||
-    (expected.conversationId !== undefined && value.conversationId !== expected.conversationId)
+    typeof fields.tenant !== 'string' ||
+    typeof fields.conversationId !== 'string' ||
+    !SANDBOX_STATES.includes(state as SessionSandboxState)
+  ) {
+    throw corrupt(where, 'a field is missing or has the wrong value', undefined)
+  }
+  if (
+    fields.tenant !== expected.tenant ||
+    (expected.conversationId !== undefined && fields.conversationId !== expected.conversationId)
   ) {
     throw corrupt(where, 'it names another tenant or conversation', undefined)
   }
-  let parsedManifest: TurnManifest | null = null
-  if (manifest !== null && manifest !== 'null') {
+  let manifest: TurnManifest | null = null
+  if (fields.manifest !== undefined) {
     try {
-      parsedManifest = checkManifest(JSON.parse(manifest))
+      manifest = checkManifest(JSON.parse(fields.manifest))
     } catch (error) {
       throw corrupt(where, 'the manifest does not parse', undefined, error)
     }
   }
   const record: SessionRecord = {
     schemaVersion: SESSION_RECORD_SCHEMA_VERSION,
-    tenant: value.tenant as string,
-    conversationId: value.conversationId as string,
-    sandboxId: value.sandboxId as string | null,
-    providerId: value.providerId as string | null,
-    template: value.template as string | null,
-    createdAt: value.createdAt as number,
-    updatedAt: value.updatedAt as number,
-    lastTurnStartedAt: value.lastTurnStartedAt as number | null,
-    lastTurnEndedAt: value.lastTurnEndedAt as number | null,
-    turnCount: value.turnCount as number,
-    runningSeconds: value.runningSeconds as number,
-    pausedSeconds: value.pausedSeconds as number,
-    state: value.state as SessionSandboxState,
-    pausedAt: value.pausedAt as number | null,
-    mappingToken: value.mappingToken as number,
-    manifest: parsedManifest,
+    tenant: fields.tenant,
+    conversationId: fields.conversationId,
+    sandboxId: nullableText('sandboxId'),
+    providerId: nullableText('providerId'),
+    template: nullableText('template'),
+    createdAt: number('createdAt'),
+    updatedAt: number('updatedAt'),
+    lastTurnStartedAt: nullableNumber('lastTurnStartedAt'),
+    lastTurnEndedAt: nullableNumber('lastTurnEndedAt'),
+    turnCount: number('turnCount'),
+    runningSeconds: number('runningSeconds'),
+    pausedSeconds: number('pausedSeconds'),
+    state: state as SessionSandboxState,
+    pausedAt: nullableNumber('pausedAt'),
+    mappingToken: number('mappingToken'),
+    manifest,
   }
-  if (isPlainObject(value.extra)) record.extra = value.extra
+  if (fields.extra !== undefined) {
+    try {
+      const extra: unknown = JSON.parse(fields.extra)
+      if (isPlainObject(extra)) record.extra = extra
+    } catch (error) {
+      throw corrupt(where, 'field extra does not parse', undefined, error)
+    }
+  }
   return record
 }
 

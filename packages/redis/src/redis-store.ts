@@ -23,7 +23,7 @@ import {
   type Lease,
   type ListPosition,
   parseJournalEntry,
-  parseStoredRecord,
+  parseRecordFields,
   type ReleaseInput,
   type ReleaseResult,
   SandkeepError,
@@ -38,6 +38,7 @@ import {
 } from '@sandkeep/core'
 import { type Cluster, Redis, type RedisOptions } from 'ioredis'
 import { checkPrefix, type SessionKeys, sessionKeys, sessionKeysByMember, tenantIndexKey } from './keys.js'
+import { recordFieldMap } from './record-fields.js'
 import { loadScripts, type ScriptFile } from './scripts.js'
 
 /** An ioredis client: a standalone/Sentinel `Redis` or a `Cluster`. */
@@ -90,7 +91,7 @@ const OPTION_NAMES = [
 ]
 
 type ScriptArgument = string | number
-type ScriptReply = Array<string | number>
+type ScriptReply = Array<string | number | Array<string | null>>
 type ScriptCommand = (...args: ScriptArgument[]) => Promise<ScriptReply>
 
 const clientsWithScripts = new WeakSet<object>()
@@ -264,19 +265,14 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     throw corruptRecordError(where, 'it does not parse, has an unknown schemaVersion or the wrong type', key)
   }
 
+  /** A record from a script's positional reply (empty = no record). */
   const recordOf = (
-    core: unknown,
-    manifest: unknown,
+    values: unknown,
     keys: SessionKeys,
-    key: SessionKey,
-  ): SessionRecord | null =>
-    typeof core === 'string' && core !== ''
-      ? parseStoredRecord(
-          core,
-          typeof manifest === 'string' && manifest !== '' ? manifest : null,
-          keys.record,
-          key,
-        )
+    expected: { tenant: string; conversationId?: string },
+  ) =>
+    Array.isArray(values) && values.length > 0
+      ? parseRecordFields(recordFieldMap(values), keys.record, expected)
       : null
 
   const leaseLost = (key: SessionKey, why: string) =>
@@ -317,10 +313,10 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       )
       refuseCorrupt(reply, keys, key)
       return {
-        lease: { holderId, fencingToken: Number(reply[5]), expiresAt: Number(reply[6]) },
-        record: recordOf(reply[1], reply[2], keys, key),
-        create: reply[3] === 1,
-        holders: Number(reply[4]),
+        lease: { holderId, fencingToken: Number(reply[4]), expiresAt: Number(reply[5]) },
+        record: recordOf(reply[1], keys, key),
+        create: reply[2] === 1,
+        holders: Number(reply[3]),
       }
     },
 
@@ -365,7 +361,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       )
       refuseCorrupt(reply, keys, key)
       if (reply[0] !== 'ok') throw leaseLost(key, 'it lapsed while waiting for creation')
-      return { record: recordOf(reply[1], reply[2], keys, key), create: reply[3] === 1 }
+      return { record: recordOf(reply[1], keys, key), create: reply[2] === 1 }
     },
 
     async setSandbox(keyInput, leaseInput, input: SetSandboxInput): Promise<SessionRecord> {
@@ -381,7 +377,8 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
         checked.sandboxId,
         checked.expectedSandboxId ?? '',
         checked.providerId,
-        input.template === undefined ? '' : JSON.stringify(checked.template),
+        input.template === undefined ? 'keep' : checked.template === null ? 'null' : 'set',
+        checked.template ?? '',
         checked.state,
         defaultTtlMs,
       ]
@@ -415,7 +412,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
               : 'it lapsed before the mapping was written'
         throw leaseLost(key, why)
       }
-      return recordOf(reply[1], reply[2], keys, key)!
+      return recordOf(reply[1], keys, key)!
     },
 
     async release(keyInput, leaseInput, input: ReleaseInput): Promise<ReleaseResult> {
@@ -465,7 +462,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
         return released
       })
       refuseCorrupt(reply, keys, key)
-      return { last: reply[1] === 1, record: recordOf(reply[2], reply[3], keys, key) }
+      return { last: reply[1] === 1, record: recordOf(reply[2], keys, key) }
     },
 
     async setState(keyInput, stateInput: SessionSandboxState, stateOptions): Promise<SessionRecord | null> {
@@ -488,7 +485,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
         ),
       )
       refuseCorrupt(reply, keys, key)
-      return reply[0] === 'ok' ? recordOf(reply[1], reply[2], keys, key) : null
+      return reply[0] === 'ok' ? recordOf(reply[1], keys, key) : null
     },
 
     async get(keyInput): Promise<SessionRecord | null> {
@@ -498,7 +495,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
         script(redis, 'read-record-1', keys.record, key.tenant, key.conversationId),
       )
       refuseCorrupt(reply, keys, key)
-      return reply[0] === 'ok' ? recordOf(reply[1], reply[2], keys, key) : null
+      return reply[0] === 'ok' ? recordOf(reply[1], keys, key) : null
     },
 
     async delete(keyInput): Promise<boolean> {
@@ -554,7 +551,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
             gone.push(member, score)
             continue
           }
-          const record = parseStoredRecord(String(reply[1]), String(reply[2]), keys.record, { tenant })
+          const record = recordOf(reply[1], keys, { tenant })!
           if (keys.member !== sessionKeys(prefix, { tenant, conversationId: record.conversationId }).member) {
             throw corruptRecordError(keys.record, 'it names another conversation than its key')
           }

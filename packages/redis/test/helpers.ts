@@ -21,18 +21,16 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<void> 
   } while (cursor !== '0')
 }
 
-/** A corruptRecord hook for the conformance suite: overwrites the record's JSON with text that is not JSON. */
+/** A corruptRecord hook for the conformance suite: overwrites a counter of the record with text. */
 export function corruptWith(raw: () => Redis | import('ioredis').Cluster, prefix: string) {
   return async (_store: SessionStore, key: SessionKey) => {
     const keys = sessionKeys(prefix, key)
-    const damaged = '{"schemaVersion":1, this is not json'
-    await raw().hset(keys.record, 'core', damaged)
-    const manifest = await raw().hget(keys.record, 'manifest')
+    const before = await raw().hgetall(keys.record)
+    const damaged = { ...before, turnCount: 'three, I think' }
+    await raw().hset(keys.record, 'turnCount', damaged.turnCount)
     return {
       location: keys.record,
-      isUntouched: async () =>
-        (await raw().hget(keys.record, 'core')) === damaged &&
-        (await raw().hget(keys.record, 'manifest')) === manifest,
+      isUntouched: async () => JSON.stringify(await raw().hgetall(keys.record)) === JSON.stringify(damaged),
     }
   }
 }

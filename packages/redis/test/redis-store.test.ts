@@ -163,23 +163,12 @@ describe('createRedisSessionStore', () => {
 describe('corrupt records', () => {
   const cases: Array<{ name: string; damage: (keys: ReturnType<typeof sessionKeys>) => Promise<unknown> }> = [
     {
-      name: 'record JSON that does not parse',
-      damage: (keys) => raw.hset(keys.record, 'core', '{"schemaVersion":1,'),
+      name: 'a counter that is not a number',
+      damage: (keys) => raw.hset(keys.record, 'turnCount', '3 or so'),
     },
-    {
-      name: 'an unknown schemaVersion',
-      damage: async (keys) => {
-        const core = JSON.parse((await raw.hget(keys.record, 'core'))!)
-        return raw.hset(keys.record, 'core', JSON.stringify({ ...core, schemaVersion: 2 }))
-      },
-    },
-    {
-      name: 'a field of the wrong type',
-      damage: async (keys) => {
-        const core = JSON.parse((await raw.hget(keys.record, 'core'))!)
-        return raw.hset(keys.record, 'core', JSON.stringify({ ...core, turnCount: 'many' }))
-      },
-    },
+    { name: 'an unknown schemaVersion', damage: (keys) => raw.hset(keys.record, 'schemaVersion', '2') },
+    { name: 'a missing field', damage: (keys) => raw.hdel(keys.record, 'createdAt') },
+    { name: 'an unknown state', damage: (keys) => raw.hset(keys.record, 'state', 'asleep') },
     { name: 'a manifest that does not parse', damage: (keys) => raw.hset(keys.record, 'manifest', '[oops') },
     {
       name: 'a record key of the wrong Redis type',
@@ -190,10 +179,7 @@ describe('corrupt records', () => {
     },
     {
       name: 'the record of another conversation (hash collision or tampering)',
-      damage: async (keys) => {
-        const core = JSON.parse((await raw.hget(keys.record, 'core'))!)
-        return raw.hset(keys.record, 'core', JSON.stringify({ ...core, conversationId: 'someone-else' }))
-      },
+      damage: (keys) => raw.hset(keys.record, 'conversationId', 'someone-else'),
     },
   ]
 

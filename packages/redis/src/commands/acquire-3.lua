@@ -11,12 +11,13 @@
   ARGV[4] lease length, ms
   ARGV[5] session TTL, ms
 
-  Returns { 'ok', core JSON or '', manifest JSON or '', create (0|1), live holders, fencing token, expiresAt }
+  Returns { 'ok', record values in FIELDS order (empty when none), create (0|1), live holders, fencing token,
+    expiresAt }
        or { 'corrupt', index in KEYS of the bad key }
 ]]
 --- @include "session"
 
-local status, core, core_json, manifest = load_record(KEYS[1], ARGV[1], ARGV[2])
+local status, record = load_record(KEYS[1], ARGV[1], ARGV[2])
 if status == 'corrupt' then return { 'corrupt', 1 } end
 local holder_id, lease_ms, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = store_now()
@@ -25,13 +26,13 @@ if not holders then return { 'corrupt', 2 } end
 
 -- Never issue a token at or below the mapping's, even if the counter was lost.
 local token = counter
-if core and core.mappingToken > token then token = core.mappingToken end
+if record and tonumber(record[F_TOKEN]) > token then token = tonumber(record[F_TOKEN]) end
 token = token + 1
 local expires_at = now + lease_ms
 if not holders[holder_id] then count = count + 1 end
 
 local create = 0
-if (not core or core.sandboxId == cjson.null) and (not claim or claim == holder_id) then
+if (not record or not record[F_SANDBOX]) and (not claim or claim == holder_id) then
   create = 1
   redis.call('HSET', KEYS[2], 'token', token, 'h:' .. holder_id, holder_value(expires_at, token, now),
     'claim', holder_id)
@@ -39,11 +40,10 @@ else
   redis.call('HSET', KEYS[2], 'token', token, 'h:' .. holder_id, holder_value(expires_at, token, now))
 end
 
-if core then
-  core.lastTurnStartedAt = now
-  core.updatedAt = now
-  core_json = cjson.encode(core)
-  redis.call('HSET', KEYS[1], 'core', core_json)
+if record then
+  record[F_STARTED] = integer(now)
+  record[F_UPDATED] = record[F_STARTED]
+  redis.call('HSET', KEYS[1], 'lastTurnStartedAt', record[F_STARTED], 'updatedAt', record[F_UPDATED])
 end
 refresh(KEYS, ttl)
-return { 'ok', core_json or '', manifest or '', create, count, token, expires_at }
+return { 'ok', record or {}, create, count, token, expires_at }

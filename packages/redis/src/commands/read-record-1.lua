@@ -6,11 +6,11 @@
   ARGV[1] tenant
   ARGV[2] conversation id, or '' when only the hash is known (listing)
 
-  Returns { 'ok', core JSON, manifest JSON } or { 'none' } or { 'corrupt', 1 }
+  Returns { 'ok', record values in FIELDS order } or { 'none' } or { 'corrupt', 1 }
 ]]
 --- @include "session"
 
-local status, _, core_json, manifest = load_record(KEYS[1], ARGV[1], ARGV[2])
+local status, record = load_record(KEYS[1], ARGV[1], ARGV[2])
 if status == 'corrupt' then return { 'corrupt', 1 } end
 if status == 'none' then return { 'none' } end
-return { 'ok', core_json, manifest }
+return { 'ok', record }

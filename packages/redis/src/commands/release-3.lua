@@ -18,7 +18,7 @@
   ARGV[10] state to record if last, '' to leave it
   ARGV[11] session TTL, ms
 
-  Returns { 'ok', last (0|1), core JSON or '', manifest JSON or '' }
+  Returns { 'ok', last (0|1), record values in FIELDS order (empty when none) }
        or { 'corrupt', index in KEYS of the bad key }
 ]]
 --- @include "session"

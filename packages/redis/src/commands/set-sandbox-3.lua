@@ -12,11 +12,12 @@
   ARGV[5] new sandbox id
   ARGV[6] expected sandbox id, '' for none
   ARGV[7] provider id
-  ARGV[8] template as JSON (a string or null), '' to keep the stored one
-  ARGV[9] state to record
-  ARGV[10] session TTL, ms
+  ARGV[8] template: 'set' (ARGV[9]), 'null', or 'keep' the stored one
+  ARGV[9] template name when ARGV[8] is 'set'
+  ARGV[10] state to record
+  ARGV[11] session TTL, ms
 
-  Returns { 'ok', core JSON, manifest JSON }
+  Returns { 'ok', record values in FIELDS order, updatedAt }
        or { 'lost', reason ('lapsed' | 'stale-token' | 'mismatch'), detail }
        or { 'corrupt', index in KEYS of the bad key }
 ]]

@@ -9,17 +9,16 @@
   ARGV[4] when it happened, epoch ms ('' = store clock now); becomes pausedAt for 'paused'
   ARGV[5] session TTL, ms
 
-  Returns { 'ok', core JSON, manifest JSON } or { 'none' } or { 'corrupt', 1 }
+  Returns { 'ok', record values in FIELDS order } or { 'none' } or { 'corrupt', 1 }
 ]]
 --- @include "session"
 
-local status, core, _, manifest = load_record(KEYS[1], ARGV[1], ARGV[2])
+local status, record = load_record(KEYS[1], ARGV[1], ARGV[2])
 if status == 'corrupt' then return { 'corrupt', 1 } end
 if status == 'none' then return { 'none' } end
 local now = store_now()
-apply_state(core, ARGV[3], tonumber(ARGV[4]) or now)
-core.updatedAt = now
-local core_json = cjson.encode(core)
-redis.call('HSET', KEYS[1], 'core', core_json)
+apply_state(record, ARGV[3], tonumber(ARGV[4]) or now)
+record[F_UPDATED] = integer(now)
+save_fields(KEYS[1], record, { F_STATE, F_PAUSED_AT, F_UPDATED })
 refresh(KEYS, tonumber(ARGV[5]))
-return { 'ok', core_json, manifest }
+return { 'ok', record }

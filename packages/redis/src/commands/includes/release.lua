@@ -2,7 +2,7 @@
 -- release-3 (Cluster: the index is touched by its own command) and release-4 (one node: same script).
 -- Reads ARGV[1..11] as documented in release-3.lua. Returns the script's reply table.
 local function release_turn(record_key, lease_key, journal_key)
-  local status, core, core_json, manifest = load_record(record_key, ARGV[1], ARGV[2])
+  local status, record = load_record(record_key, ARGV[1], ARGV[2])
   if status == 'corrupt' then return { 'corrupt', 1 } end
   local holder_id, token = ARGV[3], tonumber(ARGV[4])
   local now = store_now()
@@ -11,7 +11,6 @@ local function release_turn(record_key, lease_key, journal_key)
   local holder = holders[holder_id]
   if holder and holder[2] == token then
     count = count - 1
-    holders[holder_id] = nil
     if claim == holder_id then
       redis.call('HDEL', lease_key, 'h:' .. holder_id, 'claim')
     else
@@ -21,21 +20,30 @@ local function release_turn(record_key, lease_key, journal_key)
   local last = 0
   if count == 0 then last = 1 end
 
-  if core then
-    local new_manifest = ARGV[5]
-    if new_manifest == 'null' or (new_manifest ~= '' and core.sandboxId == ARGV[6]) then
-      manifest = new_manifest
+  if record then
+    local positions = { F_ENDED, F_TURNS, F_RUNNING, F_PAUSED_SECONDS, F_UPDATED }
+    -- A manifest describes one sandbox: a holder whose sandbox was re-mapped meanwhile must not replace
+    -- the manifest of the new one.
+    if ARGV[5] == 'null' then
+      record[F_MANIFEST] = false
+      positions[#positions + 1] = F_MANIFEST
+    elseif ARGV[5] ~= '' and record[F_SANDBOX] == ARGV[6] then
+      record[F_MANIFEST] = ARGV[5]
+      positions[#positions + 1] = F_MANIFEST
     end
     local ended = tonumber(ARGV[7])
-    if core.lastTurnEndedAt == cjson.null or ended > core.lastTurnEndedAt then core.lastTurnEndedAt = ended end
-    core.turnCount = core.turnCount + 1
-    core.runningSeconds = core.runningSeconds + tonumber(ARGV[8])
-    core.pausedSeconds = core.pausedSeconds + tonumber(ARGV[9])
-    if last == 1 and ARGV[10] ~= '' then apply_state(core, ARGV[10], now) end
-    core.updatedAt = now
-    core_json = cjson.encode(core)
-    redis.call('HSET', record_key, 'core', core_json, 'manifest', manifest)
+    if not record[F_ENDED] or ended > tonumber(record[F_ENDED]) then record[F_ENDED] = integer(ended) end
+    record[F_TURNS] = integer(tonumber(record[F_TURNS]) + 1)
+    record[F_RUNNING] = float(tonumber(record[F_RUNNING]) + tonumber(ARGV[8]))
+    record[F_PAUSED_SECONDS] = float(tonumber(record[F_PAUSED_SECONDS]) + tonumber(ARGV[9]))
+    if last == 1 and ARGV[10] ~= '' then
+      apply_state(record, ARGV[10], now)
+      positions[#positions + 1] = F_STATE
+      positions[#positions + 1] = F_PAUSED_AT
+    end
+    record[F_UPDATED] = integer(now)
+    save_fields(record_key, record, positions)
   end
   refresh({ record_key, lease_key, journal_key }, tonumber(ARGV[11]))
-  return { 'ok', last, core_json or '', manifest or '' }
+  return { 'ok', last, record or {} }
 end

@@ -1,9 +1,11 @@
 -- Helpers shared by the session scripts. The loader inlines this file where a script says
--- `--- @include "session"`. Every helper only touches keys its caller passed in KEYS.
+-- `--- @include "session"`. Every helper only touches keys its caller passes in (from KEYS).
 --
 -- Layout of one session (all keys share the hash tag {<tenant>:<hash>}, so one Cluster slot):
---   record   hash  core = JSON of the record's scalar fields, manifest = JSON of the manifest or 'null'
---            (the manifest is kept as the caller's JSON: cjson would turn its empty arrays into objects)
+--   record   hash  one field per scalar of the SessionRecord (a missing field is null), plus `manifest`
+--                  (the manifest's JSON, kept as the caller sent it). Counters are plain fields so a turn
+--                  never round-trips JSON through Lua (cjson would also turn empty arrays into objects),
+--                  and scripts address them by position (FIELDS) rather than building tables by name.
 --   lease    hash  token = last fencing token, claim = holder id of the creation claimant,
 --                  jbytes = journal bytes, h:<holderId> = '<expiresAt>:<token>:<startedAt>'
 --   journal  list  JSON entries in recording order
@@ -14,42 +16,72 @@ local function store_now()
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
-local function is_number(value)
-  return type(value) == 'number'
+local STATES = { running = true, paused = true, killed = true, unknown = true }
+
+-- The record's fields, in the order scripts read them (HMGET) and reply with them. The client reads the
+-- reply in the same order (RECORD_FIELDS in record-fields.ts): keep both lists in step.
+local FIELDS = { 'schemaVersion', 'tenant', 'conversationId', 'sandboxId', 'providerId', 'template',
+  'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount', 'runningSeconds',
+  'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest' }
+local F_SCHEMA, F_TENANT, F_CONVERSATION, F_SANDBOX, F_PROVIDER, F_TEMPLATE = 1, 2, 3, 4, 5, 6
+local F_CREATED, F_UPDATED, F_STARTED, F_ENDED, F_TURNS, F_RUNNING = 7, 8, 9, 10, 11, 12
+local F_PAUSED_SECONDS, F_STATE, F_PAUSED_AT, F_TOKEN, F_MANIFEST = 13, 14, 15, 16, 17
+local NUMBERS = { F_CREATED, F_UPDATED, F_TURNS, F_RUNNING, F_PAUSED_SECONDS, F_TOKEN }
+local OPTIONAL_NUMBERS = { F_STARTED, F_ENDED, F_PAUSED_AT }
+
+local function integer(value)
+  return string.format('%d', value)
 end
 
-local function is_nullable(value, kind)
-  return value == cjson.null or type(value) == kind
+-- Seconds are floats; 17 significant digits read back to the same double.
+local function float(value)
+  return string.format('%.17g', value)
 end
 
 -- Reads and checks the record without writing anything, so a caller can refuse before any write.
--- Returns 'none'; or 'corrupt'; or 'ok', the decoded scalar fields, their JSON and the manifest JSON.
+-- Returns 'none'; or 'corrupt'; or 'ok' and the record's values in FIELDS order (false = null).
 -- `conversation_id` may be '' when the caller only knows the hash (listing).
 local function load_record(key, tenant, conversation_id)
-  local raw = redis.pcall('HMGET', key, 'core', 'manifest')
-  if raw.err then return 'corrupt' end
-  if not raw[1] then
+  local record = redis.pcall('HMGET', key, unpack(FIELDS))
+  if record.err then return 'corrupt' end
+  if not record[F_SCHEMA] then
     if redis.call('EXISTS', key) == 0 then return 'none' end
     return 'corrupt'
   end
-  local ok, core = pcall(cjson.decode, raw[1])
-  if not ok or type(core) ~= 'table' or core.schemaVersion ~= 1
-    or type(core.tenant) ~= 'string' or type(core.conversationId) ~= 'string'
-    or not is_nullable(core.sandboxId, 'string') or not is_nullable(core.lastTurnEndedAt, 'number')
-    or not is_number(core.mappingToken) or not is_number(core.turnCount)
-    or not is_number(core.runningSeconds) or not is_number(core.pausedSeconds)
-    or not is_number(core.createdAt) or type(core.state) ~= 'string' then
+  if record[F_SCHEMA] ~= '1' or record[F_TENANT] ~= tenant or not record[F_CONVERSATION]
+    or (conversation_id ~= '' and record[F_CONVERSATION] ~= conversation_id)
+    or not STATES[record[F_STATE]] then
     return 'corrupt'
   end
-  if core.tenant ~= tenant or (conversation_id ~= '' and core.conversationId ~= conversation_id) then
-    return 'corrupt'
+  for i = 1, #NUMBERS do
+    if not tonumber(record[NUMBERS[i]]) then return 'corrupt' end
   end
-  local manifest = raw[2] or 'null'
-  if manifest ~= 'null' then
-    local decoded_ok, decoded = pcall(cjson.decode, manifest)
-    if not decoded_ok or type(decoded) ~= 'table' then return 'corrupt' end
+  for i = 1, #OPTIONAL_NUMBERS do
+    local value = record[OPTIONAL_NUMBERS[i]]
+    if value and not tonumber(value) then return 'corrupt' end
   end
-  return 'ok', core, raw[1], manifest
+  if record[F_MANIFEST] then
+    local ok, decoded = pcall(cjson.decode, record[F_MANIFEST])
+    if not ok or type(decoded) ~= 'table' then return 'corrupt' end
+  end
+  return 'ok', record
+end
+
+-- Writes the record's values at the given FIELDS positions; a value of false is deleted (null).
+local function save_fields(key, record, positions)
+  local set, unset = {}, {}
+  for i = 1, #positions do
+    local position = positions[i]
+    local value = record[position]
+    if value then
+      set[#set + 1] = FIELDS[position]
+      set[#set + 1] = value
+    else
+      unset[#unset + 1] = FIELDS[position]
+    end
+  end
+  if #set > 0 then redis.call('HSET', key, unpack(set)) end
+  if #unset > 0 then redis.call('HDEL', key, unpack(unset)) end
 end
 
 -- Reads the lease hash; deletes lapsed holders, and the claim when its holder lapsed.
@@ -96,11 +128,11 @@ local function refresh(keys, ttl)
 end
 
 -- Records a sandbox state; pausedAt is set on pause and cleared when running again.
-local function apply_state(core, state, at)
-  core.state = state
+local function apply_state(record, state, at)
+  record[F_STATE] = state
   if state == 'paused' then
-    core.pausedAt = at
+    record[F_PAUSED_AT] = integer(at)
   elseif state == 'running' then
-    core.pausedAt = cjson.null
+    record[F_PAUSED_AT] = false
   end
 end
