@@ -68,6 +68,10 @@ try {
   rows.push(summary('pause (SDK round trip)', samples.pause, 25))
   rows.push(summary('resume = connect of a paused sandbox (SDK round trip)', samples.resume, 25))
   rows.push(summary("commands.run('true') (SDK round trip)", samples.command, 15))
+  const starts = host.events.list({ type: 'process-start' }).map((event) => event.detail.spawnMs)
+  const drains = host.events.list({ type: 'process-end' }).map((event) => event.detail.drainMs)
+  rows.push(summary('  of which: spawn inside the sandbox until its pid is known', starts))
+  rows.push(summary('  of which: exit to end event (pipes drained)', drains))
   rows.push(summary('pause, inside the host (freeze)', samples.hostPause))
   rows.push(summary('resume, inside the host (thaw)', samples.hostResume))
 

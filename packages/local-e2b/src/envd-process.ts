@@ -120,7 +120,9 @@ export async function startProcess(
   }
   await sandbox.runtime.boot()
   const env = { ...baseEnvironment(), ...sandbox.record.envVars, ...options.config.envs, PWD: cwd }
+  const spawnStarted = performance.now()
   const spawned = await sandbox.runtime.spawn(options.config.cmd, options.config.args, { cwd, env })
+  const spawnMs = performance.now() - spawnStarted
   const entry: ManagedProcess = {
     pid: spawned.pid,
     config: options.config,
@@ -144,8 +146,10 @@ export async function startProcess(
     }, options.timeoutMs)
     entry.deadline.unref()
   }
+  events.record('process-start', sandbox.id, { pid: entry.pid, cmd: options.config.cmd, spawnMs })
   child.on('exit', (code, signal) => {
     if (entry.deadline) clearTimeout(entry.deadline)
+    const exitedAt = performance.now()
     // Output written just before the exit can still be in the pipes; a grandchild that kept them open
     // (`server &`) must not hold the end event back, so wait for the pipes only briefly.
     const drained = Promise.all([
@@ -164,6 +168,12 @@ export async function startProcess(
           ? { exitCode: -1, exited: false, status: `signal: ${signalName(signal)}` }
           : { exitCode: code ?? -1, exited: true, status: `exit status ${code ?? -1}` }
       broadcast(entry, { end })
+      events.record('process-end', sandbox.id, {
+        pid: entry.pid,
+        exitCode: end.exitCode,
+        status: end.status,
+        drainMs: performance.now() - exitedAt,
+      })
       for (const stream of entry.subscribers) stream.end()
       entry.subscribers.clear()
       if (sandbox.processes.get(entry.pid) === entry) sandbox.processes.delete(entry.pid)

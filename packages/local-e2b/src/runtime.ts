@@ -15,6 +15,7 @@ import {
 } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { enterHelperPath } from './enter-helper.js'
 import { SANDBOX_HOME } from './paths.js'
 
 /** Where the interpreter's kernels are visible inside an isolated sandbox. */
@@ -31,6 +32,8 @@ export interface RuntimeSupport {
   freezer: FreezerKind
   /** Parent cgroup directory for sandboxes (when a cgroup freezer is used). */
   cgroupParent?: string
+  /** The compiled one-exec launcher (see enter-helper.ts); the shell chain is used without it. */
+  enterHelper?: string
 }
 
 const SYSTEM_DIRECTORIES = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc']
@@ -49,6 +52,13 @@ function which(binary: string): string | undefined {
 
 /** Probes what this machine offers. `wantIsolation: 'bubblewrap'` throws when it is not available. */
 export function probeRuntimeSupport(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSupport {
+  const support = probeBase(wantIsolation)
+  const helper = process.env.SANDKEEP_LOCAL_E2B_NO_HELPER === '1' ? undefined : enterHelperPath()
+  if (helper) support.enterHelper = helper
+  return support
+}
+
+function probeBase(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSupport {
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
   let isolation: RuntimeSupport['isolation'] = 'none'
   if (wantIsolation !== 'none') {
@@ -124,6 +134,9 @@ export interface RuntimeSpawnOptions {
   /** The complete environment of the process (nothing of the host's leaks in). */
   env: Record<string, string>
 }
+
+/** The sandbox's init: announce readiness on fd 4, then idle (bwrap's own pid 1 reaps orphans). */
+const READY_INIT = 'echo ready >&4; exec 4>&-; exec sleep infinity'
 
 const HANDSHAKE = 'echo $$ >&3; exec 3>&-; cd -- "$0" || exit 1; exec "$@"'
 
@@ -212,14 +225,28 @@ export class SandboxRuntime {
     args.push('--bind', join(rootDir, 'tmp'), '/tmp', '--tmpfs', '/var', '--dir', '/var/tmp')
     args.push('--proc', '/proc', '--dev', '/dev')
     if (kernelHostDir && existsSync(kernelHostDir)) args.push('--ro-bind', kernelHostDir, SANDBOX_KERNEL_DIR)
-    args.push('--chdir', SANDBOX_HOME, '--info-fd', '3', '--', '/bin/sleep', 'infinity')
+    // bwrap reports its child's pid before the child finished building the mount namespace; entering it then
+    // would land in a half-built root. The init therefore says `ready` on fd 4 once it runs inside the
+    // finished sandbox, and only then may processes enter.
+    args.push('--chdir', SANDBOX_HOME, '--info-fd', '3', '--', '/bin/sh', '-c', READY_INIT)
     const cgroup = this.#cgroupDir()
     const [command, commandArgs] = this.#wrapInCgroup(cgroup, 'bwrap', args)
     const init = spawn(command, commandArgs, {
-      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
       detached: true,
       env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
     }) as unknown as ChildProcessWithoutNullStreams
+    const readyStream = init.stdio[4] as NodeJS.ReadableStream
+    const ready = new Promise<void>((resolve, reject) => {
+      let text = ''
+      readyStream.on('data', (chunk: Buffer) => {
+        text += chunk.toString()
+        if (text.includes('ready')) resolve()
+      })
+      readyStream.on('end', () => {
+        if (!text.includes('ready')) reject(new Error(`sandbox init did not start: ${stderr.trim()}`))
+      })
+    })
     let stderr = ''
     init.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString()
@@ -239,6 +266,7 @@ export class SandboxRuntime {
     const childPid = (JSON.parse(info) as { 'child-pid'?: number })['child-pid']
     if (typeof childPid !== 'number')
       throw new Error(`bubblewrap did not report its child pid: ${stderr.trim()}`)
+    await ready
     this.#init = init
     this.#initPid = childPid
     init.on('exit', () => {
@@ -298,7 +326,21 @@ export class SandboxRuntime {
     const cgroup = this.#cgroupDir()
     let full: [string, string[]]
     let cwd: string | undefined
-    if (this.#options.support.isolation === 'bubblewrap') {
+    const helper = this.#options.support.enterHelper
+    if (helper) {
+      const isolated = this.#options.support.isolation === 'bubblewrap'
+      full = [
+        helper,
+        [
+          cgroup ? join(cgroup, 'cgroup.procs') : '-',
+          isolated ? String(this.#initPid) : '-',
+          isolated ? options.cwd : this.hostPathOf(options.cwd),
+          command,
+          ...args,
+        ],
+      ]
+      if (!isolated) cwd = this.hostPathOf(SANDBOX_HOME)
+    } else if (this.#options.support.isolation === 'bubblewrap') {
       const entered = [
         '-t',
         String(this.#initPid),
@@ -381,11 +423,20 @@ export class SandboxRuntime {
       }
       const onEnd = () => {
         cleanup()
-        reject(
-          new Error(
-            `process ended before it started (exit ${child.exitCode ?? child.signalCode ?? 'unknown'})`,
-          ),
-        )
+        // Say why: the wrapper's own complaint (nsenter, setpriv, cd) is on stderr, still buffered.
+        const done = () => {
+          const stderr = (child.stderr.read() as Buffer | null)?.toString().trim().slice(0, 500) ?? ''
+          const status = child.exitCode ?? child.signalCode ?? 'unknown'
+          reject(new Error(`process ended before it started (exit ${status})${stderr ? `: ${stderr}` : ''}`))
+        }
+        if (child.exitCode !== null || child.signalCode !== null) done()
+        else {
+          const timer = setTimeout(done, 500)
+          child.once('exit', () => {
+            clearTimeout(timer)
+            setImmediate(done)
+          })
+        }
       }
       const onError = (error: Error) => {
         cleanup()
