@@ -17,8 +17,11 @@ export type { CodeInterpreter, CreateCodeInterpreter, InterpreterHost, KernelSpa
 const SANDBOX_HOME = '/home/user'
 /** A kernel that has not said `ready` by then failed (generous: tests share two cores). */
 const KERNEL_START_TIMEOUT_MS = 20_000
-/** After a client abandons a cell, how long the interrupt gets before the kernel is killed and replaced. */
-const INTERRUPT_GRACE_MS = 2_000
+/**
+ * After a client abandons a cell, how long the interrupt gets before the kernel is killed and replaced. Generous,
+ * because a JavaScript interrupt is a process spawned inside the sandbox, slow on a loaded machine.
+ */
+const INTERRUPT_GRACE_MS = 5_000
 const MAX_CONTEXT_ID_LENGTH = 128
 const MAX_CWD_LENGTH = 4096
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/
@@ -194,6 +197,10 @@ function resultLine(data: Record<string, unknown>, main: boolean): Record<string
   return line
 }
 
+/**
+ * The code interpreter of one sandbox (the server behind port 49999). Synchronous and without I/O: kernels start
+ * with the first cell of their context. `host.spawner` is the only way it starts processes.
+ */
 export const createCodeInterpreter: CreateCodeInterpreter = (host: InterpreterHost): CodeInterpreter => {
   const contexts = new Map<string, ContextState>()
   const defaults = new Map<string, string>()
