@@ -1,0 +1,41 @@
+// The fallback without bubblewrap: processes run on the host with the sandbox directory as home, still
+// frozen by a pause, still behind the same token and path checks. The host says so loudly.
+import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
+import { Sandbox } from 'e2b'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startTestHost, type TestHost } from './helpers.js'
+
+describe('isolation: none', () => {
+  let t: TestHost
+  const warnings: string[] = []
+  beforeAll(async () => {
+    t = await startTestHost({ isolation: 'none', logger: (line) => void warnings.push(line) })
+  })
+  afterAll(async () => {
+    for (const view of t.host.listSandboxes()) await Sandbox.kill(view.sandboxId, t.opts).catch(() => {})
+    await t.host.close()
+  })
+
+  it('warns, runs commands in the sandbox directory, pauses and resumes', async () => {
+    expect(t.host.isolation).toBe('none')
+    expect(warnings.join('\n')).toMatch(/UNISOLATED/)
+    const sandbox = await Sandbox.create(t.opts)
+    await sandbox.files.write('/home/user/hello.txt', 'hi')
+    const home = t.host.getSandbox(sandbox.sandboxId)?.homeDir
+    expect((await sandbox.commands.run('cat hello.txt; echo " $HOME"')).stdout).toBe(`hi ${home}\n`)
+    const sleeper = await sandbox.commands.run('sleep 600', { background: true, timeoutMs: 0 })
+    await sandbox.pause()
+    expect(t.host.getSandbox(sandbox.sandboxId)?.frozen).toBe(true)
+    const resumed = await Sandbox.connect(sandbox.sandboxId, t.opts)
+    expect((await resumed.commands.list()).map((process) => process.pid)).toContain(sleeper.pid)
+    await expect(resumed.files.read('/etc/passwd')).rejects.toMatchObject({ name: 'InvalidArgumentError' })
+    await resumed.kill()
+  })
+
+  it('runs the code interpreter with the host kernel directory', async () => {
+    const sandbox = await CodeSandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
+    await sandbox.runCode('x = 41 + 1')
+    expect((await sandbox.runCode('x')).text).toBe('42')
+    await sandbox.kill()
+  })
+})
