@@ -279,6 +279,25 @@ describe('createSessionManager: resume ladder', () => {
     expect(provider.sandboxes.has(stored?.sandboxId ?? '')).toBe(true)
   })
 
+  it('two overlapping turns that both find the sandbox gone end up on one new sandbox, rehydrated once', async () => {
+    const { provider, sessions, id } = setup()
+    const rehydrates = record(sessions, 'rehydrate')
+    let first = ''
+    await sessions.withTurn(id, async (turn) => {
+      first = (await turn.ready()).id
+      await turn.journal.record({ kind: 'code', code: 'v = 3' })
+    })
+    provider.expire(first)
+    const turns = await Promise.all([sessions.beginTurn(id), sessions.beginTurn(id)])
+    expect(turns.map((t) => t.report?.outcome)).toEqual(['recreated', 'recreated'])
+    expect(turns[0]?.report?.sandboxId).toBe(turns[1]?.report?.sandboxId)
+    expect(provider.sandboxes.size).toBe(1)
+    expect(rehydrates.filter((r) => r.reason === 'recreated')).toHaveLength(1)
+    for (const turn of turns) expect((await turn.sandbox.runCode('v')).text).toBe('3')
+    await Promise.all(turns.map((t) => t.end()))
+    expect((await sessions.getSession(id))?.sandboxId).toBe(turns[0]?.report?.sandboxId)
+  })
+
   it('follows a connect that returns another sandbox id and records it (fenced)', async () => {
     const { provider, sessions, id } = setup()
     let first = ''

@@ -597,13 +597,19 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           if (handle.id !== mapped) {
             // The platform re-mapped the sandbox (seen after repeated pause/resume): check and record the new id.
             await verifyTenant(handle.id, this.key, signal, onRetry)
-            await store.setSandbox(this.key, this.lease, {
-              sandboxId: handle.id,
-              expectedSandboxId: mapped,
-              providerId: provider.providerId,
-              template: record?.template ?? config.sandbox.template ?? null,
-              state: 'running',
-            })
+            try {
+              await store.setSandbox(this.key, this.lease, {
+                sandboxId: handle.id,
+                expectedSandboxId: mapped,
+                providerId: provider.providerId,
+                template: record?.template ?? config.sandbox.template ?? null,
+                state: 'running',
+              })
+            } catch (error) {
+              // An overlapping turn recorded the same re-mapping first: nothing left to do.
+              const now = SandkeepError.hasCode(error, 'LEASE_LOST') ? await store.get(this.key) : null
+              if (now?.sandboxId !== handle.id) throw error
+            }
             previousSandboxId = mapped
           }
         }
@@ -611,26 +617,31 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       const connectMs = performance.now() - connectStarted
       this.handle = handle
 
-      const fresh = outcome === 'created' || outcome === 'recreated'
+      // A sandbox another turn (re)created meanwhile is that turn's to bootstrap and rehydrate.
+      const fresh = (outcome === 'created' || outcome === 'recreated') && !this.adopted
       let rehydrateMs = 0
       let rehydratedSteps = 0
       let stateLost = outcome === 'recreated'
       const checks: HealthCheckResult[] = []
-      let survived: ResumeReport['survived'] = fresh
-        ? outcome === 'recreated'
+      let survived: ResumeReport['survived'] =
+        outcome === 'recreated'
           ? { memory: false, filesystem: false, processes: false }
           : { memory: null, filesystem: null, processes: null }
-        : { memory: null, filesystem: null, processes: null }
       const healthStarted = performance.now()
       let processList: ProcessInfo[] | undefined
+      if (outcome === 'created' || outcome === 'recreated') this.manifestBase = null
       if (fresh) {
-        this.manifestBase = null
         const started = performance.now()
         await this.runBootstrap(handle, signal)
         if (config.rehydrate === 'journal')
           rehydratedSteps = await this.replayJournal(handle, outcome === 'created' ? 'created' : 'recreated')
         rehydrateMs += performance.now() - started
-      } else if (config.fidelityProbes && record?.manifest) {
+      } else if (
+        config.fidelityProbes &&
+        record?.manifest &&
+        outcome !== 'created' &&
+        outcome !== 'recreated'
+      ) {
         const fidelity = await probeFidelity(handle, record.manifest, signal)
         survived = fidelity.survived
         // What the turn end need not write again: sentinels and the marker found intact.
@@ -765,9 +776,30 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         await provider
           .kill(handle.id)
           .catch((killError: unknown) => emitError('kill-unmapped', killError, this.key))
-        throw error
+        if (!SandkeepError.hasCode(error, 'LEASE_LOST')) throw error
+        // An overlapping turn recreated it first: use that one (our lease is still live, or this fails).
+        const adopted = await this.adoptMapping(expected, call)
+        if (!adopted) throw error
+        this.adopted = true
+        return adopted
       }
       return handle
+    }
+
+    /** Set when this turn joined a sandbox another turn (re)created meanwhile, instead of its own. */
+    private adopted = false
+
+    /** Connects to the sandbox the session maps to now, when it differs from `stale`; null when there is none. */
+    private async adoptMapping(
+      stale: string | null,
+      call: <T>(operation: () => Promise<T>) => Promise<T>,
+    ): Promise<SandboxHandle | null> {
+      const current = checkRecord(await store.get(this.key), this.key)
+      const sandboxId = current?.sandboxId
+      if (!sandboxId || sandboxId === stale) return null
+      await verifyTenant(sandboxId, this.key, this.controller.signal, () => {})
+      const signal = this.controller.signal
+      return call(() => provider.connect(sandboxId, { timeoutMs: config.sandbox.timeoutMs, signal }))
     }
 
     private async runBootstrap(handle: SandboxHandle, signal: AbortSignal): Promise<void> {
