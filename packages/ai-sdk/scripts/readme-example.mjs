@@ -76,16 +76,9 @@ for await (const part of result.fullStream) {
   if (part.type === 'tool-result') console.log('tool-result', JSON.stringify(part.output))
   if (part.type === 'text-delta') console.log('text       ', part.text)
 }
-const { action } = await turn.ended
-console.log(
-  'turn ended:',
-  action,
-  '| sandbox',
-  turn.report.outcome,
-  'then',
-  host.getSandbox(turn.report.sandboxId).state,
-)
+console.log('turn ended:', (await turn.ended).action)
 // --- to here ---
+console.log(`(host: sandbox ${turn.report.sandboxId} is ${host.getSandbox(turn.report.sandboxId).state})`)
 
 await sessions.endSession(conversationId)
 await store.close()
