@@ -1,9 +1,11 @@
 // The demo on embedded defaults, through the built bin: every pause mode and every fault. Each run replays
 // the whole default transcript; `--json` is parsed line by line and the recovery asserted from the reports.
-import { beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
 import { assertBuilt, cleanEnv, parseJsonLines, runCli } from './helpers.js'
 
 beforeAll(assertBuilt)
+// Each test replays five turns in a child process; a loaded 2-core machine needs the slack.
+vi.setConfig({ testTimeout: 180_000 })
 
 type Line = ReturnType<typeof parseJsonLines>[number]
 interface Report {
@@ -54,8 +56,10 @@ describe('sandkeep demo (human output)', () => {
     expect(out).toContain('local-e2b in this process')
     expect(out).toContain('sessions      memory')
     for (let turn = 1; turn <= 5; turn++) expect(out).toContain(`turn ${turn}/5`)
-    expect(out).toContain("→ 'west: 4790'")
-    expect(out).toContain('memory kept · files kept · processes kept')
+    expect(out).toContain('→ west: 4790')
+    expect(out).toContain('→ west: 30.2% of 15840')
+    // The server the model started from a shell is not a platform process, so only memory and files are compared.
+    expect(out).toContain('memory kept · files kept')
     expect(out).toMatch(
       /timeline\s+store \d+ ms → resume \d+ ms \(resumed\) → health \d+ ms → work \d+ ms → pause \d+ ms/,
     )
@@ -97,7 +101,7 @@ describe('sandkeep demo --json', () => {
       const end = turnEnd(run.lines, turn)
       expect(end.report.outcome).toBe('resumed')
       expect(end.report.sandboxId).toBe(first.report.sandboxId)
-      expect(end.report.survived).toEqual({ memory: true, filesystem: true, processes: true })
+      expect(end.report.survived).toMatchObject({ memory: true, filesystem: true })
       expect(end.report.stateLost).toBe(false)
     }
     expect(check(turnEnd(run.lines, 4).report, 'totals-server')).toBe('passed')
@@ -112,7 +116,11 @@ describe('sandkeep demo --pause-mode', () => {
     expect(second.survived.memory).toBe(false)
     expect(second.survived.filesystem).toBe(true)
     expect(second.stateLost).toBe(true)
-    expect(second.rehydratedSteps).toBeGreaterThanOrEqual(2)
+    // The code steps of the journal were replayed (the files were still there).
+    expect(second.rehydratedSteps).toBeGreaterThanOrEqual(1)
+    expect(
+      JSON.stringify(run.lines.find((line) => line.type === 'tool-result' && line.turn === 2)),
+    ).toContain('west: 4790')
     // The server started in turn 3 died with the pause; the declared check brought it back for turn 4.
     expect(check(turnEnd(run.lines, 4).report, 'totals-server')).toBe('repaired')
   })
@@ -170,7 +178,7 @@ describe('sandkeep demo --fault', () => {
     expectAllPassed(run)
     const second = turnEnd(run.lines, 2).report
     expect(second.survived).toMatchObject({ memory: false, filesystem: true })
-    expect(second.rehydratedSteps).toBeGreaterThanOrEqual(2)
+    expect(second.rehydratedSteps).toBeGreaterThanOrEqual(1)
     const output = run.lines.find((line) => line.type === 'tool-result' && line.turn === 2)
     expect(JSON.stringify(output)).toContain('west: 4790')
   })

@@ -109,9 +109,9 @@ describe('sandkeep sessions on Redis', () => {
     ])
     expect(shown.session.conversationId).toBe('kept-a')
     expect(shown.journal.map((entry) => entry.step.kind)).toEqual(['file', 'code'])
-    const human = await runCli(['sessions', 'show', 'kept-a', '--tenant', tenant], { env })
-    expect(human.stdout).toContain(`sandbox      ${shown.session.sandboxId}`)
-    expect(human.stdout).toContain('journal      2 steps')
+    const shownText = await runCli(['sessions', 'show', 'kept-a', '--tenant', tenant], { env })
+    expect(shownText.stdout).toContain(`sandbox      ${shown.session.sandboxId}`)
+    expect(shownText.stdout).toContain('journal      2 steps')
 
     // Nothing to collect yet: both sandboxes are mapped.
     const idle = await json<{ killedSandboxes: string[]; deletedSessions: unknown[] }>([
@@ -121,17 +121,35 @@ describe('sandkeep sessions on Redis', () => {
     ])
     expect(idle.killedSandboxes).toEqual([])
 
-    // Forget b's record without killing its sandbox: the sandbox becomes an orphan for gc.
-    const orphan = listed.sessions.find((session) => session.conversationId === 'kept-b')!.sandboxId
-    const forgot = await json<{ ended: boolean; killed: boolean }>(['sessions', 'end', 'kept-b', '--forget'])
+    // b's sandbox disappears behind sandkeep's back (killed on the platform): gc drops the dangling session.
+    const vanished = listed.sessions.find((session) => session.conversationId === 'kept-b')!.sandboxId
+    const killed = await fetch(`${env.E2B_API_URL}/sandboxes/${vanished}`, {
+      method: 'DELETE',
+      headers: { 'X-API-KEY': env.E2B_API_KEY ?? '' },
+    })
+    expect(killed.status).toBe(204)
+    const dry = await json<{ dryRun: boolean; deletedSessions: Array<{ conversationId: string }> }>([
+      'sessions',
+      'gc',
+      '--dry-run',
+    ])
+    expect(dry.dryRun).toBe(true)
+    expect(dry.deletedSessions.map((session) => session.conversationId)).toEqual(['kept-b'])
+    expect((await json<{ sessions: Session[] }>(['sessions', 'list'])).sessions).toHaveLength(2)
+    const collected = await json<{
+      deletedSessions: Array<{ conversationId: string }>
+      killedSandboxes: string[]
+    }>(['sessions', 'gc'])
+    expect(collected.deletedSessions.map((session) => session.conversationId)).toEqual(['kept-b'])
+    // a's sandbox is mapped, so it is never an orphan.
+    expect(collected.killedSandboxes).toEqual([])
+    const human = await runCli(['sessions', 'gc', '--tenant', tenant], { env })
+    expect(human.stdout).toBe('kill 0 orphaned sandboxes\ndelete 0 sessions whose sandbox is gone\n')
+
+    // --forget drops a record without asking the platform.
+    await demo('kept-c')
+    const forgot = await json<{ ended: boolean; killed: boolean }>(['sessions', 'end', 'kept-c', '--forget'])
     expect(forgot).toMatchObject({ ended: true, killed: false })
-    const dry = await json<{ dryRun: boolean; killedSandboxes: string[] }>(['sessions', 'gc', '--dry-run'])
-    expect(dry).toMatchObject({ dryRun: true, killedSandboxes: [orphan] })
-    const collected = await json<{ killedSandboxes: string[] }>(['sessions', 'gc'])
-    expect(collected.killedSandboxes).toEqual([orphan])
-    expect(
-      (await json<{ killedSandboxes: string[] }>(['sessions', 'gc', '--dry-run'])).killedSandboxes,
-    ).toEqual([])
 
     // End a: its sandbox is killed and the record is gone.
     const ended = await runCli(['sessions', 'end', 'kept-a', '--tenant', tenant], { env })
@@ -141,7 +159,7 @@ describe('sandkeep sessions on Redis', () => {
     expect(gone.code).toBe(1)
     expect(gone.stderr).toContain('no session "kept-a"')
     expect((await json<{ sessions: Session[] }>(['sessions', 'list'])).sessions).toEqual([])
-  })
+  }, 300_000)
 
   it('refuses bad ids before touching Redis, and reports an unreachable Redis as a failure', async () => {
     const bad = await runCli(['sessions', 'show', 'x\ny', '--tenant', tenant], { env })
@@ -152,5 +170,5 @@ describe('sandkeep sessions on Redis', () => {
     expect(down.code).toBe(1)
     expect(down.stderr).toMatch(/^sandkeep sessions list: STORE_UNAVAILABLE: /)
     expect(down.stderr.trim().split('\n')).toHaveLength(1)
-  })
+  }, 60_000)
 })

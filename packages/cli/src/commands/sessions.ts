@@ -297,6 +297,11 @@ export const sessionsEndCommand: Command = {
 /** `sandkeep sessions gc` */
 export const sessionsGcCommand: Command = {
   spec: spec('gc', 'Kill sandboxes no session maps to, and delete sessions whose sandbox is gone.', {
+    description: `Kill sandboxes no session maps to, and delete sessions whose sandbox is gone.
+
+Sandboxes are found by the metadata sandkeep puts on them (sandkeep.tenant). A sandbox younger than the
+manager's creation wait plus its lease (90 s by default) is left alone: its creator may not have mapped it
+yet. A session is only deleted once the platform confirms its sandbox is gone.`,
     options: { 'dry-run': { type: 'boolean', description: 'Only report what would be done.' } },
   }),
   async run(args, context) {
