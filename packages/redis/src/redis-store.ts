@@ -238,6 +238,8 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       const ready = whenReady(redis, what)
       if (ready) await ready
       const pending = run(redis)
+      // A client the store made has ioredis' own commandTimeout; one passed in may not, so it gets a timer.
+      if (owned) return await pending
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(unavailable(what, `no answer within ${timeoutMs} ms`)), timeoutMs)
       })
@@ -251,12 +253,24 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     }
   }
 
+  // Conversation hashes of recent keys: a turn's begin and end hash the same id.
+  const recentKeys = new Map<string, SessionKeys>()
+
   const script = (redis: RedisClient, file: ScriptFile, ...args: ScriptArgument[]): Promise<ScriptReply> => {
     const command = (redis as unknown as Record<string, ScriptCommand>)[loadScripts().get(file)!.command]!
     return command.call(redis, ...args)
   }
 
-  const keysOf = (key: SessionKey): SessionKeys => sessionKeys(prefix, key)
+  const keysOf = (key: SessionKey): SessionKeys => {
+    const id = `${key.tenant}\u0000${key.conversationId}`
+    let keys = recentKeys.get(id)
+    if (!keys) {
+      if (recentKeys.size >= 10_000) recentKeys.clear()
+      keys = sessionKeys(prefix, key)
+      recentKeys.set(id, keys)
+    }
+    return keys
+  }
 
   const refuseCorrupt = (reply: ScriptReply, keys: SessionKeys, key: SessionKey | undefined): void => {
     if (reply[0] !== 'corrupt') return

@@ -16,18 +16,15 @@ local function store_now()
   return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
-local STATES = { running = true, paused = true, killed = true, unknown = true }
-
 -- The record's fields, in the order scripts read them (HMGET) and reply with them. The client reads the
--- reply in the same order (RECORD_FIELDS in record-fields.ts): keep both lists in step.
+-- reply in the same order (RECORD_FIELDS in record-fields.ts): keep both lists, and the HMGET in
+-- load_record, in step.
 local FIELDS = { 'schemaVersion', 'tenant', 'conversationId', 'sandboxId', 'providerId', 'template',
   'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount', 'runningSeconds',
   'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest' }
 local F_SCHEMA, F_TENANT, F_CONVERSATION, F_SANDBOX, F_PROVIDER, F_TEMPLATE = 1, 2, 3, 4, 5, 6
 local F_CREATED, F_UPDATED, F_STARTED, F_ENDED, F_TURNS, F_RUNNING = 7, 8, 9, 10, 11, 12
 local F_PAUSED_SECONDS, F_STATE, F_PAUSED_AT, F_TOKEN, F_MANIFEST = 13, 14, 15, 16, 17
-local NUMBERS = { F_CREATED, F_UPDATED, F_TURNS, F_RUNNING, F_PAUSED_SECONDS, F_TOKEN }
-local OPTIONAL_NUMBERS = { F_STARTED, F_ENDED, F_PAUSED_AT }
 
 local function integer(value)
   return string.format('%d', value)
@@ -42,23 +39,26 @@ end
 -- Returns 'none'; or 'corrupt'; or 'ok' and the record's values in FIELDS order (false = null).
 -- `conversation_id` may be '' when the caller only knows the hash (listing).
 local function load_record(key, tenant, conversation_id)
-  local record = redis.pcall('HMGET', key, unpack(FIELDS))
+  -- Field names spelled out rather than unpack(FIELDS): this runs twice per turn.
+  local record = redis.pcall('HMGET', key, 'schemaVersion', 'tenant', 'conversationId', 'sandboxId',
+    'providerId', 'template', 'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount',
+    'runningSeconds', 'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest')
   if record.err then return 'corrupt' end
   if not record[F_SCHEMA] then
     if redis.call('EXISTS', key) == 0 then return 'none' end
     return 'corrupt'
   end
+  local state = record[F_STATE]
   if record[F_SCHEMA] ~= '1' or record[F_TENANT] ~= tenant or not record[F_CONVERSATION]
     or (conversation_id ~= '' and record[F_CONVERSATION] ~= conversation_id)
-    or not STATES[record[F_STATE]] then
+    or (state ~= 'running' and state ~= 'paused' and state ~= 'killed' and state ~= 'unknown')
+    or not tonumber(record[F_CREATED]) or not tonumber(record[F_UPDATED]) or not tonumber(record[F_TURNS])
+    or not tonumber(record[F_RUNNING]) or not tonumber(record[F_PAUSED_SECONDS])
+    or not tonumber(record[F_TOKEN])
+    or (record[F_STARTED] and not tonumber(record[F_STARTED]))
+    or (record[F_ENDED] and not tonumber(record[F_ENDED]))
+    or (record[F_PAUSED_AT] and not tonumber(record[F_PAUSED_AT])) then
     return 'corrupt'
-  end
-  for i = 1, #NUMBERS do
-    if not tonumber(record[NUMBERS[i]]) then return 'corrupt' end
-  end
-  for i = 1, #OPTIONAL_NUMBERS do
-    local value = record[OPTIONAL_NUMBERS[i]]
-    if value and not tonumber(value) then return 'corrupt' end
   end
   if record[F_MANIFEST] then
     local ok, decoded = pcall(cjson.decode, record[F_MANIFEST])
