@@ -135,6 +135,9 @@ export interface RuntimeSpawnOptions {
   env: Record<string, string>
 }
 
+/** /proc entries a capability-less root could still write; bound read-only over the sandbox's /proc. */
+const PROC_COVERS = ['/proc/sys', '/proc/sysrq-trigger', '/proc/irq', '/proc/bus', '/proc/acpi']
+
 /** The sandbox's init: announce readiness on fd 4, then idle (bwrap's own pid 1 reaps orphans). */
 const READY_INIT = 'echo ready >&4; exec 4>&-; exec sleep infinity'
 
@@ -224,6 +227,9 @@ export class SandboxRuntime {
     args.push('--tmpfs', '/home', '--bind', join(rootDir, 'home/user'), SANDBOX_HOME)
     args.push('--bind', join(rootDir, 'tmp'), '/tmp', '--tmpfs', '/var', '--dir', '/var/tmp')
     args.push('--proc', '/proc', '--dev', '/dev')
+    // Sandbox processes are uid 0 without capabilities, and uid 0 may still write most sysctls (core_pattern
+    // would run a program on the host) and /proc/sysrq-trigger: cover them read-only.
+    for (const dir of PROC_COVERS) if (existsSync(dir)) args.push('--ro-bind', dir, dir)
     if (kernelHostDir && existsSync(kernelHostDir)) args.push('--ro-bind', kernelHostDir, SANDBOX_KERNEL_DIR)
     // bwrap reports its child's pid before the child finished building the mount namespace; entering it then
     // would land in a half-built root. The init therefore says `ready` on fd 4 once it runs inside the
@@ -279,14 +285,15 @@ export class SandboxRuntime {
     if (floor > 0) await this.#setLastPid(childPid, floor)
   }
 
-  /** Writes ns_last_pid inside the new pid namespace (needs the caps the setpriv'd processes lack). */
+  /** Sets ns_last_pid of the new pid namespace (needs the capabilities sandbox processes lack). */
   async #setLastPid(initPid: number, floor: number): Promise<void> {
     const writer = spawn(
       'nsenter',
       [
         '-t',
         String(initPid),
-        '-m',
+        // The sandbox's /proc/sys is read-only; the host's is not, and ns_last_pid acts on the writer's pid
+        // namespace, so enter only the pid namespace.
         '-p',
         '--',
         '/bin/sh',
