@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
+import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { SandkeepError, type SandkeepErrorCode, type SessionKey, type SessionStore } from '@sandkeep/core'
 import { Redis } from 'ioredis'
@@ -157,6 +158,38 @@ describe('createRedisSessionStore', () => {
     expect(Date.now() - started).toBeLessThan(500 + 4_000)
     await expectCode(store.get(newKey()), 'STORE_UNAVAILABLE')
     await expectCode(store.list('default'), 'STORE_UNAVAILABLE')
+  })
+})
+
+describe('a Redis that accepts connections but never answers', () => {
+  it("gives STORE_UNAVAILABLE in bounded time, with the store's own client and with one passed in", async () => {
+    const sockets = new Set<Socket>()
+    const server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on('error', () => {})
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as AddressInfo
+    const passed = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 })
+    passed.on('error', () => {})
+    try {
+      for (const store of [
+        open({ redis: `redis://127.0.0.1:${port}`, commandTimeoutMs: 500 }),
+        open({ redis: passed, commandTimeoutMs: 500 }),
+      ]) {
+        const started = Date.now()
+        const error = await expectCode(
+          store.acquire(newKey(), { holderId: 'h', leaseMs: 1000 }),
+          'STORE_UNAVAILABLE',
+        )
+        expect(error.retryable).toBe(true)
+        expect(Date.now() - started).toBeLessThan(500 + 4_000)
+      }
+    } finally {
+      passed.disconnect()
+      for (const socket of sockets) socket.destroy()
+      await new Promise((resolve) => server.close(resolve))
+    }
   })
 })
 
