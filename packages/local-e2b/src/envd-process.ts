@@ -150,8 +150,9 @@ export async function startProcess(
   child.on('exit', (code, signal) => {
     if (entry.deadline) clearTimeout(entry.deadline)
     const exitedAt = performance.now()
-    // Output written just before the exit can still be in the pipes; a grandchild that kept them open
-    // (`server &`) must not hold the end event back, so wait for the pipes only briefly.
+    // Output written just before the exit can still be in the pipes. A grandchild that kept them open
+    // (`server &`) must not hold the end event back forever, so stop waiting once the pipes have been quiet
+    // for a while; a busy event loop (timers can fire before pending reads) must not cut output short.
     const drained = Promise.all([
       new Promise((resolve) =>
         child.stdout.readableEnded ? resolve(null) : child.stdout.once('end', resolve),
@@ -160,7 +161,20 @@ export async function startProcess(
         child.stderr.readableEnded ? resolve(null) : child.stderr.once('end', resolve),
       ),
     ])
-    const grace = new Promise((resolve) => setTimeout(resolve, 100).unref())
+    let lastData = performance.now()
+    const onData = () => {
+      lastData = performance.now()
+    }
+    child.stdout.on('data', onData)
+    child.stderr.on('data', onData)
+    const grace = new Promise<void>((resolve) => {
+      const check = () => {
+        const now = performance.now()
+        if (now - exitedAt >= 300 && now - lastData >= 200) resolve()
+        else setTimeout(check, 50).unref()
+      }
+      setTimeout(check, 100).unref()
+    })
     void Promise.race([drained, grace]).then(() => {
       entry.ended = true
       const end =

@@ -240,6 +240,21 @@ describe('contract: latest-only options', () => {
     await paused.kill()
   })
 
+  it('delivers all output of a command, and does not wait for a grandchild that keeps the pipes open', async () => {
+    const sandbox = await SandboxLatest.create(t.opts)
+    try {
+      const big = await sandbox.commands.run('seq 1 200000')
+      expect(big.stdout.split('\n').filter(Boolean)).toHaveLength(200000)
+      expect(big.stdout.endsWith('200000\n')).toBe(true)
+      const started = Date.now()
+      const detached = await sandbox.commands.run('sleep 30 & echo started')
+      expect(detached.stdout).toBe('started\n')
+      expect(Date.now() - started).toBeLessThan(20_000)
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
   it('without autoResume, envd traffic to a paused sandbox is refused', async () => {
     const sandbox = await SandboxLatest.create(t.opts)
     await sandbox.pause()
