@@ -93,7 +93,7 @@ function describe(error) {
   return util.inspect(error)
 }
 
-let requireFromCwd = createRequire(path.join(process.cwd(), 'cell.js'))
+const requireFromCwd = createRequire(path.join(process.cwd(), 'cell.js'))
 
 // Fallback importer for a Node without the main-context loader: resolves like require() from the working directory.
 async function importFromCwd(specifier) {
@@ -267,20 +267,6 @@ reader.on('message', (message) => {
   switch (message.t) {
     case 'hello': {
       marker = `\x1e${message.nonce}:`
-      const cwd = process.env.SANDKEEP_KERNEL_CWD
-      delete process.env.SANDKEEP_KERNEL_CWD
-      if (cwd) {
-        try {
-          process.chdir(cwd)
-          requireFromCwd = createRequire(path.join(cwd, 'cell.js'))
-        } catch (error) {
-          send({
-            t: 'fatal',
-            message: `cannot use ${JSON.stringify(cwd)} as the working directory: ${error.message}`,
-          })
-          process.exit(3)
-        }
-      }
       defineGlobals()
       send({ t: 'ready', pid: process.pid, version: PROTOCOL_VERSION })
       break

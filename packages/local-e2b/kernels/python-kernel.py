@@ -14,6 +14,8 @@ Protocol (the host is packages/local-e2b/src/interpreter/kernel.ts):
   error{name, value, traceback}, done{id}.
 The protocol stdin is moved off fd 0 (children get /dev/null) so a child process cannot swallow requests, and
 fd 2 is pointed at fd 1 so raw stderr of children arrives in order with everything else.
+
+With the argument --bash the same process is the kernel of a bash context instead (see bash_main).
 """
 
 import ast
@@ -349,6 +351,14 @@ running = {"id": None}
 running_lock = threading.Lock()
 
 
+def interrupt_python_cell():
+    # A real signal also wakes the main thread from blocking calls such as time.sleep.
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+interrupt_running_cell = interrupt_python_cell
+
+
 def read_requests():
     """Runs on a thread so an interrupt reaches the kernel while a cell keeps the main thread busy."""
     for line in protocol_in:
@@ -359,8 +369,7 @@ def read_requests():
         if message.get("t") == "interrupt":
             with running_lock:
                 if running["id"] is not None and running["id"] == message.get("id"):
-                    # A real signal also wakes the main thread from blocking calls such as time.sleep.
-                    os.kill(os.getpid(), signal.SIGINT)
+                    interrupt_running_cell()
         else:
             requests.put(message)
     # The host closed stdin: the context is gone.
@@ -388,14 +397,6 @@ def restore_env(previous):
 
 def main():
     signal.signal(signal.SIGINT, on_interrupt)
-    cwd = os.environ.get("SANDKEEP_KERNEL_CWD")
-    if cwd:
-        os.environ.pop("SANDKEEP_KERNEL_CWD", None)
-        try:
-            os.chdir(cwd)
-        except OSError as error:
-            send({"t": "fatal", "message": "cannot use " + repr(cwd) + " as the working directory: " + error.strerror})
-            os._exit(3)
     threading.Thread(target=read_requests, name="sandkeep-requests", daemon=True).start()
     send({"t": "ready", "pid": os.getpid(), "version": PROTOCOL_VERSION})
     count = 0
@@ -418,4 +419,163 @@ def main():
         send({"t": "done", "id": cell_id})
 
 
-main()
+# ---- bash contexts -------------------------------------------------------------------------------------------
+# One persistent bash per context. Cells reach it on a private pipe (NUL-terminated), never on its stdin,
+# so a command that reads stdin cannot swallow the next cell. Each cell runs inside a function whose INT trap
+# returns, so an interrupt stops the rest of the cell and keeps the shell; after it the loop prints a sentinel
+# with the exit status on stdout and one on stderr, and the cell is over once both arrived. Variables, functions,
+# `cd` and `export` persist across cells; `declare`/`typeset` without -g inside a cell stay local to that cell.
+BASH_LOOP = r"""
+exec 0</dev/null
+__sandkeep_control=$__SANDKEEP_CONTROL_FD
+__sandkeep_sentinel=$__SANDKEEP_SENTINEL
+unset __SANDKEEP_CONTROL_FD __SANDKEEP_SENTINEL
+trap ':' INT
+__sandkeep_cell() {
+  trap 'trap : INT; return 130' INT
+  eval "$1"
+}
+while IFS= read -r -d '' -u "$__sandkeep_control" __sandkeep_source; do
+  __sandkeep_cell "$__sandkeep_source"
+  __sandkeep_status=$?
+  trap ':' INT
+  printf '\036%s:%s\n' "$__sandkeep_sentinel" "$__sandkeep_status"
+  printf '\036%s:end\n' "$__sandkeep_sentinel" >&2
+done
+"""
+
+
+def shell_quote(value):
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+class BashStream:
+    """Reads one of bash's pipes: forwards output to the running cell and reports each sentinel."""
+
+    def __init__(self, fd, name, sentinel, on_sentinel):
+        import codecs
+
+        self.fd = fd
+        self.name = name
+        self.marker = ("\x1e" + sentinel + ":").encode()
+        self.on_sentinel = on_sentinel
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.forward = True
+
+    def emit(self, data):
+        text = self.decoder.decode(data)
+        if text and self.forward:
+            send({"t": self.name, "text": text})
+
+    def run(self):
+        pending = b""
+        while True:
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                break
+            pending += chunk
+            while True:
+                start = pending.find(self.marker)
+                if start < 0:
+                    # Hold back a tail that could be the start of the marker.
+                    keep = 0
+                    for length in range(min(len(pending), len(self.marker) - 1), 0, -1):
+                        if pending.endswith(self.marker[:length]):
+                            keep = length
+                            break
+                    self.emit(pending[: len(pending) - keep])
+                    pending = pending[len(pending) - keep :]
+                    break
+                end = pending.find(b"\n", start)
+                if end < 0:
+                    self.emit(pending[:start])
+                    pending = pending[start:]
+                    break
+                self.emit(pending[:start])
+                self.on_sentinel(pending[start + len(self.marker) : end].decode("ascii", "replace"))
+                pending = pending[end + 1 :]
+        self.emit(pending)
+        # bash is gone (`exit` in a cell, killed): so is this context's kernel; the host cold-starts a new one.
+        os._exit(1)
+
+
+def bash_main():
+    global interrupt_running_cell
+    import secrets
+    import subprocess
+
+    sentinel = secrets.token_hex(8)
+    control_read, control_write = os.pipe()
+    base_env = dict(os.environ)
+    shell = subprocess.Popen(
+        ["/bin/bash", "--noprofile", "--norc", "-c", BASH_LOOP],
+        pass_fds=(control_read,),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=dict(base_env, __SANDKEEP_SENTINEL=sentinel, __SANDKEEP_CONTROL_FD=str(control_read)),
+    )
+    os.close(control_read)
+    results = queue.Queue()
+    out = BashStream(shell.stdout.fileno(), "stdout", sentinel, lambda status: results.put(("stdout", status)))
+    err = BashStream(shell.stderr.fileno(), "stderr", sentinel, lambda status: results.put(("stderr", status)))
+    for stream in (out, err):
+        threading.Thread(target=stream.run, daemon=True).start()
+
+    def interrupt_bash_cell():
+        try:
+            os.killpg(shell.pid, signal.SIGINT)
+        except OSError:
+            pass
+
+    interrupt_running_cell = interrupt_bash_cell
+
+    def run_cell(code, visible):
+        out.forward = err.forward = visible
+        os.write(control_write, code.encode("utf-8", "surrogateescape").replace(b"\0", b"") + b"\0")
+        status = None
+        pending = {"stdout", "stderr"}
+        while pending:
+            name, value = results.get()
+            pending.discard(name)
+            if name == "stdout":
+                status = value
+        out.forward = err.forward = True
+        return status
+
+    threading.Thread(target=read_requests, name="sandkeep-requests", daemon=True).start()
+    send({"t": "ready", "pid": os.getpid(), "version": PROTOCOL_VERSION})
+    count = 0
+    while True:
+        message = requests.get()
+        if message.get("t") != "execute":
+            continue
+        count += 1
+        cell_id = message.get("id")
+        env = message.get("env") if isinstance(message.get("env"), dict) else {}
+        names = [key for key, value in env.items() if isinstance(value, str) and key.isidentifier()]
+        if names:
+            run_cell("; ".join("export " + key + "=" + shell_quote(env[key]) for key in names), False)
+        with running_lock:
+            running["id"] = cell_id
+        send({"t": "start", "id": cell_id, "count": count})
+        status = run_cell(str(message.get("code", "")), True)
+        with running_lock:
+            running["id"] = None
+        if status not in (None, "0"):
+            # What Jupyter's bash kernel reports for a failing cell: no name, the exit status as the value.
+            send({"t": "error", "name": "", "value": status, "traceback": ""})
+        if names:
+            restore = [
+                ("export " + key + "=" + shell_quote(base_env[key])) if key in base_env else ("unset " + key)
+                for key in names
+            ]
+            run_cell("; ".join(restore), False)
+        send({"t": "done", "id": cell_id})
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "--bash":
+    bash_main()
+else:
+    main()

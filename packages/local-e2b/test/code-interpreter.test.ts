@@ -81,6 +81,19 @@ describe('code interpreter end to end', () => {
     expect(logged.logs).toEqual({ stdout: ['out\n'], stderr: ['err\n'] })
   })
 
+  it('bash contexts keep their shell inside the sandbox', async () => {
+    const sandbox = await create()
+    const context = await sandbox.createCodeContext({ language: 'bash' })
+    expect(context.language).toBe('bash')
+    await sandbox.runCode('cd /tmp && export STEP=1', { context })
+    const execution = await sandbox.runCode('echo $STEP; pwd', { context })
+    expect(execution.logs.stdout.join('')).toBe(
+      t.host.isolation === 'bubblewrap' ? '1\n/tmp\n' : expect.stringMatching(/^1\n/),
+    )
+    const first = await sandbox.runCode('pwd', { language: 'bash' })
+    expect(first.logs.stdout.join('').trim()).toMatch(/\/home\/user$/)
+  })
+
   it('contexts: create, list, restart, delete', async () => {
     const sandbox = await create()
     const defaults = await sandbox.listCodeContexts()

@@ -64,8 +64,12 @@ function chooseLanguage(value: unknown): LanguageChoice | string {
     case 'typescript':
     case 'ts':
       return { language: 'typescript', kernel: 'javascript' }
+    case 'bash':
+    case 'sh':
+    case 'shell':
+      return { language: 'bash', kernel: 'bash' }
     default:
-      return `language ${JSON.stringify(value.slice(0, 64))} is not supported by local-e2b; use python or javascript`
+      return `language ${JSON.stringify(value.slice(0, 64))} is not supported by local-e2b; use python, javascript or bash`
   }
 }
 

@@ -298,6 +298,65 @@ describe('javascript kernel through the SDK', () => {
   })
 })
 
+describe('bash kernel through the SDK', () => {
+  let harness: Harness
+  beforeAll(async () => {
+    harness = await startHarness({ SANDBOX_LEVEL: 'sandbox' })
+  })
+
+  it('keeps the shell across cells: variables, functions, cwd', async () => {
+    await harness.sandbox.runCode('cd /tmp\nCOUNT=41\ngreet() { echo "hi $1"; }', { language: 'bash' })
+    const execution = await harness.sandbox.runCode('echo $((COUNT + 1)) $(pwd)\ngreet there', {
+      language: 'bash',
+    })
+    expect(execution.logs.stdout.join('')).toBe('42 /tmp\nhi there\n')
+    expect(execution.error).toBeUndefined()
+    expect(execution.results).toEqual([])
+  })
+
+  it('streams stdout and stderr; a failing cell reports its exit status as the error value', async () => {
+    const execution = await harness.sandbox.runCode('echo out; echo err >&2; ls /nonexistent-path', {
+      language: 'bash',
+    })
+    expect(execution.logs.stdout).toEqual(['out\n'])
+    expect(execution.logs.stderr.join('')).toContain('err\n')
+    expect(execution.logs.stderr.join('')).toContain('nonexistent-path')
+    expect(execution.error?.value).toBe('2')
+  })
+
+  it('a command reading stdin gets EOF instead of the next cell', async () => {
+    const execution = await harness.sandbox.runCode('cat; echo after', { language: 'bash' })
+    expect(execution.logs.stdout).toEqual(['after\n'])
+    expect((await harness.sandbox.runCode('echo next', { language: 'bash' })).logs.stdout).toEqual(['next\n'])
+  })
+
+  it('applies per-cell env vars only for that cell', async () => {
+    const cell = await harness.sandbox.runCode('echo $SANDBOX_LEVEL $FOO', {
+      language: 'bash',
+      envs: { SANDBOX_LEVEL: "cell's", FOO: 'bar' },
+    })
+    expect(cell.logs.stdout).toEqual(["cell's bar\n"])
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash parameter expansion, not a template
+    const after = await harness.sandbox.runCode('echo $SANDBOX_LEVEL ${FOO:-unset}', { language: 'bash' })
+    expect(after.logs.stdout).toEqual(['sandbox unset\n'])
+  })
+
+  it('an abandoned command is interrupted and the shell keeps its state; exit ends the kernel', async () => {
+    await harness.sandbox.runCode('KEPT=yes', { language: 'bash' })
+    await expect(
+      harness.sandbox.runCode('sleep 600; echo never', { language: 'bash', timeoutMs: 1_000 }),
+    ).rejects.toThrow()
+    expect(
+      (await harness.sandbox.runCode('echo $KEPT', { language: 'bash', timeoutMs: 30_000 })).logs.stdout,
+    ).toEqual(['yes\n'])
+    const exited = await harness.sandbox.runCode('exit 3', { language: 'bash' })
+    expect(exited.error?.name).toBe('ContextRestarting')
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash parameter expansion, not a template
+    const gone = await harness.sandbox.runCode('echo ${KEPT:-gone}', { language: 'bash' })
+    expect(gone.logs.stdout).toEqual(['gone\n'])
+  })
+})
+
 describe('contexts through the SDK', () => {
   let harness: Harness
   beforeAll(async () => {
@@ -487,6 +546,7 @@ describe('HTTP surface', () => {
       ['/execute', JSON.stringify({ code: 42 }), 400, /code must be a string/],
       ['/execute', JSON.stringify({ code: '1', context_id: 'abc', language: 'python' }), 400, /Only one of/],
       ['/execute', JSON.stringify({ code: '1', language: 'cobol' }), 400, /not supported/],
+      ['/contexts', JSON.stringify({ language: 'r' }), 400, /not supported/],
       ['/execute', JSON.stringify({ code: '1', env_vars: { A: 1 } }), 400, /must be a string/],
       ['/execute', JSON.stringify({ code: '1', env_vars: { 'A=B': 'x' } }), 400, /invalid name/],
       ['/execute', JSON.stringify({ code: '1', context_id: 'x'.repeat(10_000) }), 404, /not found/],

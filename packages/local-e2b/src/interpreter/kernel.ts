@@ -7,8 +7,8 @@ import { posix } from 'node:path'
 import { createFrameReader, type KernelMessage } from './frames.js'
 import type { KernelSpawner } from './types.js'
 
-/** The kernels this package ships. */
-export type KernelLanguage = 'python' | 'javascript'
+/** The kernels this package ships (bash is a mode of the Python kernel script). */
+export type KernelLanguage = 'python' | 'javascript' | 'bash'
 
 /** Receives what one cell produces, in order. */
 export interface CellSink {
@@ -58,9 +58,10 @@ const SIGNAL_DELAY_MS = 250
 
 /** The interpreter binaries: Debian's in the sandbox; on a host without them (unisolated only) the PATH's. */
 function commandFor(language: KernelLanguage, kernelDir: string): [string, string[]] {
-  if (language === 'python') {
+  if (language === 'python' || language === 'bash') {
     const python = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
-    return [python, ['-X', 'utf8', posix.join(kernelDir, 'python-kernel.py')]]
+    const script = posix.join(kernelDir, 'python-kernel.py')
+    return [python, language === 'bash' ? ['-X', 'utf8', script, '--bash'] : ['-X', 'utf8', script]]
   }
   const node = existsSync('/usr/bin/node') ? '/usr/bin/node' : process.execPath
   // --expose-internals gives the kernel Node's own top-level-await rewrite (internal/repl/await).
