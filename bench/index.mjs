@@ -3,6 +3,7 @@
 // set rows, default 200000), --think-ms N (user think time between seed turns, default 2000), --only
 // overhead|seed, --json FILE (write the figures as JSON too).
 import { writeFile } from 'node:fs/promises'
+import { cpus, loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
 import { runOverhead } from './overhead.mjs'
 import { runSeedWorkload } from './seed-workload.mjs'
@@ -17,7 +18,17 @@ const { values } = parseArgs({
   },
 })
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
-const figures = { date: new Date().toISOString(), node: process.version }
+const figures = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpus: cpus().length,
+  loadAverage: loadavg(),
+}
+console.log(
+  `node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')} at start`,
+)
 
 if (values.only !== 'seed') {
   console.log('\n## Per-turn overhead: sandkeep begin + end vs the raw SDK connect + pause (local-e2b)\n')
@@ -31,4 +42,10 @@ if (values.only !== 'overhead') {
     redisUrl,
   })
 }
+figures.loadAverageAtEnd = loadavg()
+console.log(
+  `\nload average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')} at the end`,
+)
 if (values.json) await writeFile(values.json, `${JSON.stringify(figures, null, 2)}\n`)
