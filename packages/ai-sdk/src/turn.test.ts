@@ -1,3 +1,5 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { stepCountIs, ToolLoopAgent, tool } from 'ai'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -128,6 +130,52 @@ describe('sandkeepTurn', () => {
       seen += new TextDecoder().decode(value)
     }
     await reader.cancel()
+    expect((await turn.ended)?.action).toBe('paused')
+    expect(fake.state).toBe('paused')
+  })
+
+  it('streamText: an HTTP client that goes away from pipeUIMessageStreamToResponse ends the turn', async () => {
+    const turn = newTurn()
+    const { model } = scriptedModel(
+      [
+        { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo hi' } }] },
+        { text: 'a b c d e f g h i j k l m n o p q r s t u v w x y z' },
+      ],
+      { chunkDelayMs: 100 },
+    )
+    const server = createServer((_request, response) => {
+      turn
+        .streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
+        .pipeUIMessageStreamToResponse(response)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const { port } = server.address() as AddressInfo
+      const client = new AbortController()
+      const response = await fetch(`http://127.0.0.1:${port}/`, { signal: client.signal })
+      const reader = response.body!.getReader()
+      let seen = ''
+      while (!seen.includes('text-delta')) seen += new TextDecoder().decode((await reader.read()).value)
+      client.abort()
+      expect((await turn.ended)?.action).toBe('paused')
+      expect(fake.state).toBe('paused')
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+
+  it('generateText: the caller aborting mid-call rejects the call and ends the turn', async () => {
+    const controller = new AbortController()
+    const turn = newTurn()
+    const { model } = scriptedModel([
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'sleep 30' } }] },
+      { text: 'never' },
+    ])
+    setTimeout(() => controller.abort(new Error('user left')), 500)
+    await expect(
+      turn.generateText({ model, prompt: 'go', stopWhen: stepCountIs(3), abortSignal: controller.signal }),
+    ).rejects.toBeDefined()
     expect((await turn.ended)?.action).toBe('paused')
     expect(fake.state).toBe('paused')
   })
