@@ -1,0 +1,128 @@
+// What the conformance suite does not cover: options and environment pass-through, credentials, errors at the
+// boundary, streaming, aborts, interpreter contexts, and `native`, against a real local-e2b host.
+import { Sandbox } from '@e2b/code-interpreter'
+import { SandkeepError } from '@sandkeep/core'
+import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createE2BProvider } from '../src/index.js'
+
+describe('createE2BProvider against local-e2b', () => {
+  let host: LocalE2BHost
+  const created: string[] = []
+  const options = () => ({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl })
+
+  beforeAll(async () => {
+    host = await startLocalE2B({ logger: () => {} })
+  })
+  afterAll(async () => {
+    const provider = createE2BProvider(options())
+    for (const id of created) await provider.kill(id).catch(() => false)
+    await host.close()
+  })
+
+  it('takes its connection from the E2B_* environment variables when no option is given', async () => {
+    const saved = { ...process.env }
+    Object.assign(process.env, host.env)
+    try {
+      const provider = createE2BProvider()
+      const sandbox = await provider.create({ metadata: { test: 'env' } })
+      created.push(sandbox.id)
+      expect((await sandbox.runCommand('echo $HOME')).stdout).toBe('/home/user\n')
+      expect(sandbox.native).toBeInstanceOf(Sandbox)
+      expect(sandbox.native.sandboxId).toBe(sandbox.id)
+    } finally {
+      for (const key of Object.keys(host.env)) {
+        if (saved[key] === undefined) delete process.env[key]
+        else process.env[key] = saved[key]
+      }
+    }
+  })
+
+  it('turns internet access off by default and passes metadata, envs and timeout', async () => {
+    const provider = createE2BProvider(options())
+    const sandbox = await provider.create({
+      metadata: { 'sandkeep.tenant': 'acme' },
+      envs: { GREETING: 'hello' },
+      timeoutMs: 120_000,
+    })
+    created.push(sandbox.id)
+    const info = await provider.getInfo?.(sandbox.id)
+    expect(info?.metadata['sandkeep.tenant']).toBe('acme')
+    expect(await sandbox.native.getInfo()).toMatchObject({ allowInternetAccess: false })
+    expect((await sandbox.runCommand('echo $GREETING')).stdout).toBe('hello\n')
+    expect((info?.endAt?.getTime() ?? 0) - Date.now()).toBeGreaterThan(60_000)
+  })
+
+  it('a wrong API key is PROVIDER_AUTH and the key appears nowhere in the error', async () => {
+    const secret = 'e2b_wrong_key_0123456789abcdef'
+    const provider = createE2BProvider({ ...options(), apiKey: secret })
+    const error = await provider.create({ metadata: {} }).catch((e: unknown) => e)
+    expect(SandkeepError.hasCode(error, 'PROVIDER_AUTH')).toBe(true)
+    const shown = `${String(error)} ${JSON.stringify(error)} ${(error as Error).stack}`
+    expect(shown).not.toContain(secret)
+    expect(JSON.stringify(provider)).not.toContain(secret)
+  })
+
+  it('is synchronous: an unreachable host fails the first call as retryable SANDBOX_UNAVAILABLE', async () => {
+    const provider = createE2BProvider({
+      apiKey: 'x',
+      apiUrl: 'http://127.0.0.1:9',
+      sandboxUrl: 'http://127.0.0.1:9',
+    })
+    const error = await provider.connect('abc').catch((e: unknown) => e)
+    expect(error).toMatchObject({ code: 'SANDBOX_UNAVAILABLE', retryable: true })
+  })
+
+  it('refuses bad options before any I/O', () => {
+    expect(() => createE2BProvider({ apiKey: '' })).toThrow(SandkeepError)
+    expect(() => createE2BProvider({ apiUrl: 'not a url' })).toThrow(/URL/)
+    expect(() => createE2BProvider({ colour: 'red' } as never)).toThrow(/no option 'colour'/)
+    expect(() => createE2BProvider({ requestTimeoutMs: -1 })).toThrow(/requestTimeoutMs/)
+  })
+
+  it('streams output, kills an aborted command, and keeps code contexts apart', async () => {
+    const provider = createE2BProvider(options())
+    const sandbox = await provider.create({ metadata: {} })
+    created.push(sandbox.id)
+    const chunks: string[] = []
+    const result = await sandbox.runCommand('echo one; echo two >&2; exit 4', {
+      onStdout: (chunk) => chunks.push(chunk),
+    })
+    expect(result).toEqual({ exitCode: 4, stdout: 'one\n', stderr: 'two\n' })
+    expect(chunks.join('')).toBe('one\n')
+
+    const controller = new AbortController()
+    const started = Date.now()
+    setTimeout(() => controller.abort(), 300)
+    const aborted = await sandbox
+      .runCommand('sleep 30', { signal: controller.signal })
+      .catch((e: unknown) => e)
+    expect(aborted).toMatchObject({ code: 'ABORTED' })
+    expect(Date.now() - started).toBeLessThan(10_000)
+
+    const js = await sandbox.runCode('const k = 20; k + 22', { language: 'javascript' })
+    expect(js.text).toBe('42')
+    const context = await sandbox.native.createCodeContext({ language: 'python' })
+    await sandbox.runCode('scoped = 1', { contextId: context.id })
+    expect((await sandbox.runCode("globals().get('scoped')", { contextId: context.id })).text).toBe('1')
+    expect((await sandbox.runCode("globals().get('scoped')")).text).toBeNull()
+    const printed: string[] = []
+    const cell = await sandbox.runCode('print("streamed")', { onStdout: (chunk) => printed.push(chunk) })
+    expect(cell.stdout).toBe('streamed\n')
+    expect(printed.join('')).toBe('streamed\n')
+  })
+
+  it('lists with a metadata filter across pages', async () => {
+    const provider = createE2BProvider(options())
+    const tag = `page-${Date.now()}`
+    for (let i = 0; i < 3; i++) created.push((await provider.create({ metadata: { tag } })).id)
+    const seen: string[] = []
+    let cursor: string | undefined
+    do {
+      const page = await provider.list!({ metadata: { tag }, limit: 2, ...(cursor ? { cursor } : {}) })
+      seen.push(...page.sandboxes.map((s) => s.sandboxId))
+      cursor = page.cursor
+    } while (cursor)
+    expect(seen.sort()).toEqual(created.slice(-3).sort())
+  })
+})
