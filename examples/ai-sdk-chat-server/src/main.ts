@@ -1,0 +1,33 @@
+// Starts the chat server on the embedded defaults with the scripted model replaying the CLI's default
+// transcript (swap `model` for any AI SDK model, e.g. openai('gpt-5'), to chat for real).
+//   node src/main.ts    then    curl -N localhost:3000/chat -d '{"conversationId":"c1","message":"hi"}'
+import { createSessionManager } from '@sandkeep/core'
+import { createScriptedModel, defaultTranscriptPath, loadTranscript } from 'sandkeep'
+import { embeddedDefaults } from './defaults.ts'
+import { createChatServer } from './server.ts'
+
+export async function start(port = Number(process.env.PORT ?? 3000)) {
+  const defaults = await embeddedDefaults()
+  const sessions = createSessionManager({ store: defaults.store, provider: defaults.provider })
+  const model = createScriptedModel(await loadTranscript(defaultTranscriptPath))
+  const server = createChatServer({ sessions, model })
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  const address = server.address()
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : port}`
+  return {
+    url,
+    sessions,
+    host: defaults.host,
+    async close() {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await defaults.close()
+    },
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const app = await start()
+  console.log(`chat server on ${app.url}; each POST /chat {conversationId, message} is one turn`)
+  process.on('SIGINT', () => void app.close().then(() => process.exit(0)))
+}
