@@ -39,7 +39,8 @@ export class HostEventLog extends EventEmitter {
     this.#events.push(event)
     if (this.#events.length > this.#limit) this.#events.splice(0, this.#events.length - this.#limit)
     this.emit('event', event)
-    this.emit(type, event)
+    // An EventEmitter throws on an unhandled 'error' event; a recorded event must never throw.
+    if (type !== 'error') this.emit(type, event)
     return event
   }
 

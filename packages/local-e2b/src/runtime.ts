@@ -8,9 +8,11 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   rmdirSync,
+  statSync,
   writeFileSync,
 } from 'node:fs'
 import { join } from 'node:path'
@@ -53,9 +55,34 @@ function which(binary: string): string | undefined {
 /** Probes what this machine offers. `wantIsolation: 'bubblewrap'` throws when it is not available. */
 export function probeRuntimeSupport(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSupport {
   const support = probeBase(wantIsolation)
+  if (support.cgroupParent) removeStaleCgroups(support.cgroupParent)
   const helper = process.env.SANDKEEP_LOCAL_E2B_NO_HELPER === '1' ? undefined : enterHelperPath()
   if (helper) support.enterHelper = helper
   return support
+}
+
+/**
+ * A host that crashed leaves its sandboxes' cgroups behind. Remove the empty ones older than ten minutes; a
+ * younger empty one may belong to another host that is creating a sandbox right now.
+ */
+function removeStaleCgroups(parent: string): void {
+  let names: string[]
+  try {
+    names = readdirSync(parent, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name)
+  } catch {
+    return
+  }
+  const cutoff = Date.now() - 10 * 60_000
+  for (const name of names) {
+    const dir = join(parent, name)
+    try {
+      if (statSync(dir).mtimeMs > cutoff) continue
+      if (readFileSync(join(dir, 'cgroup.procs'), 'utf8').trim() !== '') continue
+      rmdirSync(dir)
+    } catch {}
+  }
 }
 
 function probeBase(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSupport {
