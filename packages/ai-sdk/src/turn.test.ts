@@ -246,6 +246,21 @@ describe('sandkeepTurn', () => {
     expect(errors).toHaveLength(1)
   })
 
+  it('maxDurationMs ends a turn whose stream is abandoned without a cancel', async () => {
+    const turn = newTurn({ maxDurationMs: 1_000 })
+    const { model } = scriptedModel([
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'sleep 30' } }] },
+      { text: 'never' },
+    ])
+    const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
+    const reader = result.fullStream.getReader()
+    while ((await reader.read()).value?.type !== 'tool-call') {}
+    // The reader is simply dropped: no cancel, no abort.
+    expect((await turn.ended)?.action).toBe('paused')
+    expect(turn.abortSignal.reason).toMatchObject({ code: 'TIMEOUT' })
+    expect(() => newTurn({ maxDurationMs: -1 })).toThrow(/maxDurationMs/)
+  })
+
   it('wraps one call only', async () => {
     const turn = newTurn()
     const { model } = scriptedModel([{ text: 'a' }, { text: 'b' }])
