@@ -255,6 +255,63 @@ describe('contract: latest-only options', () => {
     }
   })
 
+  it('kills a command when its timeoutMs (Connect-Timeout-Ms) runs out', async () => {
+    const sandbox = await SandboxLatest.create(t.opts)
+    try {
+      await expect(sandbox.commands.run('sleep 30', { timeoutMs: 700 })).rejects.toMatchObject({
+        name: 'TimeoutError',
+      })
+      await t.host.events.waitFor('process-end', (event) => event.sandboxId === sandbox.sandboxId, 10_000)
+      expect(await sandbox.commands.list()).toEqual([])
+      expect(t.host.events.list({ type: 'process-timeout', sandboxId: sandbox.sandboxId })).toHaveLength(1)
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it('sends keepalives at the requested interval and always ends the stream with an end-stream frame', async () => {
+    const sandbox = await SandboxLatest.create(t.opts)
+    try {
+      const token = (sandbox as unknown as { envdAccessToken: string }).envdAccessToken
+      const message = Buffer.from(
+        JSON.stringify({ process: { cmd: '/bin/bash', args: ['-c', 'sleep 2.3; echo done'] } }),
+      )
+      const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), message])
+      frame.writeUInt32BE(message.length, 1)
+      const response = await fetch(`${t.host.sandboxUrl}/process.Process/Start`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/connect+json',
+          'connect-protocol-version': '1',
+          'keepalive-ping-interval': '1',
+          'e2b-sandbox-id': sandbox.sandboxId,
+          'e2b-sandbox-port': '49983',
+          'x-access-token': token,
+        },
+        body: frame,
+      })
+      const body = Buffer.from(await response.arrayBuffer())
+      const frames: Array<{ flags: number; json: Record<string, unknown> }> = []
+      for (let offset = 0; offset < body.length; ) {
+        const length = body.readUInt32BE(offset + 1)
+        frames.push({
+          flags: body[offset] ?? 0,
+          json: JSON.parse(body.subarray(offset + 5, offset + 5 + length).toString()),
+        })
+        offset += 5 + length
+      }
+      const events = frames
+        .filter((f) => f.flags === 0)
+        .map((f) => Object.keys((f.json.event ?? {}) as object)[0])
+      expect(events[0]).toBe('start')
+      expect(events.filter((name) => name === 'keepalive').length).toBeGreaterThanOrEqual(2)
+      expect(events.at(-1)).toBe('end')
+      expect(frames.at(-1)).toEqual({ flags: 2, json: {} })
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
   it('without autoResume, envd traffic to a paused sandbox is refused', async () => {
     const sandbox = await SandboxLatest.create(t.opts)
     await sandbox.pause()
