@@ -18,7 +18,7 @@ export interface LocalE2BOptions {
   pauseMode?: PauseMode
   /** A sandbox paused longer than this (ms) is deleted, like hosted deep hibernation (default: kept forever). */
   retentionMs?: number
-  /** Most sandboxes running at once (default 100); create beyond it answers 429. */
+  /** Most sandboxes running at once (default 100); a create beyond it answers 429 (resumes are not refused). */
   maxSandboxes?: number
   /** Sandbox timeout when create/connect gives none (ms, default 300_000, E2B's default). */
   defaultTimeoutMs?: number

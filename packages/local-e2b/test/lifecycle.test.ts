@@ -234,3 +234,20 @@ describe('host restart on the same stateDir', () => {
     }
   })
 })
+
+describe('limits', () => {
+  it('refuses to run more than maxSandboxes at once with a 429, and counts only running ones', async () => {
+    const t = await startTestHost({ maxSandboxes: 1 })
+    try {
+      const first = await Sandbox.create(t.opts)
+      await expect(Sandbox.create(t.opts)).rejects.toMatchObject({ name: 'RateLimitError' })
+      await first.pause()
+      const second = await Sandbox.create(t.opts)
+      await expect(Sandbox.connect(first.sandboxId, t.opts)).resolves.toBeDefined()
+      await second.kill()
+      await first.kill()
+    } finally {
+      await t.host.close()
+    }
+  })
+})
