@@ -150,13 +150,13 @@ async function redisCpuSeconds(admin) {
   return user + system
 }
 
-async function cycles(turn, admin) {
+async function cycles(turn, admin, inFlight = IN_FLIGHT, runSeconds = seconds) {
   const redisBefore = await redisCpuSeconds(admin)
   const clientBefore = process.cpuUsage()
   let next = 0
   let done = 0
   const latencies = []
-  const deadline = performance.now() + seconds * 1000
+  const deadline = performance.now() + runSeconds * 1000
   const started = performance.now()
   const worker = async (workerIndex) => {
     let local = 0
@@ -170,7 +170,7 @@ async function cycles(turn, admin) {
       done += 1
     }
   }
-  await Promise.all(Array.from({ length: IN_FLIGHT }, (_, index) => worker(index)))
+  await Promise.all(Array.from({ length: inFlight }, (_, index) => worker(index)))
   const elapsed = (performance.now() - started) / 1000
   const client = process.cpuUsage(clientBefore)
   const redisCpu = (await redisCpuSeconds(admin)) - redisBefore
@@ -254,6 +254,9 @@ async function main() {
     const best = (runs) => runs.reduce((a, b) => (b.cyclesPerSecond > a.cyclesPerSecond ? b : a))
     results.store = { best: best(storeRuns), runs: storeRuns }
     results.naive = { best: best(naiveRuns), runs: naiveRuns }
+    // One turn at a time: here the latency of a turn is its round trips.
+    results.storeSequential = await cycles(storeTurn(store), admin, 1, Math.min(seconds, 3))
+    results.naiveSequential = await cycles(naive, admin, 1, Math.min(seconds, 3))
     await store.close()
     naiveClient.disconnect()
 
@@ -294,6 +297,9 @@ async function main() {
   row('sandkeep store', rt, results.store.best)
   row('naive GET/SET/DEL', nrt, results.naive.best)
   console.log('')
+  console.log(
+    `one turn at a time: store ${results.storeSequential.cyclesPerSecond} cycles/s (p50 ${results.storeSequential.p50Ms} ms), naive ${results.naiveSequential.cyclesPerSecond} cycles/s (p50 ${results.naiveSequential.p50Ms} ms)`,
+  )
   console.log(
     `server EVALSHA per store turn: ${rt.serverEvalshaPerTurn}; ${results.cpus} CPUs, load average ${results.loadAverage} at start`,
   )
