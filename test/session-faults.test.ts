@@ -2,7 +2,7 @@
 // that the platform kept: connect failing with 502 twice, a 409 while the sandbox is still transitioning, a
 // connect that answers with another sandbox id, a host restart, a dropped memory, and retention expiry.
 // Also: overlapping turns, lazy turns, auto-pause, and gc, on the same real stack (Redis, SDK, host).
-import { portCheck, processCheck, type ResumeReport } from '@sandkeep/core'
+import { codeCheck, fileCheck, portCheck, processCheck, type ResumeReport } from '@sandkeep/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   answers,
@@ -288,5 +288,86 @@ describe('retention: a sandbox paused longer than the platform keeps it', () => 
       },
       { tenant: rig.tenant },
     )
+  })
+})
+
+describe('declared checks and tenants on the real stack', () => {
+  let rig: SessionRig
+  beforeAll(async () => {
+    rig = await startRig(
+      { pauseMode: 'filesystem' },
+      {
+        healthChecks: [
+          codeCheck({
+            name: 'db',
+            code: "globals().get('db_connected', False)",
+            repair: { code: 'db_connected = True' },
+            required: true,
+          }),
+          fileCheck({
+            name: 'config',
+            path: '/home/user/app.cfg',
+            repair: { command: 'echo "mode=on" > /home/user/app.cfg' },
+          }),
+        ],
+      },
+    )
+  })
+  afterAll(async () => {
+    await rig?.close()
+  })
+
+  it('a code check reconnects after a cold resume and a file check regenerates a file', async () => {
+    const id = conversation()
+    await rig.sessions.withTurn(
+      id,
+      async (turn) => {
+        await turn.sandbox.runCode('db_connected = True')
+        await turn.sandbox.writeFile('/home/user/app.cfg', 'mode=on\n')
+      },
+      { tenant: rig.tenant },
+    )
+    await rig.sessions.withTurn(
+      id,
+      async (turn) => {
+        const status = Object.fromEntries(turn.report?.checks.map((c) => [c.name, c.status]) ?? [])
+        // The filesystem-only pause lost memory (so the code check repaired it) and kept the file.
+        expect(status).toMatchObject({ memory: 'failed', db: 'repaired', config: 'passed' })
+        await turn.sandbox.remove('/home/user/app.cfg')
+      },
+      { tenant: rig.tenant },
+    )
+    await rig.sessions.withTurn(
+      id,
+      async (turn) => {
+        const status = Object.fromEntries(turn.report?.checks.map((c) => [c.name, c.status]) ?? [])
+        expect(status).toMatchObject({ db: 'repaired', config: 'repaired' })
+        expect(await turn.sandbox.readFile('/home/user/app.cfg')).toBe('mode=on\n')
+      },
+      { tenant: rig.tenant },
+    )
+  })
+
+  it("never resumes another tenant's sandbox, even when the store maps to it", async () => {
+    const victim = conversation()
+    const victimSandbox = await rig.sessions.withTurn(victim, async (turn) => (await turn.ready()).id, {
+      tenant: rig.tenant,
+    })
+    // Another tenant's session whose record was made (by a bug or by tampering) to point at that sandbox.
+    const key = { tenant: `${rig.tenant}-other`, conversationId: conversation() }
+    const acquired = await rig.store.acquire(key, { holderId: 'tamper', leaseMs: 5000 })
+    await rig.store.setSandbox(key, acquired.lease, {
+      sandboxId: victimSandbox,
+      expectedSandboxId: null,
+      providerId: 'e2b',
+    })
+    await rig.store.release(key, acquired.lease, { turnEndedAt: Date.now() })
+    const error = await rig.sessions
+      .beginTurn(key.conversationId, { tenant: key.tenant })
+      .catch((e: unknown) => e)
+    expect(error).toMatchObject({ code: 'TENANT_MISMATCH', sandboxId: victimSandbox })
+    expect(rig.host.getSandbox(victimSandbox)?.state).toBe('paused')
+    expect(rig.host.getSandbox(victimSandbox)?.pauseCount).toBe(1)
+    await rig.store.delete(key)
   })
 })
