@@ -282,7 +282,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   function saveRegistry(): void {
     const records = [...sandboxes.values()].map((sandbox) => sandbox.record)
     const temp = `${registryPath}.${process.pid}.tmp`
-    writeFileSync(temp, JSON.stringify({ version: 1, sandboxes: records }))
+    writeFileSync(temp, JSON.stringify({ version: 1, sandboxes: [...records, ...unusableRecords] }))
     renameSync(temp, registryPath)
   }
 
@@ -300,19 +300,31 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   }
 
   /** Loads the registry: every sandbox comes back paused, its memory lost (a restarted host has no processes). */
+  /** Records the registry could not use; kept and written back so that nothing is lost. */
+  let unusableRecords: unknown[] = []
+
+  /** Loads the registry: every sandbox comes back paused, its memory lost (a restarted host has no processes). */
   function loadRegistry(reason: string): void {
     if (!existsSync(registryPath)) return
-    let parsed: { sandboxes?: SandboxRecord[] }
+    let parsed: { sandboxes?: unknown }
     try {
-      parsed = JSON.parse(readFileSync(registryPath, 'utf8')) as { sandboxes?: SandboxRecord[] }
+      parsed = JSON.parse(readFileSync(registryPath, 'utf8')) as { sandboxes?: unknown }
+      if (typeof parsed !== 'object' || parsed === null) throw new Error('not an object')
     } catch (error) {
+      // Keep the unreadable file aside instead of overwriting it with an empty registry.
+      const aside = `${registryPath}.unreadable-${Date.now()}`
+      renameSync(registryPath, aside)
       settings.logger(
-        `[sandkeep-local-e2b] registry ${registryPath} is unreadable, starting empty: ${String(error)}`,
+        `[sandkeep-local-e2b] registry ${registryPath} is unreadable (${String(error)}); moved to ${aside}, starting empty`,
       )
       return
     }
-    for (const record of parsed.sandboxes ?? []) {
-      if (typeof record?.sandboxId !== 'string' || typeof record.rootDir !== 'string') continue
+    unusableRecords = []
+    for (const record of Array.isArray(parsed.sandboxes) ? (parsed.sandboxes as SandboxRecord[]) : []) {
+      if (!isUsableRecord(record)) {
+        unusableRecords.push(record)
+        continue
+      }
       if (record.state === 'running') {
         const now = Date.now()
         record.pauses.push({ mode: 'filesystem', pausedAt: now, pauseMs: 0, reason })
@@ -323,6 +335,11 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       const sandbox = makeSandbox(record)
       sandboxes.set(record.sandboxId, sandbox)
       scheduleRetention(sandbox)
+    }
+    if (unusableRecords.length > 0) {
+      settings.logger(
+        `[sandkeep-local-e2b] ${unusableRecords.length} registry record(s) are malformed; kept as they are`,
+      )
     }
     saveRegistry()
   }
@@ -1221,6 +1238,28 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     freezer: support.freezer,
   })
   return host
+}
+
+/** A registry record the host can serve (anything else is kept untouched in the file). */
+function isUsableRecord(value: unknown): value is SandboxRecord {
+  const record = value as Partial<SandboxRecord> | null
+  return (
+    typeof record === 'object' &&
+    record !== null &&
+    typeof record.sandboxId === 'string' &&
+    /^[A-Za-z0-9_-]{1,128}$/.test(record.sandboxId) &&
+    typeof record.rootDir === 'string' &&
+    typeof record.envdAccessToken === 'string' &&
+    typeof record.templateId === 'string' &&
+    (record.state === 'running' || record.state === 'paused') &&
+    Array.isArray(record.pauses) &&
+    typeof record.metadata === 'object' &&
+    record.metadata !== null &&
+    typeof record.envVars === 'object' &&
+    record.envVars !== null &&
+    typeof record.startedAt === 'number' &&
+    typeof record.endAt === 'number'
+  )
 }
 
 function invalidFault(message: string): SandkeepError {

@@ -251,3 +251,44 @@ describe('limits', () => {
     }
   })
 })
+
+describe('a damaged registry', () => {
+  it('is moved aside when unreadable, and malformed records are kept untouched', async () => {
+    const { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    const stateDir = mkdtempSync(join(tmpdir(), 'sandkeep-registry-test-'))
+    const warnings: string[] = []
+    try {
+      writeFileSync(join(stateDir, 'registry.json'), '{ not json')
+      const first = await startLocalE2B({ stateDir, logger: (line) => void warnings.push(line) })
+      expect(warnings.join('\n')).toMatch(/unreadable/)
+      expect(readdirSync(stateDir).some((name) => name.startsWith('registry.json.unreadable-'))).toBe(true)
+      const sandbox = await Sandbox.create({
+        apiKey: first.apiKey,
+        apiUrl: first.apiUrl,
+        sandboxUrl: first.sandboxUrl,
+      })
+      await first.close()
+      const registry = JSON.parse(readFileSync(join(stateDir, 'registry.json'), 'utf8')) as {
+        sandboxes: unknown[]
+      }
+      registry.sandboxes.push({ sandboxId: 'broken', state: 42 })
+      writeFileSync(join(stateDir, 'registry.json'), JSON.stringify(registry))
+      const second = await startLocalE2B({ stateDir, logger: (line) => void warnings.push(line) })
+      try {
+        expect(second.getSandbox(sandbox.sandboxId)?.state).toBe('paused')
+        expect(second.getSandbox('broken')).toBeUndefined()
+        expect(warnings.join('\n')).toMatch(/malformed/)
+        const saved = JSON.parse(readFileSync(join(stateDir, 'registry.json'), 'utf8')) as {
+          sandboxes: unknown[]
+        }
+        expect(saved.sandboxes).toContainEqual({ sandboxId: 'broken', state: 42 })
+      } finally {
+        await second.close()
+      }
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true })
+    }
+  })
+})
