@@ -227,3 +227,17 @@ describe('sandboxTools', () => {
     expect(fake.journal.length).toBe(journalBefore)
   })
 })
+
+describe('readFile limits', () => {
+  it('refuses a file over maxReadBytes and a directory, with a hint', async () => {
+    const tools = sandboxTools({ session, maxReadBytes: 100 })
+    await call(tools, 'writeFile', { path: 'big.log', content: 'x'.repeat(500) })
+    const big = await call(tools, 'readFile', { path: 'big.log' })
+    expect(big).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(String(big.error)).toMatch(/500 bytes.*runCommand/)
+    await call(tools, 'runCommand', { command: 'mkdir -p somedir' })
+    expect(await call(tools, 'readFile', { path: 'somedir' })).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await call(tools, 'writeFile', { path: 'small.txt', content: 'ok' })
+    expect(await call(tools, 'readFile', { path: 'small.txt' })).toMatchObject({ content: 'ok' })
+  })
+})

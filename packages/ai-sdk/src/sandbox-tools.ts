@@ -17,6 +17,8 @@ export interface SandboxToolsOptions {
   maxOutputChars?: number
   /** Largest file content `readFile` returns, in characters. Default 20 000. */
   maxFileChars?: number
+  /** Largest file `readFile` reads, in bytes; a bigger one is refused with a hint to use head/grep. Default 10 MiB. */
+  maxReadBytes?: number
   /** Most entries `listFiles` returns. Default 200. */
   maxListEntries?: number
   /** Limit of one command or code cell, ms. Default 120 000. */
@@ -158,6 +160,7 @@ interface ToolSandbox {
     options: { language: CodeLanguage; timeoutMs: number; abortSignal?: AbortSignal },
   ): Promise<CodeResult>
   readText(path: string, abortSignal?: AbortSignal): Promise<string | null>
+  stat(path: string, abortSignal?: AbortSignal): Promise<{ type: string; size: number } | null>
   writeText(path: string, content: string, abortSignal?: AbortSignal): Promise<void>
   list(path: string, depth: number, abortSignal?: AbortSignal): Promise<ListFilesToolResult['entries'] | null>
   notice(): string | undefined
@@ -182,6 +185,7 @@ export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
   const maxOutputChars = positive(options.maxOutputChars, 'maxOutputChars', 8_000)
   const maxFileChars = positive(options.maxFileChars, 'maxFileChars', 20_000)
   const maxListEntries = positive(options.maxListEntries, 'maxListEntries', 200)
+  const maxReadBytes = positive(options.maxReadBytes, 'maxReadBytes', 10 * 1024 * 1024)
   const timeoutMs = positive(options.timeoutMs, 'timeoutMs', 120_000)
   const setupSteps = options.setupSteps ?? 'flagged'
   if (!['flagged', 'all', 'none'].includes(setupSteps)) {
@@ -302,6 +306,25 @@ export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
       execute: (input, { abortSignal, experimental_sandbox }) =>
         execute<ReadFileToolResult>(experimental_sandbox, async (sandbox) => {
           const path = sandbox.resolvePath(input.path)
+          // Check the size first: a model asking for a multi-gigabyte log must not pull it into this process.
+          const info = await sandbox.stat(path, abortSignal)
+          if (info === null) {
+            throw new SandkeepError({ code: 'FILE_NOT_FOUND', message: `No such file: ${path}` })
+          }
+          if (info.type === 'directory') {
+            throw new SandkeepError({
+              code: 'INVALID_ARGUMENT',
+              message: `${path} is a directory: use listFiles.`,
+            })
+          }
+          if (info.size > maxReadBytes) {
+            throw new SandkeepError({
+              code: 'INVALID_ARGUMENT',
+              message:
+                `${path} is ${info.size} bytes, over the ${maxReadBytes}-byte read limit: inspect it with ` +
+                'runCommand (head, tail, grep, sed -n) instead.',
+            })
+          }
           const text = await sandbox.readText(path, abortSignal)
           if (text === null) {
             throw new SandkeepError({ code: 'FILE_NOT_FOUND', message: `No such file: ${path}` })
@@ -364,6 +387,7 @@ function sandkeepToolSandbox(session: SandkeepSandboxSession): ToolSandbox {
       session.runCode(code, { language, timeoutMs, ...(abortSignal ? { abortSignal } : {}) }),
     readText: async (path, abortSignal) =>
       session.readTextFile({ path, ...(abortSignal ? { abortSignal } : {}) }),
+    stat: async (path, abortSignal) => session.stat({ path, ...(abortSignal ? { abortSignal } : {}) }),
     writeText: async (path, content, abortSignal) =>
       session.writeTextFile({ path, content, ...(abortSignal ? { abortSignal } : {}) }),
     list: async (path, depth, abortSignal) => {
@@ -421,6 +445,7 @@ function genericToolSandbox(session: Experimental_SandboxSession): ToolSandbox {
     },
     readText: async (path, abortSignal) =>
       session.readTextFile({ path, ...(abortSignal ? { abortSignal } : {}) }),
+    stat: async (path, abortSignal) => session.stat({ path, ...(abortSignal ? { abortSignal } : {}) }),
     writeText: async (path, content, abortSignal) =>
       session.writeTextFile({ path, content, ...(abortSignal ? { abortSignal } : {}) }),
     list: async (path, depth, abortSignal) => {
