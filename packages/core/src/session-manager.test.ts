@@ -609,6 +609,24 @@ describe('createSessionManager: turn end modes', () => {
     expect(provider.callsOf('pause')).toHaveLength(1)
   })
 
+  it('an abort during a slow resume rejects with ABORTED and releases the lease', async () => {
+    const provider = createMockProvider({ latencyMs: 200 })
+    const store = createMemorySessionStore()
+    const sessions = createSessionManager({ store, provider })
+    await sessions.withTurn('slow', async () => {})
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(), 50)
+    await expect(sessions.beginTurn('slow', { abortSignal: controller.signal })).rejects.toMatchObject({
+      code: 'ABORTED',
+    })
+    // A connect that was under way may have resumed it: the aborted turn, the last holder, paused it again.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect([...provider.sandboxes.values()][0]?.state).toBe('paused')
+    // The lease went with it: the next turn is the only holder and pauses at its end.
+    const next = await sessions.beginTurn('slow')
+    expect((await next.end()).last).toBe(true)
+  })
+
   it('an aborted signal stops the turn before any provider call', async () => {
     const { provider, sessions, id } = setup()
     const controller = new AbortController()

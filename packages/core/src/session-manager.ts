@@ -379,6 +379,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     private resumedFromPausedAt: number | null = null
     private ended = false
     private foreign = false
+    /** A sandbox this turn asked the provider to connect to: it may be running even if the resume failed. */
+    private touched: string | null = null
     private renewTimer: NodeJS.Timeout | undefined
     private readonly contexts: UsedContext[] = []
     private verified: VerifiedState = { contexts: [], marker: false }
@@ -578,6 +580,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         if (record?.state !== 'killed') {
           try {
             await verifyTenant(mapped, this.key, signal, onRetry)
+            this.touched = mapped
             connected = await call(() =>
               provider.connect(mapped, { timeoutMs: config.sandbox.timeoutMs, signal }),
             )
@@ -920,7 +923,11 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
             // ends last pauses it even if that turn never touched the sandbox itself.
             await store.setState(this.key, 'running').catch((e: unknown) => fail('set-state', e))
           }
-        } else if (sandboxId && !this.foreign && (handle || record?.state === 'running')) {
+        } else if (
+          sandboxId &&
+          !this.foreign &&
+          (handle || record?.state === 'running' || this.touched === sandboxId)
+        ) {
           action = await this.endSandbox(sandboxId, onTurnEnd, fail, !handle)
         }
       }
