@@ -1,13 +1,71 @@
 // Benchmark of the local E2B host through the real e2b SDK: create, pause, resume (connect of a paused
 // sandbox) and commands.run('true') over N sandboxes, plus the code interpreter's round trip and kernel
 // cold start. Imports the BUILT package: run `pnpm --filter @sandkeep/local-e2b build` first.
-// Usage: node bench/index.mjs [--sandboxes 50] [--json]
+// By default the host runs as its own process (the bin, as `sandkeep host` runs it), so the SDK client and the
+// host do not share one event loop; `--in-process` measures startLocalE2B in this process instead.
+// Usage: node bench/index.mjs [--sandboxes 50] [--in-process] [--json]
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { startLocalE2B } from '@sandkeep/local-e2b'
 import { Sandbox } from 'e2b'
 
 const args = process.argv.slice(2)
 const count = Number(args[args.indexOf('--sandboxes') + 1]) || 50
 const asJson = args.includes('--json')
+const inProcess = args.includes('--in-process')
+
+/** The host behind a small interface: in this process, or the bin in a child process (admin routes). */
+async function startHost() {
+  if (inProcess) {
+    const host = await startLocalE2B({ logger: () => {} })
+    return {
+      opts: { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl },
+      isolation: host.isolation,
+      freezer: host.freezer,
+      mode: 'in-process',
+      getSandbox: async (id) => host.getSandbox(id),
+      events: async (type) => host.events.list({ type }),
+      close: () => host.close(),
+    }
+  }
+  const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
+  const child = spawn(process.execPath, [bin, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const env = {}
+  let banner = ''
+  await new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`host exited with ${code}`)))
+    child.stderr.on('data', (chunk) => {
+      banner += chunk.toString()
+    })
+    child.stdout.on('data', (chunk) => {
+      for (const line of chunk.toString().split('\n')) {
+        const match = /^export (E2B_[A-Z_]+)=(.*)$/.exec(line)
+        if (match) env[match[1]] = match[2]
+      }
+      if (env.E2B_API_KEY && env.E2B_API_URL && env.E2B_SANDBOX_URL) resolve()
+    })
+  })
+  const headers = { 'x-api-key': env.E2B_API_KEY }
+  const admin = async (path) => {
+    const response = await fetch(`${env.E2B_API_URL}/_local/${path}`, { headers })
+    return response.ok ? response.json() : undefined
+  }
+  const described = /isolation: (\w+)/.exec(banner)
+  return {
+    opts: { apiKey: env.E2B_API_KEY, apiUrl: env.E2B_API_URL, sandboxUrl: env.E2B_SANDBOX_URL },
+    isolation: described?.[1] ?? 'unknown',
+    freezer: /freezer: ([\w-]+)/.exec(banner)?.[1] ?? 'unknown',
+    mode: 'child process (bin)',
+    getSandbox: (id) => admin(`sandboxes/${id}`),
+    events: (type) => admin(`events?type=${type}`),
+    close: () =>
+      new Promise((resolve) => {
+        child.removeAllListeners('exit')
+        child.once('exit', resolve)
+        child.kill('SIGTERM')
+      }),
+  }
+}
 
 function percentile(values, p) {
   const sorted = [...values].sort((a, b) => a - b)
@@ -32,8 +90,8 @@ async function timed(fn) {
   return [performance.now() - started, value]
 }
 
-const host = await startLocalE2B({ logger: () => {} })
-const opts = { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }
+const host = await startHost()
+const opts = host.opts
 const samples = { create: [], pause: [], resume: [], command: [], hostPause: [], hostResume: [] }
 const rows = []
 try {
@@ -56,7 +114,7 @@ try {
     samples.pause.push(pauseMs)
     const [resumeMs] = await timed(() => Sandbox.connect(sandbox.sandboxId, opts))
     samples.resume.push(resumeMs)
-    const view = host.getSandbox(sandbox.sandboxId)
+    const view = await host.getSandbox(sandbox.sandboxId)
     const last = view?.pauses.at(-1)
     if (last) {
       samples.hostPause.push(last.pauseMs)
@@ -68,8 +126,8 @@ try {
   rows.push(summary('pause (SDK round trip)', samples.pause, 25))
   rows.push(summary('resume = connect of a paused sandbox (SDK round trip)', samples.resume, 25))
   rows.push(summary("commands.run('true') (SDK round trip)", samples.command, 15))
-  const starts = host.events.list({ type: 'process-start' }).map((event) => event.detail.spawnMs)
-  const drains = host.events.list({ type: 'process-end' }).map((event) => event.detail.drainMs)
+  const starts = (await host.events('process-start')).map((event) => event.detail.spawnMs)
+  const drains = (await host.events('process-end')).map((event) => event.detail.drainMs)
   rows.push(summary('  of which: spawn inside the sandbox until its pid is known', starts))
   rows.push(summary('  of which: exit to end event (pipes drained)', drains))
   rows.push(summary('pause, inside the host (freeze)', samples.hostPause))
@@ -109,10 +167,7 @@ try {
   }
 } catch (error) {
   // Say what the host saw: a benchmark that dies with only the SDK's view is hard to act on.
-  console.error(
-    'bench failed; host errors:',
-    JSON.stringify(host.events.list({ type: 'host-error' }), null, 2),
-  )
+  console.error('bench failed; host errors:', JSON.stringify(await host.events('host-error'), null, 2))
   throw error
 } finally {
   await host.close()
@@ -123,6 +178,7 @@ if (asJson) {
     JSON.stringify(
       {
         package: '@sandkeep/local-e2b',
+        host: host.mode,
         isolation: host.isolation,
         freezer: host.freezer,
         sandboxes: count,
@@ -134,7 +190,7 @@ if (asJson) {
   )
 } else {
   console.log(
-    `@sandkeep/local-e2b bench: ${count} sandboxes, isolation ${host.isolation}, freezer ${host.freezer} (ms)`,
+    `@sandkeep/local-e2b bench: ${count} sandboxes, host ${host.mode}, isolation ${host.isolation}, freezer ${host.freezer} (ms)`,
   )
   for (const row of rows) {
     if (row.error) console.log(`  ${row.name}: unavailable (${row.error})`)

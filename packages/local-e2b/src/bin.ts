@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     fail((error as Error).message)
   }
   process.stderr.write(
-    `sandkeep-local-e2b listening on ${host.apiUrl} (isolation: ${host.isolation}, pause: ${host.pauseMode}, state: ${host.stateDir})\n`,
+    `sandkeep-local-e2b listening on ${host.apiUrl} (isolation: ${host.isolation}, freezer: ${host.freezer}, pause: ${host.pauseMode}, state: ${host.stateDir})\n`,
   )
   process.stderr.write('Export these in the shell that runs your E2B client:\n')
   // The key is printed here and only here: the user needs it to point a client at this host.
