@@ -298,8 +298,8 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     })
 
   /** Index touch sent alongside a session write (another slot, so its own command). */
-  const touchIndex = (redis: RedisClient, keys: SessionKeys, score: number, ttlMs: number) =>
-    script(redis, 'index-touch-1', keys.index, keys.member, Math.trunc(score), Math.max(ttlMs, defaultTtlMs))
+  const touchIndex = (redis: RedisClient, keys: SessionKeys, score: number) =>
+    script(redis, 'index-touch-1', keys.index, keys.member, Math.trunc(score))
 
   return {
     specificationVersion: 'v1',
@@ -407,12 +407,11 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
             keys.index,
             ...setArguments,
             keys.member,
-            defaultTtlMs,
           )
         }
         const [written] = await Promise.all([
           script(redis, 'set-sandbox-3', keys.record, keys.lease, keys.journal, ...setArguments),
-          touchIndex(redis, keys, Date.now(), defaultTtlMs),
+          touchIndex(redis, keys, Date.now()),
         ])
         return written
       })
@@ -465,13 +464,12 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
             ...releaseArguments,
             keys.member,
             checked.turnEndedAt,
-            Math.max(checked.ttlMs, defaultTtlMs),
           )
         }
         // Cluster: the index is in another slot, so it is touched by its own command, sent alongside.
         const [released] = await Promise.all([
           script(redis, 'release-3', keys.record, keys.lease, keys.journal, ...releaseArguments),
-          touchIndex(redis, keys, checked.turnEndedAt, checked.ttlMs),
+          touchIndex(redis, keys, checked.turnEndedAt),
         ])
         return released
       })

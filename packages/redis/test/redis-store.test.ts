@@ -272,6 +272,38 @@ describe('corrupt records', () => {
   })
 })
 
+describe('tenant index', () => {
+  it('never expires while sessions may live, and drops entries of expired sessions when listing meets them', async () => {
+    const store = open({ ttlMs: 600 })
+    const tenant = `t-${randomUUID().slice(0, 8)}`
+    const keep = { tenant, conversationId: 'kept' }
+    const expire = { tenant, conversationId: 'expires' }
+    for (const key of [keep, expire]) {
+      const begun = await store.acquire(key, { holderId: 'h', leaseMs: 60_000 })
+      await store.setSandbox(key, begun.lease, {
+        sandboxId: `sbx-${key.conversationId}`,
+        expectedSandboxId: null,
+        providerId: 'p',
+      })
+      await store.release(key, begun.lease, { turnEndedAt: Date.now() })
+    }
+    const index = sessionKeys(prefix, keep).index
+    expect(await raw.pttl(index)).toBe(-1)
+    expect(await raw.zcard(index)).toBe(2)
+    // Only `kept` sees further turns; `expires` is left to its TTL.
+    for (let turn = 0; turn < 6; turn += 1) {
+      await sleep(250)
+      const begun = await store.acquire(keep, { holderId: `h${turn}`, leaseMs: 60_000 })
+      await store.release(keep, begun.lease, { turnEndedAt: Date.now() })
+    }
+    expect(await raw.zscore(index, sessionKeys(prefix, expire).member)).not.toBeNull()
+    const listed = await store.list(tenant)
+    expect(listed.sessions.map((record) => record.conversationId)).toEqual(['kept'])
+    expect(await raw.zscore(index, sessionKeys(prefix, expire).member)).toBeNull()
+    expect(await raw.zscore(index, sessionKeys(prefix, keep).member)).not.toBeNull()
+  })
+})
+
 describe('a holder that dies', () => {
   it('stops counting once its lease lapses, so the last live holder is told it is last', async () => {
     const key = newKey()

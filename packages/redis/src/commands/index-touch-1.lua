@@ -1,17 +1,16 @@
 --[[
-  Moves a session up in its tenant's listing index (never down), and keeps the index alive at least as long
-  as the session. On a Cluster the index lives in another slot than the session, so this runs as its own
-  command next to the session's script.
+  Moves a session up in its tenant's listing index (never down). On a Cluster the index lives in another
+  slot than the session, so this runs as its own command next to the session's script. The index has no
+  TTL (see includes/index.lua).
 
   KEYS[1] tenant index (sorted set: member = conversation hash, score = last activity, epoch ms)
 
   ARGV[1] member
   ARGV[2] score
-  ARGV[3] TTL, ms
 
   Returns 1
 ]]
 --- @include "index"
 
-touch_index(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
+touch_index(KEYS[1], ARGV[1], ARGV[2])
 return 1

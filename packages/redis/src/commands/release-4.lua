@@ -23,7 +23,6 @@
   ARGV[11] session TTL, ms
   ARGV[12] index member (the conversation hash)
   ARGV[13] index score (the turn end)
-  ARGV[14] index TTL, ms
 
   Returns { 'ok', last (0|1), record values in FIELDS order (empty when none) }
        or { 'corrupt', index in KEYS of the bad key }
@@ -34,5 +33,5 @@
 
 local reply = release_turn(KEYS[1], KEYS[2], KEYS[3])
 -- A session without a record (its creator released without creating) is not listed.
-if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[4], ARGV[12], ARGV[13], ARGV[14]) end
+if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[4], ARGV[12], ARGV[13]) end
 return reply

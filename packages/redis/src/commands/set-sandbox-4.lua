@@ -11,7 +11,6 @@
 
   ARGV[1..11] as in set-sandbox-3.lua
   ARGV[12] index member (the conversation hash)
-  ARGV[13] index TTL, ms
 
   Returns { 'ok', record values in FIELDS order, updatedAt }
        or { 'lost', reason ('lapsed' | 'stale-token' | 'mismatch'), detail }
@@ -22,5 +21,5 @@
 --- @include "set-sandbox"
 
 local reply = set_sandbox(KEYS[1], KEYS[2], KEYS[3])
-if reply[1] == 'ok' then touch_index(KEYS[4], ARGV[12], reply[3], ARGV[13]) end
+if reply[1] == 'ok' then touch_index(KEYS[4], ARGV[12], reply[3]) end
 return reply

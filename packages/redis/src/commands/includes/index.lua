@@ -1,12 +1,13 @@
 -- The tenant listing index (inlined by the loader where a script says `--- @include "index"`).
+--
+-- The index has no TTL on purpose: `gc` treats a sandbox whose session is not listed as orphaned, so the
+-- index must never vanish while a session lives. Entries of sessions that expired or were deleted are
+-- removed by listing as it meets them (index-prune-1).
 
--- Moves a session up in its tenant's index (never down) and keeps the index alive at least `ttl` ms.
-local function touch_index(key, member, score, ttl)
+-- Moves a session up in its tenant's index, never down (turn ends may arrive out of order).
+local function touch_index(key, member, score)
   local current = redis.call('ZSCORE', key, member)
   if not current or tonumber(current) < tonumber(score) then
     redis.call('ZADD', key, score, member)
-  end
-  if redis.call('PTTL', key) < tonumber(ttl) then
-    redis.call('PEXPIRE', key, ttl)
   end
 end
