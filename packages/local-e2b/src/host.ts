@@ -967,8 +967,8 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     }
     if (parts[0] === 'restart' && method === 'POST') {
       // Answer first: the restart drops every open connection, this one included.
+      response.once('finish', () => setImmediate(() => void faults.restart()))
       sendJson(response, 202, { restarting: true })
-      setImmediate(() => void faults.restart())
       return
     }
     if (parts[0] === 'sandboxes' && parts[1]) {

@@ -138,8 +138,13 @@ describe('fault injection', () => {
     const sandbox = await Sandbox.create(t.opts)
     await sandbox.files.write('/home/user/across-restart.txt', 'disk')
     const sleeper = await sandbox.commands.run('sleep 600', { background: true, timeoutMs: 0 })
-    await t.host.faults.restart()
-    expect(t.host.events.list({ type: 'host-restart' }).length).toBeGreaterThan(0)
+    const restarted = t.host.events.waitFor('host-restart')
+    const response = await fetch(`${t.host.apiUrl}/_local/restart`, {
+      method: 'POST',
+      headers: { 'x-api-key': t.host.apiKey },
+    })
+    expect(response.status).toBe(202)
+    await restarted
     expect((await Sandbox.getInfo(sandbox.sandboxId, t.opts)).state).toBe('paused')
     const back = await Sandbox.connect(sandbox.sandboxId, t.opts)
     expect(await back.files.read('/home/user/across-restart.txt')).toBe('disk')
@@ -170,5 +175,46 @@ describe('fault injection', () => {
     const moved = await Sandbox.connect(newId, t.opts)
     expect(await moved.files.read('/home/user/who.txt')).toBe('same sandbox')
     await moved.kill()
+  })
+
+  it('serves every sandbox fault and the introspection over /_local/', async () => {
+    const admin = (path: string, body?: unknown, method = 'POST') =>
+      fetch(`${t.host.apiUrl}/_local/${path}`, {
+        method,
+        headers: { 'x-api-key': t.host.apiKey, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
+    const sandbox = await Sandbox.create(t.opts)
+    await sandbox.commands.run('sleep 600', { background: true, timeoutMs: 0 })
+    const view = (await (await admin(`sandboxes/${sandbox.sandboxId}`, undefined, 'GET')).json()) as {
+      state: string
+      processes: unknown[]
+    }
+    expect(view.state).toBe('running')
+    expect(view.processes).toHaveLength(1)
+    expect((await admin(`sandboxes/${sandbox.sandboxId}/drop-memory`)).status).toBe(204)
+    expect(await sandbox.commands.list()).toEqual([])
+    expect((await admin('faults/latency', { operation: 'pause', ms: 50, count: 1 })).status).toBe(204)
+    expect((await admin('faults/fail', { operation: 'nope' })).status).toBe(400)
+    await sandbox.pause()
+    expect(
+      (await admin(`sandboxes/${sandbox.sandboxId}/change-id`, { newId: `moved${sandbox.sandboxId}` }))
+        .status,
+    ).toBe(204)
+    await Sandbox.connect(sandbox.sandboxId, t.opts)
+    const movedId = `moved${sandbox.sandboxId}`
+    await expect(Sandbox.getInfo(sandbox.sandboxId, t.opts)).rejects.toMatchObject({
+      name: 'SandboxNotFoundError',
+    })
+    await Sandbox.pause(movedId, t.opts)
+    expect((await admin(`sandboxes/${movedId}/expire`)).status).toBe(204)
+    await expect(Sandbox.connect(movedId, t.opts)).rejects.toMatchObject({ name: 'SandboxNotFoundError' })
+    expect((await admin(`sandboxes/${movedId}/expire`)).status).toBe(404)
+    const events = (await (await admin(`events?type=fault-inject`, undefined, 'GET')).json()) as Array<{
+      detail: { fault: string }
+    }>
+    expect(events.map((event) => event.detail.fault)).toEqual(
+      expect.arrayContaining(['drop-memory', 'latency', 'change-id', 'expire']),
+    )
   })
 })
