@@ -1,7 +1,7 @@
 // The demo on embedded defaults, through the built bin: every pause mode and every fault. Each run replays
 // the whole default transcript; `--json` is parsed line by line and the recovery asserted from the reports.
 import { beforeAll, describe, expect, it, vi } from 'vitest'
-import { assertBuilt, cleanEnv, parseJsonLines, runCli } from './helpers.js'
+import { assertBuilt, cleanEnv, parseJsonLines, runCli, startCli, waitFor } from './helpers.js'
 
 beforeAll(assertBuilt)
 // Each test replays five turns in a child process; a loaded 2-core machine needs the slack.
@@ -201,5 +201,18 @@ describe('sandkeep demo --fault', () => {
     expect(third.sandboxId).not.toBe(second.sandboxId)
     expect(third.survived.memory).toBe(true)
     expect(turnEnd(run.lines, 4).report.sandboxId).toBe(third.sandboxId)
+  })
+})
+
+describe('sandkeep demo interrupted', () => {
+  it('stops at SIGINT during the long idle, cleans up, and exits 130', async () => {
+    const child = startCli(['demo', '--json', '--idle', '120s'], cleanEnv())
+    await waitFor(() => (child.stdout().includes('"type":"turn-end","turn":4') ? true : undefined), 120_000)
+    const code = await child.stop()
+    expect(code).toBe(130)
+    const lines = parseJsonLines(child.stdout())
+    const summary = lines.at(-1) as Line & { ok: boolean; interrupted: boolean; failedTurn: number }
+    expect(summary).toMatchObject({ type: 'summary', ok: false, interrupted: true, failedTurn: 5 })
+    expect(lines.some((line) => line.type === 'turn-start' && line.turn === 5)).toBe(false)
   })
 })

@@ -97,7 +97,15 @@ export type DemoEvent =
       runningSeconds: number
       pausedSeconds: number
     }
-  | { type: 'summary'; ok: boolean; turns: TurnSummary[]; failedTurn: number | null }
+  | {
+      type: 'summary'
+      ok: boolean
+      turns: TurnSummary[]
+      /** The first turn that failed (or was not reached because of an interruption). */
+      failedTurn: number | null
+      /** True when SIGINT/SIGTERM (or a closed output) stopped the replay; the session was still cleaned up. */
+      interrupted: boolean
+    }
   | { type: 'error'; message: string; code?: string }
 
 /** Receives the demo's events (and progress, which only a TTY shows). */

@@ -338,6 +338,10 @@ function describeSummary(event: Extract<DemoEvent, { type: 'summary' }>, style: 
     lines.push(
       `${style.green('✓')} ${passed}/${event.turns.length} turns passed; the sandbox ran ${seconds(running)} s and sat paused between turns.`,
     )
+  } else if (event.interrupted) {
+    lines.push(
+      `${style.yellow('■')} interrupted at turn ${event.failedTurn} (${passed} turns passed); the session was still cleaned up.`,
+    )
   } else {
     lines.push(
       `${style.red('✗')} turn ${event.failedTurn} failed (${passed}/${event.turns.length} turns passed).`,

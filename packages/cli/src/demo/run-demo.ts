@@ -137,6 +137,7 @@ export async function runDemo(options: RunDemoOptions): Promise<DemoResult> {
         const waitedMs = Math.min(options.idleMs, turn.idleBeforeMs)
         renderer.progress(`idle (${Math.round(turn.idleBeforeMs / 60_000)} min scripted), sandbox paused`)
         await sleep(waitedMs, undefined, { signal: options.signal }).catch(() => {})
+        if (options.signal.aborted) break
         renderer.emit({ type: 'idle', turn: turn.index, scriptedMs: turn.idleBeforeMs, waitedMs })
       }
       if (options.fault && options.fault.turn === turn.index) {
@@ -245,6 +246,7 @@ export async function runDemo(options: RunDemoOptions): Promise<DemoResult> {
       end ??= observed.end
       if (report?.sandboxId) lastSandboxId = report.sandboxId
       if (observed.error && !error && !ok) error = observed.error
+      if (options.signal.aborted && !ok) error = { message: 'interrupted' }
       const turnEndedAt = Date.now()
       lastTurnEndedAt = turnEndedAt
       const runningSeconds = (turnEndedAt - turnStartedAt) / 1000
@@ -297,7 +299,7 @@ export async function runDemo(options: RunDemoOptions): Promise<DemoResult> {
     }
     renderer.progress(null)
     const ok = failedTurn === null
-    renderer.emit({ type: 'summary', ok, turns: summaries, failedTurn })
+    renderer.emit({ type: 'summary', ok, turns: summaries, failedTurn, interrupted: options.signal.aborted })
     return { ok, turns: summaries }
   } finally {
     renderer.progress(null)
