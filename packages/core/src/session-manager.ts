@@ -376,6 +376,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     private endPromise: Promise<TurnEndReport> | undefined
     private handle: SandboxHandle | undefined
     private readyAt = 0
+    /** When this turn started the sandbox running (the create or connect call), epoch ms; 0 before. */
+    private runningSince = 0
     private resumedFromPausedAt: number | null = null
     private ended = false
     private foreign = false
@@ -571,6 +573,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       let handle: SandboxHandle
       let previousSandboxId: string | undefined
       const connectStarted = performance.now()
+      // The sandbox runs (and costs) from the resume call on, not only once it is ready.
+      this.runningSince = Date.now()
       const mapped = record?.sandboxId ?? null
       if (create || !mapped) {
         outcome = 'created'
@@ -895,10 +899,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         const result = await store.release(this.key, this.lease, {
           ...(manifest ? { manifest } : {}),
           turnEndedAt: now,
-          runningSeconds: this.readyAt ? (now - this.readyAt) / 1000 : 0,
+          runningSeconds: this.handle && this.runningSince ? (now - this.runningSince) / 1000 : 0,
           pausedSeconds:
             this.resumedFromPausedAt !== null
-              ? Math.max(0, this.readyAt - this.resumedFromPausedAt) / 1000
+              ? Math.max(0, this.runningSince - this.resumedFromPausedAt) / 1000
               : 0,
           ...(stateIfLast ? { stateIfLast } : {}),
           ttlMs: config.ttlMs,
