@@ -592,6 +592,20 @@ describe('createSessionManager: turn end modes', () => {
     expect((await sessions.getSession(id))?.state).toBe('unknown')
   })
 
+  it('when the store is down at turn end, the end reports it and does not pause (others may hold it)', async () => {
+    const { provider, store, sessions, id } = setup()
+    const errors = record(sessions, 'error')
+    const turn = await sessions.beginTurn(id)
+    store.release = async () => {
+      throw new SandkeepError({ code: 'STORE_UNAVAILABLE', message: 'down', retryable: true })
+    }
+    const [end, again] = await Promise.all([turn.end(), turn.end()])
+    expect(end).toBe(again)
+    expect(end).toMatchObject({ action: 'none', last: false, error: { code: 'STORE_UNAVAILABLE' } })
+    expect(provider.callsOf('pause')).toHaveLength(0)
+    expect(errors.map((e) => e.phase)).toContain('release')
+  })
+
   it('renews the lease while a long turn runs', async () => {
     const provider = createMockProvider()
     const store = createMemorySessionStore()
