@@ -208,7 +208,8 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
         entry.record.lastTurnStartedAt = now
         entry.record.updatedAt = now
       }
-      entry.expiresAt = now + ttlMs
+      // The session must outlive the lease it grants, even with a TTL shorter than the lease.
+      entry.expiresAt = now + Math.max(ttlMs, leaseMs)
       return {
         lease: { holderId, fencingToken, expiresAt },
         record: copy(entry.record),
@@ -227,7 +228,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       const holder = liveHolder(entry, lease, now)
       if (!entry || !holder) throw leaseLost(key, 'it lapsed or the holder was removed')
       holder.expiresAt = now + leaseMs
-      entry.expiresAt = now + defaultTtlMs
+      entry.expiresAt = now + Math.max(defaultTtlMs, leaseMs)
       return { holderId: lease.holderId, fencingToken: lease.fencingToken, expiresAt: holder.expiresAt }
     },
 

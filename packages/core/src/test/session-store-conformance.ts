@@ -753,6 +753,18 @@ export function sessionStoreConformance(
         expect(again.record).toBeNull()
       })
 
+      it('keeps a session at least as long as a lease it granted', async () => {
+        const store = await open({ ttlMs: 300 })
+        const key = newKey()
+        const first = await store.acquire(key, { holderId: 'long-turn', leaseMs: 5_000 })
+        expect(first.create).toBe(true)
+        await sleep(900)
+        const second = await store.acquire(key, { holderId: 'next', leaseMs: 5_000 })
+        expect(second.holders).toBe(2)
+        expect(second.create).toBe(false)
+        expect(second.lease.fencingToken).toBeGreaterThan(first.lease.fencingToken)
+      })
+
       it('keeps a session alive while turns keep coming, and honours a per-call ttlMs', async () => {
         const store = await open({ ttlMs: 1_500 })
         const key = newKey()

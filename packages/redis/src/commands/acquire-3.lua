@@ -20,6 +20,8 @@
 local status, record = load_record(KEYS[1], ARGV[1], ARGV[2])
 if status == 'corrupt' then return { 'corrupt', 1 } end
 local holder_id, lease_ms, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+-- The session must outlive the lease it grants, even with a TTL shorter than the lease.
+if ttl < lease_ms then ttl = lease_ms end
 local now = store_now()
 local holders, count, claim, counter = live_holders(KEYS[2], now)
 if not holders then return { 'corrupt', 2 } end

@@ -14,6 +14,7 @@
 --- @include "session"
 
 local holder_id, token, lease_ms, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if ttl < lease_ms then ttl = lease_ms end
 local now = store_now()
 local holders = live_holders(KEYS[2], now)
 if not holders then return { 'corrupt', 2 } end
