@@ -384,6 +384,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     /** A sandbox this turn asked the provider to connect to: it may be running even if the resume failed. */
     private touched: string | null = null
     private renewTimer: NodeJS.Timeout | undefined
+    private detachCallerSignal: (() => void) | undefined
     private readonly contexts: UsedContext[] = []
     private verified: VerifiedState = { contexts: [], marker: false }
     private manifestBase: TurnManifest | null
@@ -414,7 +415,12 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       }
       if (signal) {
         if (signal.aborted) this.controller.abort(signal.reason)
-        else signal.addEventListener('abort', () => this.controller.abort(signal.reason), { once: true })
+        else {
+          const onAbort = () => this.controller.abort(signal.reason)
+          signal.addEventListener('abort', onAbort, { once: true })
+          // A caller's signal may outlive many turns: drop the listener when this turn ends.
+          this.detachCallerSignal = () => signal.removeEventListener('abort', onAbort)
+        }
       }
       // Renew at a third of the lease so two missed renewals still leave time before it lapses.
       this.renewTimer = setInterval(() => this.renew(), Math.max(100, Math.floor(config.leaseMs / 3)))
@@ -435,6 +441,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           this.lease = lease
         },
         (error: unknown) => {
+          // A renewal that crossed the release is expected to find the lease gone.
+          if (this.ended) return
           emitError('renew', error, this.key)
           if (SandkeepError.hasCode(error, 'LEASE_LOST')) this.stopRenewal()
         },
@@ -862,6 +870,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
 
     private async finish(): Promise<TurnEndReport> {
       this.stopRenewal()
+      this.detachCallerSignal?.()
       // Wait for a resume in flight so its sandbox is paused too; its failure was already reported.
       if (this.readyPromise) await this.readyPromise.catch(() => undefined)
       this.ended = true
