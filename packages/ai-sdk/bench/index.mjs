@@ -105,6 +105,18 @@ async function rawTurn(record) {
 }
 
 try {
+  await store.get({ tenant: 'default', conversationId: 'bench-probe' })
+} catch (error) {
+  if (error?.code === 'STORE_UNAVAILABLE') {
+    console.log(
+      '@sandkeep/ai-sdk bench skipped: Redis is not reachable (REDIS_URL, default redis://127.0.0.1:6379).',
+    )
+    await store.close()
+    await host.close()
+    process.exit(0)
+  }
+}
+try {
   // The first turn creates the sandbox; a few more warm up connections and the JIT. Not measured.
   for (let index = 0; index < 3; index++) {
     await aiTurn(false)
