@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { SandkeepError } from './errors.js'
 import { codeCheck, customCheck, fileCheck, portCheck, processCheck } from './health.js'
@@ -621,6 +622,17 @@ describe('createSessionManager: turn end modes', () => {
     })
     expect(renewals).toBeGreaterThanOrEqual(2)
     expect(provider.callsOf('pause')).toHaveLength(1)
+  })
+
+  it('leaves no listener behind on a long-lived caller signal', async () => {
+    const { sessions, id } = setup()
+    const controller = new AbortController()
+    for (let i = 0; i < 5; i++) {
+      await sessions.withTurn(id, async (turn) => turn.sandbox.runCommand('true'), {
+        abortSignal: controller.signal,
+      })
+    }
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0)
   })
 
   it('an abort during a slow resume rejects with ABORTED and releases the lease', async () => {
