@@ -1,7 +1,12 @@
 // The E2B provider against a real local-e2b host through the unmodified SDK, once per pause fidelity, and
 // against the real E2B only when asked for (SANDKEEP_E2B_LIVE=1 and E2B_API_KEY).
 import { sandboxProviderConformance } from '@sandkeep/core/test'
-import { type LocalE2BHost, type PauseMode, startLocalE2B } from '@sandkeep/local-e2b'
+import {
+  type LocalE2BHost,
+  PAUSE_MODE_METADATA_KEY,
+  type PauseMode,
+  startLocalE2B,
+} from '@sandkeep/local-e2b'
 import { afterAll } from 'vitest'
 import { createE2BProvider } from '../src/index.js'
 
@@ -27,6 +32,18 @@ for (const mode of Object.keys(fidelity) as PauseMode[]) {
     pauseKeeps: fidelity[mode],
   })
 }
+
+// The same fidelity chosen per sandbox (metadata) rather than per host.
+sandboxProviderConformance({
+  name: 'e2b provider on local-e2b (pause mode from sandbox metadata: filesystem)',
+  provider: async () => {
+    const host = await startLocalE2B({ pauseMode: 'memory', logger: () => {} })
+    hosts.push(host)
+    return createE2BProvider({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl })
+  },
+  metadata: { [PAUSE_MODE_METADATA_KEY]: 'filesystem' },
+  pauseKeeps: fidelity.filesystem,
+})
 
 const live = process.env.SANDKEEP_E2B_LIVE === '1' && Boolean(process.env.E2B_API_KEY)
 sandboxProviderConformance({
