@@ -97,18 +97,27 @@ function probeBase(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSuppor
       )
     }
   }
-  const v1 = '/sys/fs/cgroup/freezer'
-  if (isRoot && existsSync(join(v1, 'cgroup.procs'))) {
-    try {
-      mkdirSync(join(v1, 'sandkeep'), { recursive: true })
-      return { isolation, freezer: 'cgroup-v1', cgroupParent: join(v1, 'sandkeep') }
-    } catch {}
+  if (!isRoot) return { isolation, freezer: 'signals' }
+  // cgroup v2 first: its freeze needs no controller, and the launcher can fork straight into a v2 cgroup
+  // (clone3 CLONE_INTO_CGROUP), whereas joining a cgroup by writing cgroup.procs waits for an RCU grace
+  // period (10-20 ms per process on a busy machine). v1's freezer is the fallback. SANDKEEP_LOCAL_E2B_FREEZER
+  // (v2 | v1 | signals) forces one, for tests of each path.
+  const forced = process.env.SANDKEEP_LOCAL_E2B_FREEZER
+  const candidates: Array<[FreezerKind, string]> = []
+  const hybrid = '/sys/fs/cgroup/unified'
+  const pure = '/sys/fs/cgroup'
+  if (forced === undefined || forced === 'v2') {
+    if (existsSync(join(hybrid, 'cgroup.procs'))) candidates.push(['cgroup-v2', hybrid])
+    else if (existsSync(join(pure, 'cgroup.controllers'))) candidates.push(['cgroup-v2', pure])
   }
-  const v2 = '/sys/fs/cgroup'
-  if (isRoot && existsSync(join(v2, 'cgroup.controllers')) && !existsSync(v1)) {
+  if (forced === undefined || forced === 'v1') candidates.push(['cgroup-v1', '/sys/fs/cgroup/freezer'])
+  for (const [kind, root] of candidates) {
+    if (!existsSync(join(root, 'cgroup.procs'))) continue
     try {
-      mkdirSync(join(v2, 'sandkeep'), { recursive: true })
-      return { isolation, freezer: 'cgroup-v2', cgroupParent: join(v2, 'sandkeep') }
+      const parent = join(root, 'sandkeep')
+      mkdirSync(parent, { recursive: true })
+      if (kind === 'cgroup-v2' && !existsSync(join(parent, 'cgroup.freeze'))) continue
+      return { isolation, freezer: kind, cgroupParent: parent }
     } catch {}
   }
   return { isolation, freezer: 'signals' }
@@ -301,6 +310,12 @@ export class SandboxRuntime {
       throw new Error(`bubblewrap did not report its child pid: ${stderr.trim()}`)
     await ready
     this.#init = init
+    // Without a cgroup, the init's process group is how its descendants are found, frozen and killed.
+    if (init.pid !== undefined) {
+      const group = init.pid
+      this.#groups.add(group)
+      init.on('exit', () => this.#groups.delete(group))
+    }
     this.#initPid = childPid
     init.on('exit', () => {
       if (this.#init === init) {
@@ -366,7 +381,7 @@ export class SandboxRuntime {
       full = [
         helper,
         [
-          cgroup ? join(cgroup, 'cgroup.procs') : '-',
+          cgroup ?? '-',
           isolated ? String(this.#initPid) : '-',
           isolated ? options.cwd : this.hostPathOf(options.cwd),
           command,
@@ -497,7 +512,9 @@ export class SandboxRuntime {
         return []
       }
     }
-    return [...this.#groups]
+    return processesInGroups(
+      new Set([...this.#groups, ...(this.#init?.pid === undefined ? [] : [this.#init.pid])]),
+    )
   }
 
   /** Freezes every process of the sandbox; resolves once the kernel reports them frozen. */
@@ -598,6 +615,28 @@ export class SandboxRuntime {
     for (const pid of this.hostPids()) total += processCpuTicks(pid)
     return total
   }
+}
+
+/** Live processes whose process group is one of `groups` (scan of /proc; the fallback without a cgroup). */
+function processesInGroups(groups: Set<number>): number[] {
+  if (groups.size === 0) return []
+  const pids: number[] = []
+  let names: string[]
+  try {
+    names = readdirSync('/proc')
+  } catch {
+    return [...groups]
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      // After the command: state, ppid, pgrp.
+      if (fields[0] !== 'Z' && groups.has(Number(fields[2]))) pids.push(Number(name))
+    } catch {}
+  }
+  return pids
 }
 
 /** utime + stime of one process in clock ticks (0 when it is gone). */
