@@ -129,6 +129,8 @@ try {
   const starts = (await host.events('process-start')).map((event) => event.detail.spawnMs)
   const drains = (await host.events('process-end')).map((event) => event.detail.drainMs)
   rows.push(summary('  of which: spawn inside the sandbox until its pid is known', starts))
+  const runs = (await host.events('process-end')).map((event) => event.detail.runMs)
+  rows.push(summary('  of which: pid known to exit (bash -l -c true)', runs))
   rows.push(summary('  of which: exit to end event (pipes drained)', drains))
   rows.push(summary('pause, inside the host (freeze)', samples.hostPause))
   rows.push(summary('resume, inside the host (thaw)', samples.hostResume))

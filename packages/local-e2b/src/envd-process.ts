@@ -187,6 +187,7 @@ export async function startProcess(
         exitCode: end.exitCode,
         status: end.status,
         drainMs: performance.now() - exitedAt,
+        runMs: exitedAt - spawnStarted - spawnMs,
       })
       for (const stream of entry.subscribers) stream.end()
       entry.subscribers.clear()
