@@ -11,8 +11,12 @@ cd "$(dirname "$0")/.."
 
 setup() {
   if [ ! -f node_modules/.modules.yaml ] || [ pnpm-lock.yaml -nt node_modules/.modules.yaml ]; then
-    pnpm install --frozen-lockfile
+    echo "dev.sh: installing dependencies (pnpm install --frozen-lockfile)" >&2
+    # On a fresh clone the workspace packages' bins point into dist/, which the build below creates: pnpm
+    # warns that it cannot link them yet. Nothing uses them before the build, so those warnings are dropped.
+    pnpm install --frozen-lockfile 2>&1 | { grep -v 'Failed to create bin' || true; } >&2
   fi
+  echo "dev.sh: building (pnpm build)" >&2
   pnpm -s build >/dev/null || pnpm build
 }
 
