@@ -107,6 +107,7 @@ export async function runDemo(options: RunDemoOptions): Promise<DemoResult> {
     const openedStore = store
     cleanup.push(() => openedStore.close())
 
+    renderer.progress(null)
     renderer.emit({
       type: 'demo-start',
       transcript: { file: transcript.file, title: transcript.title, turns: transcript.turns.length },
@@ -138,6 +139,7 @@ export async function runDemo(options: RunDemoOptions): Promise<DemoResult> {
         renderer.progress(`idle (${Math.round(turn.idleBeforeMs / 60_000)} min scripted), sandbox paused`)
         await sleep(waitedMs, undefined, { signal: options.signal }).catch(() => {})
         if (options.signal.aborted) break
+        renderer.progress(null)
         renderer.emit({ type: 'idle', turn: turn.index, scriptedMs: turn.idleBeforeMs, waitedMs })
       }
       if (options.fault && options.fault.turn === turn.index) {

@@ -1,0 +1,121 @@
+import { PassThrough } from 'node:stream'
+import type { ResumeReport } from '@sandkeep/core'
+import { describe, expect, it } from 'vitest'
+import type { DemoEvent } from './events.js'
+import { createHumanRenderer } from './render-human.js'
+import { createJsonRenderer } from './render-json.js'
+import { checkToolOutput } from './run-demo.js'
+
+const report: ResumeReport = {
+  conversationId: 'c',
+  tenant: 'default',
+  sandboxId: 'sb2',
+  previousSandboxId: 'sb1',
+  outcome: 'recreated',
+  timings: { storeMs: 2, connectMs: 40, healthMs: 30, rehydrateMs: 12, totalMs: 84 },
+  survived: { memory: false, filesystem: false, processes: false },
+  checks: [
+    { name: 'memory', kind: 'memory', status: 'failed', required: false, probeMs: 1 },
+    {
+      name: 'web',
+      kind: 'port',
+      status: 'repaired',
+      required: false,
+      probeMs: 3,
+      repairMs: 200,
+      message: 'closed; repaired',
+    },
+  ],
+  stateLost: true,
+  retries: 1,
+  rehydratedSteps: 3,
+}
+
+const events: DemoEvent[] = [
+  { type: 'turn-start', turn: 2, user: 'hello' },
+  { type: 'tool-call', turn: 2, toolCallId: 't', toolName: 'runCode', input: { code: 'x + 1' } },
+  {
+    type: 'tool-result',
+    turn: 2,
+    toolCallId: 't',
+    toolName: 'runCode',
+    output: { result: '42', stdout: '', stderr: '' },
+    ok: true,
+  },
+  { type: 'text', turn: 2, text: 'It is 42.' },
+  {
+    type: 'turn-end',
+    turn: 2,
+    ok: true,
+    report,
+    end: { action: 'paused', last: true, timings: { workMs: 50, storeMs: 1, pauseMs: 9 } },
+    rehydrate: { steps: 3, ms: 12, reason: 'recreated' },
+    runningSeconds: 0.3,
+    pausedSeconds: 1.5,
+  },
+]
+
+function collect(stream: PassThrough): () => string {
+  let text = ''
+  stream.on('data', (chunk: Buffer) => {
+    text += chunk.toString('utf8')
+  })
+  return () => text
+}
+
+describe('renderers', () => {
+  it('human: a turn with its timeline, losses and repairs, no ANSI when colour is off', () => {
+    const stream = new PassThrough()
+    const read = collect(stream)
+    const renderer = createHumanRenderer({ stream, color: false, spinner: false })
+    for (const event of events) renderer.emit(event)
+    renderer.progress('invisible without a spinner')
+    renderer.close()
+    const out = read()
+    expect(out).not.toContain('\u001b[')
+    expect(out).not.toContain('invisible')
+    expect(out).toContain('✓ → 42')
+    expect(out).toContain(
+      'timeline   store 3 ms → resume 40 ms (recreated) → health 30 ms → rehydrate 12 ms → work 50 ms → pause 9 ms',
+    )
+    expect(out).toContain('survived   memory lost · files lost · processes lost')
+    expect(out).toContain('repaired web (closed; repaired)')
+    expect(out).not.toContain('failed memory')
+    expect(out).toContain('rehydrated 3 journal steps (recreated, 12 ms)')
+    expect(out).toContain('retried 1 transient provider failure')
+    expect(out).toContain('sandbox    sb1 → sb2')
+  })
+
+  it('json: one parsable object per event line', () => {
+    const stream = new PassThrough()
+    const read = collect(stream)
+    const renderer = createJsonRenderer(stream)
+    for (const event of events) renderer.emit(event)
+    const lines = read().trim().split('\n')
+    expect(lines).toHaveLength(events.length)
+    expect(lines.map((line) => JSON.parse(line).type)).toEqual(events.map((event) => event.type))
+    expect(JSON.parse(lines[4] ?? '').report.outcome).toBe('recreated')
+  })
+})
+
+describe('checkToolOutput', () => {
+  const call = (contains: string | string[]) => ({
+    tool: 'runCode' as const,
+    input: {},
+    expect: { contains },
+  })
+  it('passes matching outputs and flags errors, non-zero exits and missed expectations', () => {
+    expect(checkToolOutput({ result: 'west: 4790' }, call('west: 4790'))).toBeUndefined()
+    expect(checkToolOutput({ stdout: '{"west": 4790}\n' }, call('"west": 4790'))).toBeUndefined()
+    expect(checkToolOutput({ result: 'east' }, call(['east', 'west']))).toBe(
+      'expected the output to contain "west"',
+    )
+    expect(checkToolOutput({ error: "NameError: name 'rows' is not defined" }, undefined)).toBe(
+      'the tool reported an error',
+    )
+    expect(checkToolOutput({ exitCode: 2, stdout: '', stderr: 'x' }, undefined)).toBe(
+      'the command exited with 2',
+    )
+    expect(checkToolOutput({ exitCode: 0, stdout: '' }, undefined)).toBeUndefined()
+  })
+})
