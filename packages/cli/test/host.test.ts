@@ -1,0 +1,44 @@
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { assertBuilt, cleanEnv, startCli, waitFor } from './helpers.js'
+
+let stateDir: string
+beforeAll(async () => {
+  assertBuilt()
+  stateDir = await mkdtemp(join(tmpdir(), 'sandkeep-cli-host-'))
+})
+afterAll(async () => {
+  await rm(stateDir, { recursive: true, force: true })
+})
+
+describe('sandkeep host', () => {
+  it('prints export lines without the key, keeps the key in a 0600 file, serves E2B, stops on SIGINT', async () => {
+    const host = startCli(['host', '--state-dir', stateDir, '--pause-mode', 'filesystem'], cleanEnv())
+    try {
+      const out = await waitFor(() => (host.stdout().includes('Ctrl-C') ? host.stdout() : undefined))
+      const exports = Object.fromEntries(
+        [...out.matchAll(/^export (E2B_[A-Z_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]),
+      )
+      expect(Object.keys(exports).sort()).toEqual(['E2B_API_KEY', 'E2B_API_URL', 'E2B_SANDBOX_URL'])
+      expect(exports.E2B_API_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      expect(out).toContain('pause mode filesystem')
+      const keyFile = join(stateDir, 'api-key')
+      expect(exports.E2B_API_KEY).toBe(`"$(cat ${keyFile})"`)
+      expect((await stat(keyFile)).mode & 0o777).toBe(0o600)
+      const apiKey = (await readFile(keyFile, 'utf8')).trim()
+      expect(out).not.toContain(apiKey)
+
+      const listed = await fetch(`${exports.E2B_API_URL}/v2/sandboxes`, { headers: { 'X-API-KEY': apiKey } })
+      expect(listed.status).toBe(200)
+      const refused = await fetch(`${exports.E2B_API_URL}/v2/sandboxes`, {
+        headers: { 'X-API-KEY': 'wrong-key-123' },
+      })
+      expect(refused.status).toBe(401)
+    } finally {
+      expect(await host.stop()).toBe(0)
+    }
+    expect(host.stderr()).toContain('sandkeep host: stopping')
+  }, 60_000)
+})
