@@ -602,10 +602,18 @@ export class SandboxRuntime {
   async destroy(): Promise<void> {
     await this.stopAll()
     if (this.#cgroup) {
-      try {
-        rmdirSync(this.#cgroup)
-      } catch {}
+      const cgroup = this.#cgroup
       this.#cgroup = undefined
+      // Killed processes leave the cgroup once the kernel has finished with them; until then rmdir says EBUSY.
+      for (let attempt = 0; attempt < 50; attempt++) {
+        try {
+          rmdirSync(cgroup)
+          return
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EBUSY') return
+        }
+        await sleep(10)
+      }
     }
   }
 
