@@ -31,6 +31,8 @@ export interface FidelityOutcome {
   keptContexts: UsedContext[]
   /** The process list the processes probe read, when it read one (declared process checks reuse it). */
   processList?: ProcessInfo[]
+  /** True when the platform restarted recorded processes on resume (same commands, new pids): they may still be starting. */
+  processesRestarted: boolean
 }
 
 function setSentinelCode(language: CodeLanguage, value: string): string {
@@ -71,6 +73,7 @@ export async function probeFidelity(
     survived: { memory: memory.survived, filesystem: filesystem.survived, processes: processes.survived },
     keptContexts: memory.kept,
     ...(processes.list ? { processList: processes.list } : {}),
+    processesRestarted: processes.restarted,
   }
 }
 
@@ -163,6 +166,7 @@ async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
     return {
       survived: null,
       list: undefined,
+      restarted: false,
       result: skipped(
         'processes',
         'processes',
@@ -179,6 +183,7 @@ async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
       return {
         survived: null,
         list: undefined,
+        restarted: false,
         result: skipped('processes', 'processes', 'the provider cannot list processes', started),
       }
     }
@@ -196,6 +201,7 @@ async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
   return {
     survived,
     list,
+    restarted: samePid.length < recorded.length,
     result: {
       name: 'processes',
       kind: 'processes' as const,

@@ -25,6 +25,7 @@ export async function runDeclaredChecks(
   checks: readonly HealthCheck[],
   signal: AbortSignal,
   processList?: ProcessInfo[],
+  processesRestarted = false,
 ): Promise<HealthCheckResult[]> {
   const results = new Map<HealthCheck, HealthCheckResult>()
   const processes = checks.filter((c) => c.kind === 'process')
@@ -34,7 +35,8 @@ export async function runDeclaredChecks(
   await Promise.all(
     processes.map(async (c) => results.set(c, await runCheck(sandbox, c, signal, false, listed))),
   )
-  const restarted = [...results.values()].some((r) => r.status === 'repaired')
+  // Processes just (re)started, by a repair here or by the platform on resume, may not listen yet.
+  const restarted = processesRestarted || [...results.values()].some((r) => r.status === 'repaired')
   await Promise.all(others.map(async (c) => results.set(c, await runCheck(sandbox, c, signal, restarted))))
   return checks.map((c) => results.get(c) as HealthCheckResult)
 }

@@ -644,6 +644,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           : { memory: null, filesystem: null, processes: null }
       const healthStarted = performance.now()
       let processList: ProcessInfo[] | undefined
+      let processesRestarted = false
       if (outcome === 'created' || outcome === 'recreated') this.manifestBase = null
       if (fresh) {
         const started = performance.now()
@@ -662,6 +663,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         // What the turn end need not write again: sentinels and the marker found intact.
         this.verified = { contexts: fidelity.keptContexts, marker: fidelity.survived.filesystem === true }
         processList = fidelity.processList
+        processesRestarted = fidelity.processesRestarted
         const lost = fidelity.survived.memory === false || fidelity.survived.filesystem === false
         if (lost) {
           stateLost = true
@@ -698,7 +700,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           })
         }
       } else if (config.healthChecks.length > 0) {
-        checks.push(...(await runDeclaredChecks(handle, config.healthChecks, signal, processList)))
+        checks.push(
+          ...(await runDeclaredChecks(handle, config.healthChecks, signal, processList, processesRestarted)),
+        )
       }
       const healthMs = performance.now() - healthStarted - rehydrateMs
       for (const result of checks) {
