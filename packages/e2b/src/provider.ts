@@ -160,15 +160,25 @@ export function createE2BProvider(options: E2BProviderOptions = {}): E2BProvider
         const { signal, stdin } = commandOptions
         if (signal?.aborted)
           throw new SandkeepError({ code: 'ABORTED', message: 'runCommand was aborted.', sandboxId })
+        // Output so far, kept for a command that times out (its result then says what it printed).
+        let stdout = ''
+        let stderr = ''
+        const timeoutMs = commandOptions.timeoutMs ?? DEFAULT_TIMEOUT_MS
         // Started in the background so that stdin can be written and an abort can kill it.
         const handle = await sandbox.commands.run(command, {
           background: true,
           stdin: stdin !== undefined,
           ...(commandOptions.cwd ? { cwd: commandOptions.cwd } : {}),
           ...(commandOptions.envs ? { envs: commandOptions.envs } : {}),
-          timeoutMs: commandOptions.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-          ...(commandOptions.onStdout ? { onStdout: commandOptions.onStdout } : {}),
-          ...(commandOptions.onStderr ? { onStderr: commandOptions.onStderr } : {}),
+          timeoutMs,
+          onStdout: (chunk: string) => {
+            stdout += chunk
+            commandOptions.onStdout?.(chunk)
+          },
+          onStderr: (chunk: string) => {
+            stderr += chunk
+            commandOptions.onStderr?.(chunk)
+          },
         })
         const onAbort = () => void handle.kill().catch(() => undefined)
         signal?.addEventListener('abort', onAbort, { once: true })
@@ -200,6 +210,14 @@ export function createE2BProvider(options: E2BProviderOptions = {}): E2BProvider
               sandboxId,
               cause: error,
             })
+          // The contract: a command killed at its time limit is a result with exit code -1.
+          if (names.includes('TimeoutError') && timeoutMs > 0) {
+            return {
+              exitCode: -1,
+              stdout,
+              stderr: `${stderr}sandkeep: command timed out after ${timeoutMs} ms\n`,
+            }
+          }
           throw error
         } finally {
           signal?.removeEventListener('abort', onAbort)

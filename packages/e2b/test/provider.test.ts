@@ -100,6 +100,11 @@ describe('createE2BProvider against local-e2b', () => {
     expect(aborted).toMatchObject({ code: 'ABORTED' })
     expect(Date.now() - started).toBeLessThan(10_000)
 
+    const late = await sandbox.runCommand('echo started; sleep 30', { timeoutMs: 1000 })
+    expect(late.exitCode).toBe(-1)
+    expect(late.stdout).toBe('started\n')
+    expect(late.stderr).toMatch(/timed out after 1000 ms/)
+
     const js = await sandbox.runCode('const k = 20; k + 22', { language: 'javascript' })
     expect(js.text).toBe('42')
     const context = await sandbox.native.createCodeContext({ language: 'python' })
