@@ -1,5 +1,6 @@
 // The demo on embedded defaults, through the built bin: every pause mode and every fault. Each run replays
 // the whole default transcript; `--json` is parsed line by line and the recovery asserted from the reports.
+import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it, vi } from 'vitest'
 import { assertBuilt, cleanEnv, parseJsonLines, runCli, startCli, waitFor } from './helpers.js'
 
@@ -201,6 +202,35 @@ describe('sandkeep demo --fault', () => {
     expect(third.sandboxId).not.toBe(second.sandboxId)
     expect(third.survived.memory).toBe(true)
     expect(turnEnd(run.lines, 4).report.sandboxId).toBe(third.sandboxId)
+  })
+})
+
+describe('sandkeep demo with failing turns', () => {
+  const failing = fileURLToPath(new URL('./fixtures/failing.json', import.meta.url))
+
+  it('exits 1 at the first turn whose output misses its expectation, and stops there', async () => {
+    const run = await demoJson('--transcript', failing)
+    expect(run.code).toBe(1)
+    const summary = run.lines.at(-1) as Line & { ok: boolean; failedTurn: number; turns: unknown[] }
+    expect(summary).toMatchObject({ type: 'summary', ok: false, failedTurn: 1 })
+    expect(summary.turns).toHaveLength(1)
+    const result = run.lines.find((line) => line.type === 'tool-result') as Line & {
+      ok: boolean
+      problem: string
+    }
+    expect(result.ok).toBe(false)
+    expect(result.problem).toBe('expected the output to contain "3"')
+    // The failed turn still ended normally: the sandbox was paused.
+    expect(turnEnd(run.lines, 1).end.action).toBe('paused')
+  })
+
+  it('--keep-going runs every turn and reports each failure, a raised exception included', async () => {
+    const result = await runCli(['demo', '--transcript', failing, '--keep-going', '--idle', '0'])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toContain("NameError: name 'undefined_name' is not defined")
+    expect(result.stdout).toContain('(scripted answer: the tool output above does not back it up)')
+    expect(result.stdout).toMatch(/turn 3\/3[\s\S]*✓ yes/)
+    expect(result.stdout).toContain('✗ turn 1 failed (1/3 turns passed).')
   })
 })
 
