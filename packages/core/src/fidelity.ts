@@ -201,7 +201,9 @@ async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
   return {
     survived,
     list,
-    restarted: samePid.length < recorded.length,
+    // Restarted = running again under a new pid (processes-mode platforms). A process that is simply gone
+    // was not restarted: a port check must not wait for a server nobody is starting.
+    restarted: recorded.some((p) => !samePid.includes(p) && !missing.includes(p)),
     result: {
       name: 'processes',
       kind: 'processes' as const,

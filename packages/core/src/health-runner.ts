@@ -11,6 +11,9 @@ import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
 /** Default time allowed for one probe (and again for its repair), ms. */
 export const DEFAULT_CHECK_TIMEOUT_MS = 10_000
 
+/** How long a port probe waits for a just-restarted process to listen before its repair runs, ms. */
+export const PORT_START_GRACE_MS = 3_000
+
 type ProbeOutcome = { ok: boolean; message?: string }
 
 /**
@@ -53,10 +56,24 @@ async function runCheck(
   const started = performance.now()
   const first = await bounded(timeoutMs, turnSignal, async (signal) => {
     let outcome = await probe(sandbox, check, signal, processList)
-    // A server a process check just restarted needs a moment to listen.
-    for (let attempt = 0; !outcome.ok && waitForPort && check.kind === 'port' && !signal.aborted; attempt++) {
+    // A server a process check (or the platform) just restarted needs a moment to listen; but a restarted
+    // process may also die at once (its files were wiped), so the wait is a grace period, after which the
+    // check's own repair gets its turn instead of the whole timeout going to a server nobody is starting.
+    const grace = Math.min(PORT_START_GRACE_MS, timeoutMs / 2)
+    const waitUntil = performance.now() + grace
+    for (
+      let attempt = 0;
+      !outcome.ok && waitForPort && check.kind === 'port' && !signal.aborted && performance.now() < waitUntil;
+      attempt++
+    ) {
       await delay(Math.min(50 * 2 ** attempt, 500), signal)
       if (!signal.aborted) outcome = await probe(sandbox, check, signal)
+    }
+    if (!outcome.ok && waitForPort && check.kind === 'port') {
+      return {
+        ok: false,
+        message: `${outcome.message ?? 'no answer'} ${Math.round(grace)} ms after a restart`,
+      }
     }
     return outcome
   })
