@@ -113,6 +113,15 @@ export interface SandkeepSandboxSession extends Experimental_SandboxSession, Asy
     command: string,
     options?: SessionRunCommandOptions,
   ): Promise<{ exitCode: number; stdout: string; stderr: string }>
+  /**
+   * Starts `bash -l -c command` in the background through the platform's process API: it outlives the call
+   * and the turn, shows in the process list (so the resume probes see it), and is restarted by platforms that
+   * restart processes after a pause.
+   */
+  startProcess(
+    command: string,
+    options?: { cwd?: string; envs?: Record<string, string>; abortSignal?: AbortSignal },
+  ): Promise<{ pid: number }>
   /** Lists a directory (`depth` default 1); `null` when it does not exist. */
   listDir(path: string, options?: { depth?: number; abortSignal?: AbortSignal }): Promise<FileEntry[] | null>
   /** Records a setup step in the session's journal, replayed if the sandbox must be recreated. */
@@ -540,6 +549,17 @@ export function createSandboxSession(options: SandboxSessionOptions): SandkeepSa
       )
     },
     runCommand,
+    startProcess: (command, processOptions = {}) => {
+      if (typeof command !== 'string' || command.length === 0)
+        return Promise.reject(invalid('startProcess needs a non-empty command string.'))
+      const cwd = processOptions.cwd === undefined ? undefined : resolvePath(processOptions.cwd)
+      return operation(processOptions.abortSignal, (handle) =>
+        handle.startProcess(command, {
+          ...(cwd === undefined ? {} : { cwd }),
+          ...(processOptions.envs === undefined ? {} : { envs: processOptions.envs }),
+        }),
+      )
+    },
     listDir: (path, listOptions = {}) => {
       const resolved = resolvePath(path)
       const depth = listOptions.depth ?? 1

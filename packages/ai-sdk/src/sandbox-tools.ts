@@ -53,6 +53,18 @@ export interface CommandToolResult {
   stderr: string
 }
 
+/** Result of `runCommand` with `background: true`. */
+export interface BackgroundCommandToolResult {
+  /** Set when earlier sandbox state is gone (first result of such a turn), or a setup step was not recorded. */
+  notice?: string
+  /** Always true: the command was started and keeps running after the call. */
+  background: true
+  /** Its pid in the sandbox, when the sandbox reports one. */
+  pid: number | null
+  /** What the model should know about it. */
+  note: string
+}
+
 /** Result of `runCode`. */
 export interface CodeToolResult {
   /** Set when earlier sandbox state is gone (first result of such a turn), or a setup step was not recorded. */
@@ -110,6 +122,8 @@ export interface RunCodeInput {
 export interface RunCommandInput {
   command: string
   cwd?: string | undefined
+  /** Start the command in the background (servers, watchers) instead of waiting for it. */
+  background?: boolean | undefined
   setup?: boolean | undefined
 }
 
@@ -138,7 +152,7 @@ export type SandboxTools = {
   /** Runs Python or JavaScript in the persistent interpreter. */
   runCode: Tool<RunCodeInput, CodeToolResult | ToolErrorResult>
   /** Runs a shell command. */
-  runCommand: Tool<RunCommandInput, CommandToolResult | ToolErrorResult>
+  runCommand: Tool<RunCommandInput, CommandToolResult | BackgroundCommandToolResult | ToolErrorResult>
   /** Reads a text file (optionally a line range). */
   readFile: Tool<ReadFileInput, ReadFileToolResult | ToolErrorResult>
   /** Writes a text file. */
@@ -155,6 +169,10 @@ interface ToolSandbox {
     command: string,
     options: { cwd?: string; timeoutMs: number; abortSignal?: AbortSignal },
   ): Promise<{ exitCode: number; stdout: string; stderr: string }>
+  startProcess(
+    command: string,
+    options: { cwd?: string; abortSignal?: AbortSignal },
+  ): Promise<{ pid: number | null }>
   runCode(
     code: string,
     options: { language: CodeLanguage; timeoutMs: number; abortSignal?: AbortSignal },
@@ -270,17 +288,43 @@ export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
     runCommand: tool({
       description:
         'Run a shell command (bash) in the sandbox and return its exit code, stdout and stderr. A non-zero ' +
-        'exit code is a normal result: read stderr and fix the command.',
+        'exit code is a normal result: read stderr and fix the command. Set background for servers and ' +
+        'other long-running processes: they are started, keep running across turns, and are not waited for.',
       inputSchema: z.object({
         command: z.string().min(1).describe('The command line, run with bash -l -c.'),
         cwd: z.string().optional().describe('Working directory; default the sandbox home.'),
+        background: z
+          .boolean()
+          .optional()
+          .describe('Start it in the background (a server, a watcher) and return at once with its pid.'),
         setup: setupField,
       }),
       execute: (input, { abortSignal, experimental_sandbox }) =>
-        execute<CommandToolResult>(experimental_sandbox, async (sandbox) => {
+        execute<CommandToolResult | BackgroundCommandToolResult>(experimental_sandbox, async (sandbox) => {
+          const cwd = input.cwd === undefined ? {} : { cwd: input.cwd }
+          if (input.background) {
+            const { pid } = await sandbox.startProcess(input.command, {
+              ...cwd,
+              ...(abortSignal ? { abortSignal } : {}),
+            })
+            const shaped: BackgroundCommandToolResult = {
+              background: true,
+              pid,
+              note:
+                'Started in the background; it keeps running after this call. Its output is not captured: ' +
+                'redirect it to a file to read it later, and probe it (for example its port) to see it is up.',
+            }
+            // A background process is not a setup step: replaying it would wait on a server forever. Its
+            // restart after a lost sandbox belongs to a health check (processCheck/portCheck with a repair).
+            if (wantsRecord(input.setup)) {
+              shaped.notice =
+                'Background commands are not recorded as setup steps; declare a health check instead.'
+            }
+            return shaped
+          }
           const result = await sandbox.runCommand(input.command, {
             timeoutMs,
-            ...(input.cwd === undefined ? {} : { cwd: input.cwd }),
+            ...cwd,
             ...(abortSignal ? { abortSignal } : {}),
           })
           const shaped: CommandToolResult = shapeCommandResult(result, maxOutputChars)
@@ -383,6 +427,11 @@ function sandkeepToolSandbox(session: SandkeepSandboxSession): ToolSandbox {
         ...(cwd === undefined ? {} : { workingDirectory: cwd }),
         ...(abortSignal ? { abortSignal } : {}),
       }),
+    startProcess: (command, { cwd, abortSignal }) =>
+      session.startProcess(command, {
+        ...(cwd === undefined ? {} : { cwd }),
+        ...(abortSignal ? { abortSignal } : {}),
+      }),
     runCode: (code, { language, timeoutMs, abortSignal }) =>
       session.runCode(code, { language, timeoutMs, ...(abortSignal ? { abortSignal } : {}) }),
     readText: async (path, abortSignal) =>
@@ -421,6 +470,16 @@ function genericToolSandbox(session: Experimental_SandboxSession): ToolSandbox {
         ...(cwd === undefined ? {} : { workingDirectory: cwd }),
         ...(abortSignal ? { abortSignal } : {}),
       }),
+    // Any AI SDK sandbox: detach with nohup and report the pid the shell gives.
+    startProcess: async (command, { cwd, abortSignal }) => {
+      const result = await session.run({
+        command: `nohup bash -l -c ${shellQuote(command)} > /dev/null 2>&1 < /dev/null & echo $!`,
+        ...(cwd === undefined ? {} : { workingDirectory: cwd }),
+        ...(abortSignal ? { abortSignal } : {}),
+      })
+      const pid = Number.parseInt(result.stdout.trim(), 10)
+      return { pid: Number.isInteger(pid) ? pid : null }
+    },
     runCode: async (code, { language, abortSignal }) => {
       const file = `/tmp/sandkeep-cell-${crypto.randomUUID()}.${language === 'python' ? 'py' : 'mjs'}`
       await session.writeTextFile({ path: file, content: code, ...(abortSignal ? { abortSignal } : {}) })

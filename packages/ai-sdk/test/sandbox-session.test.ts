@@ -5,6 +5,7 @@ import { createE2BProvider } from '@sandkeep/e2b'
 import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSandboxSession } from '../src/sandbox-session.js'
+import { sandboxTools } from '../src/sandbox-tools.js'
 
 let host: LocalE2BHost
 let sessions: SessionManager
@@ -93,5 +94,41 @@ describe('createSandboxSession on local-e2b', () => {
     expect(await session.run({ command: "pgrep -xf 'sleep 60' || echo none" })).toMatchObject({
       stdout: 'none\n',
     })
+  }, 120_000)
+
+  it('the runCommand tool starts a background server the platform tracks; it outlives the turn and the pause', async () => {
+    const runCommand = async (session: ReturnType<typeof createSandboxSession>, input: object) => {
+      const tools = sandboxTools({ session })
+      const execute = tools.runCommand.execute as (input: object, options: object) => Promise<unknown>
+      return (await execute(input, { toolCallId: randomUUID(), messages: [] })) as Record<string, unknown>
+    }
+    const probe = `python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:8765/').status)"`
+    let sandboxId: string
+    let pid: number
+    {
+      await using session = createSandboxSession({ sessions, conversationId })
+      const started = await runCommand(session, {
+        command: 'python3 -m http.server 8765 --bind 127.0.0.1',
+        background: true,
+        setup: true,
+      })
+      expect(started).toMatchObject({ background: true, pid: expect.any(Number) })
+      // Never journalled: replaying a server as a setup step would wait on it forever.
+      expect(String(started.notice)).toMatch(/not recorded/)
+      pid = started.pid as number
+      const up = await runCommand(session, {
+        command: `for i in $(seq 50); do ${probe} && exit 0; sleep 0.1; done; exit 1`,
+      })
+      expect(up).toMatchObject({ exitCode: 0, stdout: expect.stringContaining('200') })
+      sandboxId = session.report!.sandboxId
+      const processes = await (await session.ready()).listProcesses()
+      expect(processes.map((process) => process.pid)).toContain(pid)
+    }
+    expect(host.getSandbox(sandboxId)?.state).toBe('paused')
+    await using next = createSandboxSession({ sessions, conversationId })
+    expect(await runCommand(next, { command: probe })).toMatchObject({ exitCode: 0 })
+    expect(next.report?.survived.processes).toBe(true)
+    expect((await (await next.ready()).listProcesses()).map((process) => process.pid)).toContain(pid)
+    await (await next.ready()).killProcess(pid)
   }, 120_000)
 })

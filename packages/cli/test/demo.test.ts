@@ -59,8 +59,11 @@ describe('sandkeep demo (human output)', () => {
     for (let turn = 1; turn <= 5; turn++) expect(out).toContain(`turn ${turn}/5`)
     expect(out).toContain('→ west: 4790')
     expect(out).toContain('→ west: 30.2% of 15840')
-    // The server the model started from a shell is not a platform process, so only memory and files are compared.
     expect(out).toContain('memory kept · files kept')
+    // Turn 3 starts the server as a platform process (runCommand with background): from turn 4 on the
+    // process list is compared too, and the frozen server is still there.
+    expect(out).toContain('memory kept · files kept · processes kept')
+    expect(out).toContain('runCommand (background)')
     expect(out).toMatch(
       /timeline\s+store \d+ ms → resume \d+ ms \(resumed\) → health \d+ ms → work \d+ ms → pause \d+ ms/,
     )
@@ -103,6 +106,8 @@ describe('sandkeep demo --json', () => {
       expect(end.report.outcome).toBe('resumed')
       expect(end.report.sandboxId).toBe(first.report.sandboxId)
       expect(end.report.survived).toMatchObject({ memory: true, filesystem: true })
+      // The background server started in turn 3 is a tracked process from then on, kept by the pause.
+      if (turn >= 4) expect(end.report.survived.processes).toBe(true)
       expect(end.report.stateLost).toBe(false)
     }
     expect(check(turnEnd(run.lines, 4).report, 'totals-server')).toBe('passed')
