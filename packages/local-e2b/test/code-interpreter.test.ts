@@ -2,7 +2,7 @@
 // inside the sandbox (bubblewrap when available). What a client of E2B's port 49999 relies on.
 import { NotFoundError, Sandbox } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, type TestHost, waitUntil } from './helpers.js'
+import { startTestHost, stopTestHost, type TestHost, waitUntil } from './helpers.js'
 
 describe('code interpreter end to end', () => {
   let t: TestHost
@@ -10,8 +10,7 @@ describe('code interpreter end to end', () => {
     t = await startTestHost()
   })
   afterAll(async () => {
-    for (const view of t.host.listSandboxes()) await Sandbox.kill(view.sandboxId, t.opts).catch(() => {})
-    await t.host.close()
+    await stopTestHost(t)
   })
   const create = (options: Record<string, unknown> = {}) =>
     Sandbox.create({ ...t.opts, template: 'code-interpreter-v1', ...options } as never)
@@ -192,8 +191,7 @@ describe('interpreter memory under faults and retention', () => {
     t = await startTestHost({ retentionMs: 1_500 })
   })
   afterAll(async () => {
-    for (const view of t.host.listSandboxes()) await Sandbox.kill(view.sandboxId, t.opts).catch(() => {})
-    await t.host.close()
+    await stopTestHost(t)
   })
   const create = () => Sandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
 

@@ -2,7 +2,7 @@
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { Sandbox } from 'e2b'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, type TestHost } from './helpers.js'
+import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
 
 describe('fault injection', () => {
   let t: TestHost
@@ -10,8 +10,7 @@ describe('fault injection', () => {
     t = await startTestHost()
   })
   afterAll(async () => {
-    for (const view of t.host.listSandboxes()) await Sandbox.kill(view.sandboxId, t.opts).catch(() => {})
-    await t.host.close()
+    await stopTestHost(t)
   })
 
   const triggered = (operation: string) =>

@@ -3,7 +3,7 @@
 import { Sandbox } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PAUSE_MODE_METADATA_KEY, VOLUME_METADATA_KEY } from '../src/index.js'
-import { startTestHost, type TestHost, waitUntil } from './helpers.js'
+import { startTestHost, stopTestHost, type TestHost, waitUntil } from './helpers.js'
 
 const SERVER = [
   'import http.server',
@@ -54,8 +54,7 @@ describe('pause fidelities', () => {
     t = await startTestHost()
   })
   afterAll(async () => {
-    for (const view of t.host.listSandboxes()) await Sandbox.kill(view.sandboxId, t.opts).catch(() => {})
-    await t.host.close()
+    await stopTestHost(t)
   })
 
   it('memory: everything kept (server memory, file, same pid)', async () => {

@@ -1,4 +1,5 @@
 // Shared setup for the contract tests: a host per file and SDK connection options pointing at it.
+import { Sandbox } from 'e2b'
 import { type LocalE2BHost, type LocalE2BOptions, startLocalE2B } from '../src/index.js'
 
 export interface TestHost {
@@ -13,6 +14,13 @@ export async function startTestHost(options: LocalE2BOptions = {}): Promise<Test
     host,
     opts: { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, requestTimeoutMs: 30_000 },
   }
+}
+
+/** Kills every sandbox the host still has (through the SDK, as a user would) and closes the host. */
+export async function stopTestHost(t: TestHost | undefined): Promise<void> {
+  if (!t) return
+  for (const view of t.host.listSandboxes()) await Sandbox.kill(view.sandboxId, t.opts).catch(() => {})
+  await t.host.close()
 }
 
 export async function waitUntil(

@@ -2,7 +2,7 @@
 // sandboxUrl, its kernels inside the sandbox (isolated, frozen by a pause, reset by a cold boot).
 import { Sandbox } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, type TestHost } from './helpers.js'
+import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
 
 describe('code interpreter through the host', () => {
   let t: TestHost
@@ -10,8 +10,7 @@ describe('code interpreter through the host', () => {
     t = await startTestHost()
   })
   afterAll(async () => {
-    for (const view of t.host.listSandboxes()) await Sandbox.kill(view.sandboxId, t.opts).catch(() => {})
-    await t.host.close()
+    await stopTestHost(t)
   })
   const create = () => Sandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
 

@@ -3,7 +3,7 @@
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { Sandbox } from 'e2b'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, type TestHost } from './helpers.js'
+import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
 
 describe('isolation: none', () => {
   let t: TestHost
@@ -12,8 +12,7 @@ describe('isolation: none', () => {
     t = await startTestHost({ isolation: 'none', logger: (line) => void warnings.push(line) })
   })
   afterAll(async () => {
-    for (const view of t.host.listSandboxes()) await Sandbox.kill(view.sandboxId, t.opts).catch(() => {})
-    await t.host.close()
+    await stopTestHost(t)
   })
 
   it('warns, runs commands in the sandbox directory, pauses and resumes', async () => {
