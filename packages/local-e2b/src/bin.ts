@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // sandkeep-local-e2b: runs the local E2B-compatible host in the foreground until SIGINT/SIGTERM.
+import { chmod, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { startLocalE2B } from './host.js'
 import type { LocalE2BOptions } from './options.js'
@@ -87,8 +89,15 @@ async function main(): Promise<void> {
     `sandkeep-local-e2b listening on ${host.apiUrl} (isolation: ${host.isolation}, freezer: ${host.freezer}, pause: ${host.pauseMode}, state: ${host.stateDir})\n`,
   )
   process.stderr.write('Export these in the shell that runs your E2B client:\n')
-  // The key is printed here and only here: the user needs it to point a client at this host.
-  for (const [name, value] of Object.entries(host.env)) process.stdout.write(`export ${name}=${value}\n`)
+  // The key never reaches the terminal (scrollback, CI logs): it goes to a 0600 file in the state dir and
+  // the export line reads it from there.
+  const keyFile = join(host.stateDir, 'api-key')
+  await writeFile(keyFile, `${host.apiKey}\n`, { mode: 0o600 })
+  await chmod(keyFile, 0o600)
+  for (const [name, value] of Object.entries(host.env)) {
+    const shown = name === 'E2B_API_KEY' ? `"$(cat '${keyFile.replaceAll("'", "'\\''")}')"` : value
+    process.stdout.write(`export ${name}=${shown}\n`)
+  }
   let stopping = false
   const stop = (signal: string) => {
     if (stopping) return
