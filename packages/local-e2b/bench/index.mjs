@@ -4,7 +4,6 @@
 // By default the host runs as its own process (the bin, as `sandkeep host` runs it), so the SDK client and the
 // host do not share one event loop; `--in-process` measures startLocalE2B in this process instead.
 // Usage: node bench/index.mjs [--sandboxes 50] [--in-process] [--json]
-
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
@@ -32,7 +31,7 @@ async function startHost() {
   }
   const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
   // The bin never prints the key (its export line reads a 0600 file): give it one we know.
-  const apiKey = \`e2b_bench_\${randomBytes(16).toString('hex')}\`
+  const apiKey = `e2b_bench_${randomBytes(16).toString('hex')}`
   const child = spawn(process.execPath, [bin, '--port', '0', '--api-key', apiKey], {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -53,16 +52,16 @@ async function startHost() {
   })
   const headers = { 'x-api-key': env.E2B_API_KEY }
   const admin = async (path) => {
-    const response = await fetch(`$env.E2B_API_URL/_local/$path`, { headers })
+    const response = await fetch(`${env.E2B_API_URL}/_local/${path}`, { headers })
     return response.ok ? response.json() : undefined
   }
-  const described = /isolation: (w+)/.exec(banner)
+  const described = /isolation: (\w+)/.exec(banner)
   return {
     opts: { apiKey: env.E2B_API_KEY, apiUrl: env.E2B_API_URL, sandboxUrl: env.E2B_SANDBOX_URL },
     isolation: described?.[1] ?? 'unknown',
-    freezer: /freezer: ([w-]+)/.exec(banner)?.[1] ?? 'unknown',
+    freezer: /freezer: ([\w-]+)/.exec(banner)?.[1] ?? 'unknown',
     mode: 'child process (bin)',
-    getSandbox: (id) => admin(`sandboxes/$id`),
+    getSandbox: (id) => admin(`sandboxes/${id}`),
     events: (type) => admin(`events?type=${type}`),
     close: () =>
       new Promise((resolve) => {
