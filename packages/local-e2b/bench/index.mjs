@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { startLocalE2B } from '@sandkeep/local-e2b'
 import { Sandbox } from 'e2b'
+import { summary, timed } from './stats.mjs'
 
 const args = process.argv.slice(2)
 const count = Number(args[args.indexOf('--sandboxes') + 1]) || 50
@@ -70,29 +71,6 @@ async function startHost() {
         child.kill('SIGTERM')
       }),
   }
-}
-
-function percentile(values, p) {
-  const sorted = [...values].sort((a, b) => a - b)
-  if (sorted.length === 0) return Number.NaN
-  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)
-  return sorted[Math.max(0, index)]
-}
-
-function summary(name, values, targetP50) {
-  return {
-    name,
-    n: values.length,
-    p50: Number(percentile(values, 50).toFixed(2)),
-    p95: Number(percentile(values, 95).toFixed(2)),
-    targetP50: targetP50 ?? null,
-  }
-}
-
-async function timed(fn) {
-  const started = performance.now()
-  const value = await fn()
-  return [performance.now() - started, value]
 }
 
 const host = await startHost()

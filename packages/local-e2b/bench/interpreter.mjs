@@ -11,6 +11,7 @@
 // - first runCode of a new sandbox: SDK round trip of the first cell, cold start included.
 import { Sandbox } from '@e2b/code-interpreter'
 import { startLocalE2B } from '@sandkeep/local-e2b'
+import { summary, timed } from './stats.mjs'
 
 const args = process.argv.slice(2)
 const option = (name, fallback) => {
@@ -20,29 +21,6 @@ const option = (name, fallback) => {
 const cells = option('--cells', 200)
 const restarts = option('--restarts', 20)
 const asJson = args.includes('--json')
-
-function percentile(values, p) {
-  const sorted = [...values].sort((a, b) => a - b)
-  if (sorted.length === 0) return Number.NaN
-  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)
-  return sorted[Math.max(0, index)]
-}
-
-function summary(name, values, targetP50) {
-  return {
-    name,
-    n: values.length,
-    p50: Number(percentile(values, 50).toFixed(2)),
-    p95: Number(percentile(values, 95).toFixed(2)),
-    targetP50: targetP50 ?? null,
-  }
-}
-
-async function timed(fn) {
-  const started = performance.now()
-  const value = await fn()
-  return [performance.now() - started, value]
-}
 
 function check(execution, expected) {
   if (execution.error) throw new Error(`cell failed: ${execution.error.name}: ${execution.error.value}`)
