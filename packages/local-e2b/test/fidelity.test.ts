@@ -3,19 +3,7 @@
 import { Sandbox } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PAUSE_MODE_METADATA_KEY, VOLUME_METADATA_KEY } from '../src/index.js'
-import { startTestHost, stopTestHost, type TestHost, waitUntil } from './helpers.js'
-
-const SERVER = [
-  'import http.server',
-  'count = 0',
-  'class H(http.server.BaseHTTPRequestHandler):',
-  '    def do_GET(self):',
-  '        global count',
-  '        count += 1',
-  '        self.send_response(200); self.end_headers(); self.wfile.write(str(count).encode())',
-  '    def log_message(self, *a): pass',
-  "http.server.HTTPServer(('127.0.0.1', 8080), H).serve_forever()",
-].join('\n')
+import { COUNTING_SERVER, startTestHost, stopTestHost, type TestHost, waitUntil } from './helpers.js'
 
 const GET = `python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:8080', timeout=2).read().decode())"`
 
@@ -35,7 +23,7 @@ async function scenario(t: TestHost, mode: string) {
     metadata: { [PAUSE_MODE_METADATA_KEY]: mode, [VOLUME_METADATA_KEY]: '/home/user/volume' },
   } as never)
   await sandbox.runCode('x = 41 + 1')
-  await sandbox.files.write('/home/user/volume/server.py', SERVER)
+  await sandbox.files.write('/home/user/volume/server.py', COUNTING_SERVER)
   await sandbox.files.write('/home/user/marker.txt', 'written before pause')
   const server = await sandbox.commands.run('python3 /home/user/volume/server.py', {
     background: true,

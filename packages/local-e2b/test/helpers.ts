@@ -8,6 +8,19 @@ export interface TestHost {
   opts: { apiKey: string; apiUrl: string; sandboxUrl: string; requestTimeoutMs: number }
 }
 
+/** A Python HTTP server on 127.0.0.1:8080 that answers each GET with how many GETs it has served. */
+export const COUNTING_SERVER = [
+  'import http.server',
+  'count = 0',
+  'class H(http.server.BaseHTTPRequestHandler):',
+  '    def do_GET(self):',
+  '        global count',
+  '        count += 1',
+  '        self.send_response(200); self.end_headers(); self.wfile.write(str(count).encode())',
+  '    def log_message(self, *a): pass',
+  "http.server.HTTPServer(('127.0.0.1', 8080), H).serve_forever()",
+].join('\n')
+
 export async function startTestHost(options: LocalE2BOptions = {}): Promise<TestHost> {
   const host = await startLocalE2B({ logger: () => {}, ...options })
   return {

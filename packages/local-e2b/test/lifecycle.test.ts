@@ -3,7 +3,7 @@
 import { Sandbox } from 'e2b'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { startLocalE2B } from '../src/index.js'
-import { startTestHost, type TestHost, waitUntil } from './helpers.js'
+import { COUNTING_SERVER, startTestHost, type TestHost, waitUntil } from './helpers.js'
 
 describe('lifecycle and isolation', () => {
   let t: TestHost
@@ -25,20 +25,7 @@ describe('lifecycle and isolation', () => {
 
   it('a background server, its memory and a file survive pause + connect with the same pid', async () => {
     const sandbox = await create()
-    await sandbox.files.write(
-      '/home/user/server.py',
-      [
-        'import http.server',
-        'count = 0',
-        'class H(http.server.BaseHTTPRequestHandler):',
-        '    def do_GET(self):',
-        '        global count',
-        '        count += 1',
-        '        self.send_response(200); self.end_headers(); self.wfile.write(str(count).encode())',
-        '    def log_message(self, *a): pass',
-        "http.server.HTTPServer(('127.0.0.1', 8080), H).serve_forever()",
-      ].join('\n'),
-    )
+    await sandbox.files.write('/home/user/server.py', COUNTING_SERVER)
     const server = await sandbox.commands.run('python3 /home/user/server.py', {
       background: true,
       timeoutMs: 0,
