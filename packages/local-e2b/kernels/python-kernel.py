@@ -395,8 +395,9 @@ def restore_env(previous):
             os.environ[key] = value
 
 
-def main():
-    signal.signal(signal.SIGINT, on_interrupt)
+def serve(run):
+    """Starts the request reader, says the kernel is ready, then runs each execute request in order:
+    `run(cell_id, count, message)` runs one cell; its `done` message follows."""
     threading.Thread(target=read_requests, name="sandkeep-requests", daemon=True).start()
     send({"t": "ready", "pid": os.getpid(), "version": PROTOCOL_VERSION})
     count = 0
@@ -406,17 +407,26 @@ def main():
             continue
         count += 1
         cell_id = message.get("id")
-        previous = apply_env(message.get("env"))
-        interrupt_state["pending"] = False
-        with running_lock:
-            running["id"] = cell_id
-        send({"t": "start", "id": cell_id, "count": count})
-        execute(cell_id, count, str(message.get("code", "")))
-        with running_lock:
-            running["id"] = None
-        interrupt_state["pending"] = False
-        restore_env(previous)
+        run(cell_id, count, message)
         send({"t": "done", "id": cell_id})
+
+
+def main():
+    signal.signal(signal.SIGINT, on_interrupt)
+    serve(run_python_cell)
+
+
+def run_python_cell(cell_id, count, message):
+    previous = apply_env(message.get("env"))
+    interrupt_state["pending"] = False
+    with running_lock:
+        running["id"] = cell_id
+    send({"t": "start", "id": cell_id, "count": count})
+    execute(cell_id, count, str(message.get("code", "")))
+    with running_lock:
+        running["id"] = None
+    interrupt_state["pending"] = False
+    restore_env(previous)
 
 
 # ---- bash contexts -------------------------------------------------------------------------------------------
@@ -544,15 +554,7 @@ def bash_main():
         out.forward = err.forward = True
         return status
 
-    threading.Thread(target=read_requests, name="sandkeep-requests", daemon=True).start()
-    send({"t": "ready", "pid": os.getpid(), "version": PROTOCOL_VERSION})
-    count = 0
-    while True:
-        message = requests.get()
-        if message.get("t") != "execute":
-            continue
-        count += 1
-        cell_id = message.get("id")
+    def run_bash_cell(cell_id, count, message):
         env = message.get("env") if isinstance(message.get("env"), dict) else {}
         names = [key for key, value in env.items() if isinstance(value, str) and key.isidentifier()]
         if names:
@@ -572,7 +574,8 @@ def bash_main():
                 for key in names
             ]
             run_cell("; ".join(restore), False)
-        send({"t": "done", "id": cell_id})
+
+    serve(run_bash_cell)
 
 
 if len(sys.argv) > 1 and sys.argv[1] == "--bash":
