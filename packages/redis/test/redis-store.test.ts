@@ -204,6 +204,10 @@ describe('corrupt records', () => {
     { name: 'an unknown state', damage: (keys) => raw.hset(keys.record, 'state', 'asleep') },
     { name: 'a manifest that does not parse', damage: (keys) => raw.hset(keys.record, 'manifest', '[oops') },
     {
+      name: 'a truncated manifest',
+      damage: (keys) => raw.hset(keys.record, 'manifest', '{"writtenAt":1,"sandboxId":"sbx-1","memo'),
+    },
+    {
       name: 'a record key of the wrong Redis type',
       damage: async (keys) => {
         await raw.del(keys.record)

@@ -765,10 +765,11 @@ export function sessionStoreConformance(
         expect(second.lease.fencingToken).toBeGreaterThan(first.lease.fencingToken)
       })
 
-      it('keeps a session alive while turns keep coming, and honours a per-call ttlMs', async () => {
+      it('keeps a session and its journal alive while turns keep coming, and honours a per-call ttlMs', async () => {
         const store = await open({ ttlMs: 1_500 })
         const key = newKey()
         const { lease } = await createSession(store, key)
+        await store.appendJournal(key, { kind: 'command', command: 'pip install pandas' })
         await store.release(key, lease, { turnEndedAt: Date.now() })
         for (let index = 0; index < 5; index += 1) {
           await sleep(400)
@@ -780,6 +781,10 @@ export function sessionStoreConformance(
         await store.release(key, long.lease, { turnEndedAt: Date.now(), ttlMs: 60_000 })
         await sleep(2_000)
         expect((await store.get(key))?.turnCount).toBe(7)
+        // The journal lives as long as its session: rehydration after a recreate needs every step.
+        expect((await store.readJournal(key)).map((entry) => entry.step)).toEqual([
+          { kind: 'command', command: 'pip install pandas' },
+        ])
       })
     })
 

@@ -23,7 +23,7 @@ local holder_id, lease_ms, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 -- The session must outlive the lease it grants, even with a TTL shorter than the lease.
 if ttl < lease_ms then ttl = lease_ms end
 local now = store_now()
-local holders, count, claim, counter = live_holders(KEYS[2], now)
+local holders, count, claim, counter, has_journal = live_holders(KEYS[2], now)
 if not holders then return { 'corrupt', 2 } end
 
 -- Never issue a token at or below the mapping's, even if the counter was lost.
@@ -47,5 +47,5 @@ if record then
   record[F_UPDATED] = record[F_STARTED]
   redis.call('HSET', KEYS[1], 'lastTurnStartedAt', record[F_STARTED], 'updatedAt', record[F_UPDATED])
 end
-refresh(KEYS, ttl)
+refresh_session(KEYS[1], KEYS[2], KEYS[3], has_journal, ttl)
 return { 'ok', record or {}, create, count, token, expires_at }

@@ -6,7 +6,7 @@ local function release_turn(record_key, lease_key, journal_key)
   if status == 'corrupt' then return { 'corrupt', 1 } end
   local holder_id, token = ARGV[3], tonumber(ARGV[4])
   local now = store_now()
-  local holders, count, claim = live_holders(lease_key, now)
+  local holders, count, claim, _, has_journal = live_holders(lease_key, now)
   if not holders then return { 'corrupt', 2 } end
   local holder = holders[holder_id]
   if holder and holder[2] == token then
@@ -44,6 +44,6 @@ local function release_turn(record_key, lease_key, journal_key)
     record[F_UPDATED] = integer(now)
     save_fields(record_key, record, positions)
   end
-  refresh({ record_key, lease_key, journal_key }, tonumber(ARGV[11]))
+  refresh_session(record_key, lease_key, journal_key, has_journal, tonumber(ARGV[11]))
   return { 'ok', last, record or {} }
 end

@@ -85,12 +85,13 @@ local function save_fields(key, record, positions)
 end
 
 -- Reads the lease hash; deletes lapsed holders, and the claim when its holder lapsed.
--- Returns the live holders (id -> { expiresAt, token, startedAt }), their count, the claimant (or nil) and
--- the last fencing token; or nil when the key is not a hash (the caller refuses as corrupt).
+-- Returns the live holders (id -> { expiresAt, token, startedAt }), their count, the claimant (or nil), the
+-- last fencing token and whether a journal exists (append-journal keeps `jbytes` exactly while it does); or
+-- nil when the key is not a hash (the caller refuses as corrupt).
 local function live_holders(key, now)
   local flat = redis.pcall('HGETALL', key)
   if flat.err then return nil end
-  local holders, count, claim, counter, lapsed = {}, 0, nil, 0, {}
+  local holders, count, claim, counter, journal, lapsed = {}, 0, nil, 0, false, {}
   for i = 1, #flat, 2 do
     local field, value = flat[i], flat[i + 1]
     if string.sub(field, 1, 2) == 'h:' then
@@ -106,6 +107,8 @@ local function live_holders(key, now)
       claim = value
     elseif field == 'token' then
       counter = tonumber(value) or 0
+    elseif field == 'jbytes' then
+      journal = true
     end
   end
   if #lapsed > 0 then redis.call('HDEL', key, unpack(lapsed)) end
@@ -113,7 +116,7 @@ local function live_holders(key, now)
     redis.call('HDEL', key, 'claim')
     claim = nil
   end
-  return holders, count, claim, counter
+  return holders, count, claim, counter, journal
 end
 
 local function holder_value(expires_at, token, started_at)
@@ -125,6 +128,14 @@ local function refresh(keys, ttl)
   for i = 1, #keys do
     redis.call('PEXPIRE', keys[i], ttl)
   end
+end
+
+-- The same for a turn's begin and end, which know from the lease hash whether a journal exists: a session
+-- without one saves the command.
+local function refresh_session(record_key, lease_key, journal_key, has_journal, ttl)
+  redis.call('PEXPIRE', record_key, ttl)
+  redis.call('PEXPIRE', lease_key, ttl)
+  if has_journal then redis.call('PEXPIRE', journal_key, ttl) end
 end
 
 -- Records a sandbox state; pausedAt is set on pause and cleared when running again.
