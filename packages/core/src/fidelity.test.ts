@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { probeFidelity } from './fidelity.js'
+import { SandkeepError } from './errors.js'
+import { PROBE_CELL_TAG, probeFidelity } from './fidelity.js'
 import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
 import type { TurnManifest } from './session-store.js'
 
@@ -55,5 +56,75 @@ describe('probeFidelity: processes', () => {
     )
     expect(outcome.survived.processes).toBe(false)
     expect(outcome.processesRestarted).toBe(false)
+  })
+})
+
+describe('probeFidelity: memory and files in one cell', () => {
+  const signal = new AbortController().signal
+  const both: TurnManifest = {
+    writtenAt: 0,
+    sandboxId: 'sbx',
+    memory: [{ language: 'python', contextId: null, variable: '__sandkeep_sentinel__', value: 's-1' }],
+    filesystem: { path: '/home/user/.sandkeep/marker', value: 'm-1' },
+    processes: null,
+  }
+
+  /** A sandbox whose probe cell prints `answer`, counting the calls each probe makes. */
+  function probed(answer: string | null, files: Record<string, string> = {}) {
+    const calls = { runCode: [] as string[], readFile: [] as string[] }
+    const sandbox = {
+      runCode: async (code: string) => {
+        calls.runCode.push(code)
+        return answer === null
+          ? { text: null, stdout: '', stderr: '', error: { name: 'NameError', value: 'x', traceback: '' } }
+          : { text: null, stdout: `${answer}\n`, stderr: '', error: null }
+      },
+      readFile: async (path: string) => {
+        calls.readFile.push(path)
+        const content = files[path]
+        if (content === undefined) throw new SandkeepError({ code: 'FILE_NOT_FOUND', message: 'gone' })
+        return content
+      },
+    } as unknown as SandboxHandle
+    return { sandbox, calls }
+  }
+
+  it('answers both probes with one interpreter call when they agree with the manifest', async () => {
+    const { sandbox, calls } = probed('{"sentinel": "s-1", "marker": "m-1"}')
+    const outcome = await probeFidelity(sandbox, both, signal)
+    expect(outcome.survived).toEqual({ memory: true, filesystem: true, processes: null })
+    expect(calls.runCode).toHaveLength(1)
+    expect(calls.runCode[0]).toMatch(new RegExp(`^${PROBE_CELL_TAG}`))
+    expect(calls.readFile).toHaveLength(0)
+  })
+
+  it('tells a lost sentinel and a missing marker apart', async () => {
+    const lostMemory = await probeFidelity(
+      probed('{"sentinel": null, "marker": "m-1"}').sandbox,
+      both,
+      signal,
+    )
+    expect(lostMemory.survived).toEqual({ memory: false, filesystem: true, processes: null })
+    const lostFiles = await probeFidelity(probed('{"sentinel": "s-1", "marker": null}').sandbox, both, signal)
+    expect(lostFiles.survived).toEqual({ memory: true, filesystem: false, processes: null })
+  })
+
+  it('asks envd for the marker when the interpreter could not read it or did not answer', async () => {
+    const files = { '/home/user/.sandkeep/marker': 'm-1' }
+    const unreadable = probed('{"sentinel": "s-1", "marker": {"error": "PermissionError()"}}', files)
+    expect((await probeFidelity(unreadable.sandbox, both, signal)).survived).toEqual({
+      memory: true,
+      filesystem: true,
+      processes: null,
+    })
+    expect(unreadable.calls.readFile).toEqual(['/home/user/.sandkeep/marker'])
+
+    const failed = probed(null, files)
+    expect((await probeFidelity(failed.sandbox, both, signal)).survived).toEqual({
+      memory: false,
+      filesystem: true,
+      processes: null,
+    })
+    expect(failed.calls.readFile).toHaveLength(1)
   })
 })

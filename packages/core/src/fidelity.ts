@@ -57,15 +57,80 @@ function unquote(text: string | null): string | null {
   return value
 }
 
-/** Compares the sandbox with `manifest`; the three probes run in parallel. */
+/** First line of the combined probe cell; the rest of the line is its parameters as JSON. */
+export const PROBE_CELL_TAG = '# sandkeep:probe '
+
+/**
+ * One Python cell that reads the memory sentinel and the marker file together, so a turn that used the
+ * default Python context pays one sandbox call for both probes instead of two. It defines no name in the
+ * user's namespace and leaves no cell result (so `_` is untouched); it prints one JSON line:
+ * `{"sentinel": value or null, "marker": text, null when the file is missing, or {"error": ...}}`.
+ */
+function probeCellCode(variable: string, path: string): string {
+  const body = [
+    'import json, sys',
+    'try:',
+    '    with open(P, encoding="utf-8") as f: m = f.read()',
+    'except FileNotFoundError:',
+    '    m = None',
+    'except Exception as e:',
+    '    m = {"error": repr(e)}',
+    'sys.stdout.write(json.dumps({"sentinel": G.get(S), "marker": m}, default=repr) + "\\n")',
+  ].join('\n')
+  return [
+    `${PROBE_CELL_TAG}${JSON.stringify({ variable, path })}`,
+    `__import__('builtins').exec(${JSON.stringify(body)}, {'G': globals(), 'S': ${JSON.stringify(variable)}, 'P': ${JSON.stringify(path)}})`,
+  ].join('\n')
+}
+
+/** What the combined cell printed; null when it printed nothing we can read. */
+function parseProbeCell(stdout: string): { sentinel: unknown; marker: unknown } | null {
+  const lines = stdout.trim().split('\n')
+  try {
+    const value: unknown = JSON.parse(lines.at(-1) ?? '')
+    if (typeof value === 'object' && value !== null && 'sentinel' in value && 'marker' in value) {
+      return value as { sentinel: unknown; marker: unknown }
+    }
+  } catch {}
+  return null
+}
+
+/** How the filesystem probe gets the marker's content: null when the file is missing. */
+type MarkerRead = () => Promise<string | null>
+
+/**
+ * Compares the sandbox with `manifest`; the probes run in parallel. When the manifest has both a marker file
+ * and the default Python context, one cell answers the memory and filesystem probes together.
+ */
 export async function probeFidelity(
   sandbox: SandboxHandle,
   manifest: TurnManifest,
   signal: AbortSignal,
 ): Promise<FidelityOutcome> {
+  const readByEnvd: MarkerRead = async () => {
+    try {
+      return await sandbox.readFile(manifest.filesystem!.path, { signal })
+    } catch (error) {
+      if (!SandkeepError.hasCode(error, 'FILE_NOT_FOUND')) throw error
+      return null
+    }
+  }
+  const combined = manifest.filesystem
+    ? manifest.memory?.find((entry) => entry.language === 'python' && entry.contextId === null)
+    : undefined
+  let markerFromCell: Promise<unknown> | undefined
+  const memoryProbe = probeMemory(sandbox, manifest, signal, combined, (marker) => {
+    markerFromCell = marker
+  })
+  const readMarker: MarkerRead = async () => {
+    if (!markerFromCell) return readByEnvd()
+    const marker = await markerFromCell
+    // The interpreter could not read it (or did not answer): ask envd, which is what the probe trusts.
+    return typeof marker === 'string' || marker === null ? marker : readByEnvd()
+  }
   const [memory, filesystem, processes] = await Promise.all([
-    probeMemory(sandbox, manifest, signal),
-    probeFilesystem(sandbox, manifest, signal),
+    memoryProbe,
+    probeFilesystem(manifest, readMarker),
     probeProcesses(sandbox, manifest),
   ])
   return {
@@ -77,7 +142,13 @@ export async function probeFidelity(
   }
 }
 
-async function probeMemory(sandbox: SandboxHandle, manifest: TurnManifest, signal: AbortSignal) {
+async function probeMemory(
+  sandbox: SandboxHandle,
+  manifest: TurnManifest,
+  signal: AbortSignal,
+  combined: NonNullable<TurnManifest['memory']>[number] | undefined,
+  onMarker: (marker: Promise<unknown>) => void,
+) {
   const started = performance.now()
   const entries = manifest.memory ?? []
   if (entries.length === 0) {
@@ -87,9 +158,27 @@ async function probeMemory(sandbox: SandboxHandle, manifest: TurnManifest, signa
       result: skipped('memory', 'memory', 'no interpreter context was used before the pause', started),
     }
   }
+  let resolveMarker: (marker: unknown) => void = () => {}
+  if (combined) onMarker(new Promise((resolve) => (resolveMarker = resolve)))
   const found = await Promise.all(
     entries.map(async (entry) => {
       const language = entry.language === 'javascript' ? 'javascript' : 'python'
+      if (entry === combined) {
+        try {
+          const result = await sandbox.runCode(probeCellCode(entry.variable, manifest.filesystem!.path), {
+            language,
+            signal,
+          })
+          const answer = result.error ? null : parseProbeCell(result.stdout)
+          resolveMarker(answer ? answer.marker : undefined)
+          return { entry, language, ok: answer !== null && answer.sentinel === entry.value }
+        } catch (error) {
+          resolveMarker(undefined)
+          if (SandkeepError.isInstance(error) && error.code !== 'ABORTED')
+            return { entry, language, ok: false }
+          throw error
+        }
+      }
       try {
         const result = await sandbox.runCode(readSentinelCode(language), {
           language,
@@ -125,7 +214,7 @@ async function probeMemory(sandbox: SandboxHandle, manifest: TurnManifest, signa
   }
 }
 
-async function probeFilesystem(sandbox: SandboxHandle, manifest: TurnManifest, signal: AbortSignal) {
+async function probeFilesystem(manifest: TurnManifest, read: MarkerRead) {
   const started = performance.now()
   const marker = manifest.filesystem
   if (!marker) {
@@ -134,13 +223,7 @@ async function probeFilesystem(sandbox: SandboxHandle, manifest: TurnManifest, s
       result: skipped('filesystem', 'filesystem', 'no marker file was written', started),
     }
   }
-  let content: string | null
-  try {
-    content = await sandbox.readFile(marker.path, { signal })
-  } catch (error) {
-    if (!SandkeepError.hasCode(error, 'FILE_NOT_FOUND')) throw error
-    content = null
-  }
+  const content = await read()
   const survived = content === marker.value
   return {
     survived,

@@ -34,6 +34,14 @@ export interface SessionManagerOptions {
   healthChecks?: HealthCheck[]
   /** Built-in fidelity probes (memory sentinel, marker file, process list). Default true. */
   fidelityProbes?: boolean
+  /**
+   * Connect to the sandbox this process's previous turn of the conversation used while the lease is being
+   * taken, instead of after it, so a turn waits for the longer of the two calls rather than their sum. The
+   * connect is used only when the lease's record confirms it (same sandbox, no other turn ended since, no
+   * other holder); otherwise the turn connects again as usual. Only for sandboxes whose tenant this process
+   * already verified, never for lazy turns. Default true.
+   */
+  speculativeConnect?: boolean
   /** Runs on every fresh sandbox (created or recreated), before the journal replay. */
   bootstrap?: JournalStep[] | ((sandbox: SandboxHandle) => Promise<void>)
   /** `'journal'`: replay recorded steps after a recreate or a detected memory loss. Default `'journal'`. */

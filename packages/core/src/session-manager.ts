@@ -59,6 +59,7 @@ const KNOWN_OPTIONS = new Set([
   'sandbox',
   'healthChecks',
   'fidelityProbes',
+  'speculativeConnect',
   'bootstrap',
   'rehydrate',
   'leaseMs',
@@ -72,6 +73,14 @@ const ON_TURN_END: readonly OnTurnEnd[] = ['pause', 'auto-pause', 'keep', 'kill'
 const DAY_MS = 24 * 60 * 60 * 1000
 // Tenants verified per sandbox id in this process; bounded so a long-lived server does not grow without end.
 const VERIFIED_CACHE_LIMIT = 10_000
+
+/** A connect started before the lease was granted (see `speculate` in createSessionManager). */
+interface Speculation {
+  sandboxId: string
+  turnCount: number
+  retries: number
+  result: Promise<{ ok: true; handle: SandboxHandle } | { ok: false; error: unknown }>
+}
 
 function invalid(message: string): SandkeepError {
   return new SandkeepError({ code: 'INVALID_ARGUMENT', message })
@@ -98,6 +107,7 @@ interface ResolvedOptions {
   }
   healthChecks: HealthCheck[]
   fidelityProbes: boolean
+  speculativeConnect: boolean
   bootstrap: SessionManagerOptions['bootstrap']
   rehydrate: 'journal' | 'none'
   leaseMs: number
@@ -184,6 +194,9 @@ function resolveOptions(options: SessionManagerOptions): ResolvedOptions {
   if (options.fidelityProbes !== undefined && typeof options.fidelityProbes !== 'boolean') {
     throw invalid('options.fidelityProbes must be a boolean.')
   }
+  if (options.speculativeConnect !== undefined && typeof options.speculativeConnect !== 'boolean') {
+    throw invalid('options.speculativeConnect must be a boolean.')
+  }
   if (sandbox.allowInternetAccess !== undefined && typeof sandbox.allowInternetAccess !== 'boolean') {
     throw invalid('options.sandbox.allowInternetAccess must be a boolean.')
   }
@@ -205,6 +218,7 @@ function resolveOptions(options: SessionManagerOptions): ResolvedOptions {
     },
     healthChecks: [...healthChecks],
     fidelityProbes: options.fidelityProbes ?? true,
+    speculativeConnect: options.speculativeConnect ?? true,
     bootstrap,
     rehydrate,
     leaseMs: validateInteger('leaseMs', options.leaseMs ?? 30_000, 300, DAY_MS),
@@ -294,6 +308,23 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
   const { store, provider } = config
   const events = createEventHub<SessionManagerEvents>()
   const verifiedTenants = new Map<string, string>()
+  /**
+   * Per session (tenant + conversation id), what this process's last turn left: the sandbox and the turn
+   * count its release returned. The next turn of the same conversation connects to that sandbox at the same
+   * time as it takes its lease (see {@link Speculation}).
+   */
+  const lastTurns = new Map<string, { sandboxId: string; turnCount: number }>()
+  const sessionCacheKey = (key: SessionKey) => `${key.tenant}\u0000${key.conversationId}`
+  const rememberLastTurn = (key: SessionKey, value: { sandboxId: string; turnCount: number } | null) => {
+    const cacheKey = sessionCacheKey(key)
+    lastTurns.delete(cacheKey)
+    if (!value) return
+    if (lastTurns.size >= VERIFIED_CACHE_LIMIT) {
+      const oldest = lastTurns.keys().next().value
+      if (oldest !== undefined) lastTurns.delete(oldest)
+    }
+    lastTurns.set(cacheKey, value)
+  }
 
   function emitError(phase: string, error: unknown, key?: SessionKey): void {
     events.emit('error', {
@@ -388,6 +419,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     private readonly contexts: UsedContext[] = []
     private verified: VerifiedState = { contexts: [], marker: false }
     private manifestBase: TurnManifest | null
+    /** A connect started alongside the lease, used only if the lease's record confirms it. */
+    speculation: Speculation | undefined
 
     constructor(
       key: SessionKey,
@@ -560,6 +593,21 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       return this.readyPromise
     }
 
+    /**
+     * The speculative connect, when the record the lease returned proves it was the right call: the same
+     * sandbox is mapped, no other turn ended since this process's last one (same turn count) and no other
+     * turn holds the session now. Otherwise the turn connects as usual after the lease; a speculative
+     * connect that turned out wrong only resumed a sandbox this session maps, or one that is gone.
+     */
+    private confirmedSpeculation(mapped: string, record: SessionRecord | null): Speculation | undefined {
+      const speculation = this.speculation
+      this.speculation = undefined
+      if (!speculation || !record) return undefined
+      if (speculation.sandboxId !== mapped || speculation.turnCount !== record.turnCount) return undefined
+      if (this.acquired.holders > 1) return undefined
+      return speculation
+    }
+
     private async resume(): Promise<void> {
       const signal = this.controller.signal
       if (signal.aborted) throw abortedError(this.key, signal.reason)
@@ -590,12 +638,21 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       } else {
         let connected: SandboxHandle | undefined
         if (record?.state !== 'killed') {
+          const speculated = this.confirmedSpeculation(mapped, record)
           try {
-            await verifyTenant(mapped, this.key, signal, onRetry)
-            this.touched = mapped
-            connected = await call(() =>
-              provider.connect(mapped, { timeoutMs: config.sandbox.timeoutMs, signal }),
-            )
+            if (speculated) {
+              this.touched = mapped
+              const settled = await speculated.result
+              retries += speculated.retries
+              if (!settled.ok) throw settled.error
+              connected = settled.handle
+            } else {
+              await verifyTenant(mapped, this.key, signal, onRetry)
+              this.touched = mapped
+              connected = await call(() =>
+                provider.connect(mapped, { timeoutMs: config.sandbox.timeoutMs, signal }),
+              )
+            }
           } catch (error) {
             if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
           }
@@ -949,6 +1006,18 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         }
       }
       const pauseMs = performance.now() - pauseStarted
+      // The next turn here may connect to this sandbox while it takes its lease: only one that still exists.
+      const sandboxStays =
+        action === 'paused' ||
+        action === 'auto-pause' ||
+        action === 'kept' ||
+        action === 'left-running-for-other-holders'
+      rememberLastTurn(
+        this.key,
+        sandboxStays && handle && record?.sandboxId === handle.id && !this.foreign
+          ? { sandboxId: handle.id, turnCount: record.turnCount }
+          : null,
+      )
       if (action !== 'none' && action !== 'left-running-for-other-holders' && sandboxId) {
         events.emit('pause-end', {
           conversationId: this.conversationId,
@@ -1022,15 +1091,49 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     }
   }
 
+  /**
+   * Starts connecting to the sandbox this process's last turn of the conversation used, while the lease is
+   * being taken, so that a turn costs the longer of the two calls rather than both. Only for a sandbox whose
+   * tenant was already verified here; the turn uses the result only if the lease confirms it.
+   */
+  function speculate(key: SessionKey, signal: AbortSignal | undefined): Speculation | undefined {
+    if (!config.speculativeConnect) return undefined
+    const last = lastTurns.get(sessionCacheKey(key))
+    if (!last || verifiedTenants.get(last.sandboxId) !== key.tenant) return undefined
+    const speculation: Speculation = { ...last, retries: 0, result: undefined as never }
+    const connecting = retryProviderCall(
+      () =>
+        provider.connect(last.sandboxId, {
+          timeoutMs: config.sandbox.timeoutMs,
+          ...(signal ? { signal } : {}),
+        }),
+      config.retry,
+      {
+        ...(signal ? { signal } : {}),
+        onRetry: () => {
+          speculation.retries++
+        },
+      },
+    )
+    // Settled, never rejected: an unused speculation must not surface as an unhandled rejection.
+    speculation.result = connecting.then(
+      (handle) => ({ ok: true as const, handle }),
+      (error: unknown) => ({ ok: false as const, error }),
+    )
+    return speculation
+  }
+
   async function beginTurn(conversationId: string, turnOptions?: TurnOptions): Promise<Turn> {
     const beganAt = performance.now()
     const parsed = validateTurnOptions(turnOptions)
     const key = validateSessionKey(conversationId, parsed.tenant)
     if (parsed.signal?.aborted) throw abortedError(key, parsed.signal.reason)
     const holderId = randomUUID()
+    const speculation = parsed.lazy ? undefined : speculate(key, parsed.signal)
     const acquired = await store.acquire(key, { holderId, leaseMs: config.leaseMs, ttlMs: config.ttlMs })
     const storeMs = performance.now() - beganAt
     const turn = new TurnImpl(key, acquired, beganAt, storeMs, parsed.signal)
+    turn.speculation = speculation
     turn.lazyStart = parsed.lazy
     events.emit('turn-start', {
       conversationId: key.conversationId,
@@ -1071,6 +1174,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
 
   async function endSession(conversationId: string, endOptions?: { tenant?: string }): Promise<boolean> {
     const key = validateSessionKey(conversationId, tenantOption(endOptions))
+    rememberLastTurn(key, null)
     const record = checkRecord(await store.get(key), key)
     if (!record) return false
     if (record.sandboxId) {

@@ -2,6 +2,7 @@
 // can unit-test agents (and sandkeep tests its manager) without a sandbox platform. It imitates, not runs:
 // commands understand a few shell words, code a tiny expression language. Plug in `onCommand`/`onCode` for more.
 import { SandkeepError, type SandkeepErrorCode } from '../errors.js'
+import { PROBE_CELL_TAG } from '../fidelity.js'
 import type {
   CodeResult,
   CommandResult,
@@ -238,6 +239,18 @@ export function createMockProvider(options: MockProviderOptions = {}): MockProvi
         if (!globals) {
           globals = new Map()
           target.memory.set(contextKey, globals)
+        }
+        if (code.startsWith(PROBE_CELL_TAG)) {
+          // The combined fidelity probe cell: the sentinel and the marker file, printed as one JSON line.
+          const { variable, path } = JSON.parse(code.slice(PROBE_CELL_TAG.length).split('\n')[0] as string)
+          const file = target.files.get(path)
+          const answer = {
+            sentinel: globals.get(variable) ?? null,
+            marker: file ? decoder.decode(file) : null,
+          }
+          const stdout = `${JSON.stringify(answer)}\n`
+          codeOptions?.onStdout?.(stdout)
+          return { text: null, stdout, stderr: '', error: null }
         }
         const result = miniInterpreter(code, language, globals)
         if (result.stdout) codeOptions?.onStdout?.(result.stdout)
