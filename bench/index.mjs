@@ -1,7 +1,8 @@
 // Root benchmarks (`pnpm bench` runs the packages' benches first, then this). Uses the BUILT packages: run
 // `pnpm build` before. Options: --iterations N (overhead turns per variant, default 200), --rows N (seed data
 // set rows, default 200000), --think-ms N (user think time between seed turns, default 2000), --only
-// overhead|seed, --json FILE (write the figures as JSON too).
+// overhead|seed, --host process|in-process (where the local-e2b host of the overhead bench runs, default its
+// own process), --json FILE (write the figures as JSON too).
 import { writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
@@ -14,6 +15,7 @@ const { values } = parseArgs({
     rows: { type: 'string', default: '200000' },
     'think-ms': { type: 'string', default: '2000' },
     only: { type: 'string' },
+    host: { type: 'string', default: 'process' },
     json: { type: 'string' },
   },
 })
@@ -32,7 +34,11 @@ console.log(
 
 if (values.only !== 'seed') {
   console.log('\n## Per-turn overhead: sandkeep begin + end vs the raw SDK connect + pause (local-e2b)\n')
-  figures.overhead = await runOverhead({ iterations: Number(values.iterations), redisUrl })
+  figures.overhead = await runOverhead({
+    iterations: Number(values.iterations),
+    redisUrl,
+    hostMode: values.host,
+  })
 }
 if (values.only !== 'overhead') {
   console.log('\n## Seed workload: install a package, load a data set, then 5 turns\n')

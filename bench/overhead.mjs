@@ -7,13 +7,39 @@ import { createMemorySessionStore, createSessionManager, processCheck } from '@s
 import { createE2BProvider } from '@sandkeep/e2b'
 import { startLocalE2B } from '@sandkeep/local-e2b'
 import { createRedisSessionStore } from '@sandkeep/redis'
+import { startHostProcess } from '../packages/local-e2b/bench/host-process.mjs'
 import { ms, quantile, redisReachable, summary, table } from './stats.mjs'
 
 const WORKER = 'sleep 86400 # sandkeep-bench-worker'
 
-export async function runOverhead({ iterations = 200, warmup = 20, redisUrl, log = console.log } = {}) {
-  const host = await startLocalE2B({ pauseMode: 'memory', logger: () => {} })
-  const connection = { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }
+/**
+ * The host runs as its own process by default (`hostMode: 'process'`), as a platform is: the client side being
+ * measured then has its event loop to itself, and calls sandkeep makes side by side (the lease and a connect)
+ * can overlap as they would against E2B. `'in-process'` runs startLocalE2B in this process instead.
+ */
+async function startHost(hostMode) {
+  if (hostMode === 'in-process') {
+    const host = await startLocalE2B({ pauseMode: 'memory', logger: () => {} })
+    return {
+      opts: { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl },
+      isolation: host.isolation,
+      freezer: host.freezer,
+      mode: 'in-process',
+      close: () => host.close(),
+    }
+  }
+  return startHostProcess({ pauseMode: 'memory' })
+}
+
+export async function runOverhead({
+  iterations = 200,
+  warmup = 20,
+  redisUrl,
+  hostMode = 'process',
+  log = console.log,
+} = {}) {
+  const host = await startHost(hostMode)
+  const connection = host.opts
   const closers = []
   try {
     const withRedis = await redisReachable(redisUrl)
@@ -42,13 +68,18 @@ export async function runOverhead({ iterations = 200, warmup = 20, redisUrl, log
     })
 
     for (const [storeName, makeStore] of Object.entries(stores)) {
-      for (const checks of [false, true]) {
+      for (const [checks, speculativeConnect] of [
+        [false, true],
+        [true, true],
+        ...(storeName === 'redis' ? [[false, false]] : []),
+      ]) {
         const store = makeStore()
         closers.push(() => store.close())
         const sessions = createSessionManager({
           store,
           provider: createE2BProvider(connection),
           fidelityProbes: checks,
+          speculativeConnect,
           ...(checks ? { healthChecks: [processCheck({ name: 'worker', command: WORKER })] } : {}),
         })
         const conversation = `bench-${randomUUID()}`
@@ -60,7 +91,7 @@ export async function runOverhead({ iterations = 200, warmup = 20, redisUrl, log
           }
         })
         variants.push({
-          name: `sandkeep, ${storeName === 'redis' ? 'Redis store' : 'memory store'}, health checks ${checks ? 'on' : 'off'}`,
+          name: `sandkeep, ${storeName === 'redis' ? 'Redis store' : 'memory store'}, health checks ${checks ? 'on' : 'off'}${speculativeConnect ? '' : ', speculativeConnect off'}`,
           turn: async () => {
             const turn = await sessions.beginTurn(conversation)
             const end = await turn.end()
@@ -122,9 +153,9 @@ export async function runOverhead({ iterations = 200, warmup = 20, redisUrl, log
       ),
     )
     log(
-      `\n${iterations} turns per variant after ${warmup} warm-up rounds, round-robin; isolation ${host.isolation}, freezer ${host.freezer}.`,
+      `\n${iterations} turns per variant after ${warmup} warm-up rounds, round-robin; host ${host.mode}, isolation ${host.isolation}, freezer ${host.freezer}.`,
     )
-    return { iterations, warmup, isolation: host.isolation, freezer: host.freezer, rows }
+    return { iterations, warmup, host: host.mode, isolation: host.isolation, freezer: host.freezer, rows }
   } finally {
     for (const close of closers) await close().catch(() => undefined)
     await host.close()

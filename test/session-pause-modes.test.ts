@@ -106,6 +106,11 @@ for (const mode of Object.keys(expected) as PauseMode[]) {
           if (want.rehydrated) expect(status.memory).toBe('repaired')
           // Whatever the platform kept or lost, the body finds the variable, the file and the server.
           expect((await turn.sandbox.runCode('counter')).text).toBe('42')
+          // The probe cell left no name of its own in the user's namespace.
+          const leaked = await turn.sandbox.runCode(
+            "[n for n in ('G', 'S', 'P', 'm', 'f', 'json', 'sys') if n in globals()]",
+          )
+          expect(leaked.text).toBe('[]')
           expect(await turn.sandbox.readFile('/home/user/notes.txt')).toBe('kept across turns')
           expect(await answers(turn.sandbox, port)).toBe(true)
           const servers = (await turn.sandbox.listProcesses()).filter((p) => p.command === server)

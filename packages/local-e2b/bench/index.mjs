@@ -4,11 +4,11 @@
 // By default the host runs as its own process (the bin, as `sandkeep host` runs it), so the SDK client and the
 // host do not share one event loop; `--in-process` measures startLocalE2B in this process instead.
 // Usage: node bench/index.mjs [--sandboxes 50] [--in-process] [--json]
-import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { startLocalE2B } from '@sandkeep/local-e2b'
 import { Sandbox } from 'e2b'
+import { startHostProcess } from './host-process.mjs'
 import { summary, timed } from './stats.mjs'
 
 const args = process.argv.slice(2)
@@ -30,46 +30,11 @@ async function startHost() {
       close: () => host.close(),
     }
   }
-  const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
-  // The bin never prints the key (its export line reads a 0600 file): give it one we know.
-  const apiKey = `e2b_bench_${randomBytes(16).toString('hex')}`
-  const child = spawn(process.execPath, [bin, '--port', '0', '--api-key', apiKey], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const env = {}
-  let banner = ''
-  await new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`host exited with ${code}`)))
-    child.stderr.on('data', (chunk) => {
-      banner += chunk.toString()
-    })
-    child.stdout.on('data', (chunk) => {
-      for (const line of chunk.toString().split('\n')) {
-        const match = /^export (E2B_[A-Z_]+)=(.*)$/.exec(line)
-        if (match) env[match[1]] = match[1] === 'E2B_API_KEY' ? apiKey : match[2]
-      }
-      if (env.E2B_API_KEY && env.E2B_API_URL && env.E2B_SANDBOX_URL) resolve()
-    })
-  })
-  const headers = { 'x-api-key': env.E2B_API_KEY }
-  const admin = async (path) => {
-    const response = await fetch(`${env.E2B_API_URL}/_local/${path}`, { headers })
-    return response.ok ? response.json() : undefined
-  }
-  const described = /isolation: (\w+)/.exec(banner)
+  const host = await startHostProcess()
   return {
-    opts: { apiKey: env.E2B_API_KEY, apiUrl: env.E2B_API_URL, sandboxUrl: env.E2B_SANDBOX_URL },
-    isolation: described?.[1] ?? 'unknown',
-    freezer: /freezer: ([\w-]+)/.exec(banner)?.[1] ?? 'unknown',
-    mode: 'child process (bin)',
-    getSandbox: (id) => admin(`sandboxes/${id}`),
-    events: (type) => admin(`events?type=${type}`),
-    close: () =>
-      new Promise((resolve) => {
-        child.removeAllListeners('exit')
-        child.once('exit', resolve)
-        child.kill('SIGTERM')
-      }),
+    ...host,
+    getSandbox: (id) => host.admin(`sandboxes/${id}`),
+    events: (type) => host.admin(`events?type=${type}`),
   }
 }
 
