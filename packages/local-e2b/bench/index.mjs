@@ -4,8 +4,6 @@
 // By default the host runs as its own process (the bin, as `sandkeep host` runs it), so the SDK client and the
 // host do not share one event loop; `--in-process` measures startLocalE2B in this process instead.
 // Usage: node bench/index.mjs [--sandboxes 50] [--in-process] [--json]
-import { randomBytes } from 'node:crypto'
-import { fileURLToPath } from 'node:url'
 import { startLocalE2B } from '@sandkeep/local-e2b'
 import { Sandbox } from 'e2b'
 import { startHostProcess } from './host-process.mjs'
