@@ -1,7 +1,8 @@
-// Private redis-server processes for tests: a 3-master Cluster and a single AOF server, each on free
+// Private redis-server processes for tests: a 3-master Cluster, a single AOF server and a master watched by
+// a Sentinel, each on free
 // loopback ports in a temp dir, shut down and deleted afterwards.
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -174,4 +175,65 @@ export async function startAofServer(): Promise<TestAofServer> {
       await rm(directory, { recursive: true, force: true })
     },
   }
+}
+
+/** A master and one Sentinel that monitors it under {@link SENTINEL_MASTER_NAME}. */
+export interface TestSentinel {
+  masterPort: number
+  sentinelPort: number
+  /** Stops both and deletes their directory. */
+  stop(): Promise<void>
+}
+
+export const SENTINEL_MASTER_NAME = 'sandkeep-test'
+
+export async function startSentinel(): Promise<TestSentinel> {
+  const directory = await mkdtemp(join(tmpdir(), 'sandkeep-sentinel-'))
+  const masterPort = await freePort()
+  const sentinelPort = await freePort()
+  const children: ChildProcess[] = []
+  const stop = async () => {
+    for (const child of children) {
+      if (child.exitCode !== null) continue
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await exited
+    }
+    await rm(directory, { recursive: true, force: true })
+  }
+  try {
+    children.push(
+      spawn(
+        'redis-server',
+        ['--port', String(masterPort), '--bind', '127.0.0.1', '--dir', directory, '--save', ''],
+        { stdio: 'ignore' },
+      ),
+    )
+    await waitFor(async () => (await cli(masterPort, 'ping')).trim() === 'PONG', 10_000, 'master')
+    // Sentinel rewrites its config file, so it gets one of its own.
+    const config = join(directory, 'sentinel.conf')
+    await writeFile(
+      config,
+      [
+        `port ${sentinelPort}`,
+        'bind 127.0.0.1',
+        `dir ${directory}`,
+        `sentinel monitor ${SENTINEL_MASTER_NAME} 127.0.0.1 ${masterPort} 1`,
+        '',
+      ].join('\n'),
+    )
+    children.push(spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' }))
+    await waitFor(
+      async () =>
+        (await cli(sentinelPort, 'sentinel', 'get-master-addr-by-name', SENTINEL_MASTER_NAME)).includes(
+          String(masterPort),
+        ),
+      10_000,
+      'sentinel',
+    )
+  } catch (error) {
+    await stop()
+    throw error
+  }
+  return { masterPort, sentinelPort, stop }
 }
