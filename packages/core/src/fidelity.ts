@@ -95,6 +95,31 @@ function parseProbeCell(stdout: string): { sentinel: unknown; marker: unknown } 
   return null
 }
 
+/** The combined cell's answer: whether the sentinel matched, and the marker as read (undefined = unknown). */
+interface ProbeCellAnswer {
+  sentinelKept: boolean
+  marker: unknown
+}
+
+/** Runs the combined cell; never rejects except on abort (a failed cell is memory lost, marker unknown). */
+async function runProbeCell(
+  sandbox: SandboxHandle,
+  entry: NonNullable<TurnManifest['memory']>[number],
+  path: string,
+  signal: AbortSignal,
+): Promise<ProbeCellAnswer> {
+  try {
+    const result = await sandbox.runCode(probeCellCode(entry.variable, path), { language: 'python', signal })
+    const answer = result.error ? null : parseProbeCell(result.stdout)
+    return { sentinelKept: answer !== null && answer.sentinel === entry.value, marker: answer?.marker }
+  } catch (error) {
+    // A context the platform no longer knows is memory lost, not a failed turn.
+    if (SandkeepError.isInstance(error) && error.code !== 'ABORTED')
+      return { sentinelKept: false, marker: undefined }
+    throw error
+  }
+}
+
 /** How the filesystem probe gets the marker's content: null when the file is missing. */
 type MarkerRead = () => Promise<string | null>
 
@@ -118,18 +143,14 @@ export async function probeFidelity(
   const combined = manifest.filesystem
     ? manifest.memory?.find((entry) => entry.language === 'python' && entry.contextId === null)
     : undefined
-  let markerFromCell: Promise<unknown> | undefined
-  const memoryProbe = probeMemory(sandbox, manifest, signal, combined, (marker) => {
-    markerFromCell = marker
-  })
+  const cell = combined ? runProbeCell(sandbox, combined, manifest.filesystem!.path, signal) : undefined
   const readMarker: MarkerRead = async () => {
-    if (!markerFromCell) return readByEnvd()
-    const marker = await markerFromCell
+    const marker = cell ? (await cell).marker : undefined
     // The interpreter could not read it (or did not answer): ask envd, which is what the probe trusts.
     return typeof marker === 'string' || marker === null ? marker : readByEnvd()
   }
   const [memory, filesystem, processes] = await Promise.all([
-    memoryProbe,
+    probeMemory(sandbox, manifest, signal, combined && cell ? { entry: combined, cell } : undefined),
     probeFilesystem(manifest, readMarker),
     probeProcesses(sandbox, manifest),
   ])
@@ -146,8 +167,9 @@ async function probeMemory(
   sandbox: SandboxHandle,
   manifest: TurnManifest,
   signal: AbortSignal,
-  combined: NonNullable<TurnManifest['memory']>[number] | undefined,
-  onMarker: (marker: Promise<unknown>) => void,
+  combined:
+    | { entry: NonNullable<TurnManifest['memory']>[number]; cell: Promise<ProbeCellAnswer> }
+    | undefined,
 ) {
   const started = performance.now()
   const entries = manifest.memory ?? []
@@ -158,27 +180,10 @@ async function probeMemory(
       result: skipped('memory', 'memory', 'no interpreter context was used before the pause', started),
     }
   }
-  let resolveMarker: (marker: unknown) => void = () => {}
-  if (combined) onMarker(new Promise((resolve) => (resolveMarker = resolve)))
   const found = await Promise.all(
     entries.map(async (entry) => {
       const language = entry.language === 'javascript' ? 'javascript' : 'python'
-      if (entry === combined) {
-        try {
-          const result = await sandbox.runCode(probeCellCode(entry.variable, manifest.filesystem!.path), {
-            language,
-            signal,
-          })
-          const answer = result.error ? null : parseProbeCell(result.stdout)
-          resolveMarker(answer ? answer.marker : undefined)
-          return { entry, language, ok: answer !== null && answer.sentinel === entry.value }
-        } catch (error) {
-          resolveMarker(undefined)
-          if (SandkeepError.isInstance(error) && error.code !== 'ABORTED')
-            return { entry, language, ok: false }
-          throw error
-        }
-      }
+      if (entry === combined?.entry) return { entry, language, ok: (await combined.cell).sentinelKept }
       try {
         const result = await sandbox.runCode(readSentinelCode(language), {
           language,

@@ -82,6 +82,15 @@ interface Speculation {
   result: Promise<{ ok: true; handle: SandboxHandle } | { ok: false; error: unknown }>
 }
 
+/** Sets `key` in a per-process cache, first dropping the oldest entry once it holds VERIFIED_CACHE_LIMIT. */
+function setBounded<K, V>(cache: Map<K, V>, key: K, value: V): void {
+  if (!cache.has(key) && cache.size >= VERIFIED_CACHE_LIMIT) {
+    const oldest = cache.keys().next().value
+    if (oldest !== undefined) cache.delete(oldest)
+  }
+  cache.set(key, value)
+}
+
 function invalid(message: string): SandkeepError {
   return new SandkeepError({ code: 'INVALID_ARGUMENT', message })
 }
@@ -318,12 +327,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
   const rememberLastTurn = (key: SessionKey, value: { sandboxId: string; turnCount: number } | null) => {
     const cacheKey = sessionCacheKey(key)
     lastTurns.delete(cacheKey)
-    if (!value) return
-    if (lastTurns.size >= VERIFIED_CACHE_LIMIT) {
-      const oldest = lastTurns.keys().next().value
-      if (oldest !== undefined) lastTurns.delete(oldest)
-    }
-    lastTurns.set(cacheKey, value)
+    if (value) setBounded(lastTurns, cacheKey, value)
   }
 
   function emitError(phase: string, error: unknown, key?: SessionKey): void {
@@ -335,11 +339,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
   }
 
   function rememberVerified(sandboxId: string, tenant: string): void {
-    if (verifiedTenants.size >= VERIFIED_CACHE_LIMIT) {
-      const oldest = verifiedTenants.keys().next().value
-      if (oldest !== undefined) verifiedTenants.delete(oldest)
-    }
-    verifiedTenants.set(sandboxId, tenant)
+    setBounded(verifiedTenants, sandboxId, tenant)
   }
 
   /**
