@@ -317,9 +317,12 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       if (record) {
         // A manifest describes one sandbox: a holder whose sandbox was re-mapped meanwhile must not
         // replace the manifest of the new one.
+        // A manifest conditional on the turn count is stale once another turn ended since this one began.
+        const current =
+          checked.manifestIfTurnCount === undefined || checked.manifestIfTurnCount === record.turnCount
         if (
           checked.manifest === null ||
-          (checked.manifest !== undefined && checked.manifest.sandboxId === record.sandboxId)
+          (current && checked.manifest !== undefined && checked.manifest.sandboxId === record.sandboxId)
         ) {
           record.manifest = checked.manifest
         }

@@ -207,6 +207,7 @@ export function checkManifest(manifest: unknown): TurnManifest {
 /** Normalised {@link ReleaseInput}: `manifest` stays `undefined` when the caller keeps the stored one. */
 export interface CheckedReleaseInput {
   manifest: TurnManifest | null | undefined
+  manifestIfTurnCount: number | undefined
   turnEndedAt: number
   runningSeconds: number
   pausedSeconds: number
@@ -227,6 +228,7 @@ export function checkReleaseInput(input: unknown, defaultTtlMs: number): Checked
   if (!isPlainObject(input)) throw invalid('release input must be an object.')
   rejectUnknownKeys('release input', input, [
     'manifest',
+    'manifestIfTurnCount',
     'turnEndedAt',
     'runningSeconds',
     'pausedSeconds',
@@ -240,6 +242,10 @@ export function checkReleaseInput(input: unknown, defaultTtlMs: number): Checked
         : input.manifest === null
           ? null
           : checkManifest(input.manifest),
+    manifestIfTurnCount:
+      input.manifestIfTurnCount === undefined
+        ? undefined
+        : validateInteger('manifestIfTurnCount', input.manifestIfTurnCount, 0, Number.MAX_SAFE_INTEGER),
     turnEndedAt: validateInteger('turnEndedAt', input.turnEndedAt, 0, 8.64e15),
     runningSeconds: checkSeconds('runningSeconds', input.runningSeconds),
     pausedSeconds: checkSeconds('pausedSeconds', input.pausedSeconds),

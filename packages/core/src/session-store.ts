@@ -140,6 +140,13 @@ export interface SetSandboxInput {
 export interface ReleaseInput {
   /** The manifest of what this turn left behind; omitted = keep the stored one. */
   manifest?: TurnManifest | null
+  /**
+   * Write `manifest` only if the record's `turnCount` still equals this number, i.e. no other turn ended
+   * since this one began (its `acquire` returned that count); otherwise keep the stored manifest. For a
+   * manifest built partly from what the turn saw at its start (the process list), which another turn's end
+   * in between would make stale. Omitted = no condition.
+   */
+  manifestIfTurnCount?: number
   /** When the turn ended, epoch ms. */
   turnEndedAt: number
   /** Seconds to add to `runningSeconds`. */

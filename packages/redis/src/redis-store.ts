@@ -451,6 +451,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
         String(checked.pausedSeconds),
         checked.stateIfLast ?? '',
         checked.ttlMs,
+        checked.manifestIfTurnCount ?? '',
       ]
       const reply = await roundTrip('end the turn', keys.record, async (redis) => {
         if (!singleSlot) {

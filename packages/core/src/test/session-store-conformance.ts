@@ -359,6 +359,54 @@ export function sessionStoreConformance(
         expect((await store.get(key))?.manifest).toBeNull()
       })
 
+      it('writes a manifest conditional on the turn count only while no other turn ended since', async () => {
+        const store = await open()
+        const key = newKey()
+        const { lease } = await createSession(store, key, 'sbx-1')
+        const first = manifestFor('sbx-1', 'one')
+        await store.release(key, lease, { turnEndedAt: Date.now(), manifest: first })
+
+        // A and B overlap; B began after A and ends first, so A's start-of-turn view is stale by A's end.
+        const a = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+        const b = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+        expect(a.record?.turnCount).toBe(1)
+        const fromB = manifestFor('sbx-1', 'b')
+        const bEnd = await store.release(key, b.lease, {
+          turnEndedAt: Date.now(),
+          manifest: fromB,
+          manifestIfTurnCount: b.record!.turnCount,
+        })
+        expect(bEnd.record?.manifest).toEqual(fromB)
+        const aEnd = await store.release(key, a.lease, {
+          turnEndedAt: Date.now(),
+          manifest: manifestFor('sbx-1', 'a'),
+          manifestIfTurnCount: a.record!.turnCount,
+        })
+        // The rest of A's release still happened.
+        expect(aEnd.last).toBe(true)
+        expect(aEnd.record?.turnCount).toBe(3)
+        expect(aEnd.record?.manifest).toEqual(fromB)
+        expect((await store.get(key))?.manifest).toEqual(fromB)
+
+        // Alone, the condition holds and the manifest is written.
+        const c = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+        const fromC = manifestFor('sbx-1', 'c')
+        const cEnd = await store.release(key, c.lease, {
+          turnEndedAt: Date.now(),
+          manifest: fromC,
+          manifestIfTurnCount: 3,
+        })
+        expect(cEnd.record?.manifest).toEqual(fromC)
+        // Clearing is never conditional.
+        const d = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+        const dEnd = await store.release(key, d.lease, {
+          turnEndedAt: Date.now(),
+          manifest: null,
+          manifestIfTurnCount: 0,
+        })
+        expect(dEnd.record?.manifest).toBeNull()
+      })
+
       it('counts a dead holder only until its lease lapses', async () => {
         const store = await open()
         const key = newKey()
@@ -869,6 +917,9 @@ export function sessionStoreConformance(
           { turnEndedAt: 1, manifest: 'yes' },
           { turnEndedAt: 1, manifest: { writtenAt: 1, sandboxId: 's', memory: 'lots' } },
           { turnEndedAt: 1, manifest: { writtenAt: 1, sandboxId: '' } },
+          { turnEndedAt: 1, manifestIfTurnCount: -1 },
+          { turnEndedAt: 1, manifestIfTurnCount: 1.5 },
+          { turnEndedAt: 1, manifestIfTurnCount: '2' },
           { turnEndedAt: 1, extra: 1 },
         ]
         for (const bad of badRelease) {

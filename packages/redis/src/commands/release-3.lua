@@ -17,6 +17,7 @@
   ARGV[9] seconds to add to pausedSeconds
   ARGV[10] state to record if last, '' to leave it
   ARGV[11] session TTL, ms
+  ARGV[12] turn count the manifest is conditional on ('' none): written only if the record's count is still it
 
   Returns { 'ok', last (0|1), record values in FIELDS order (empty when none) }
        or { 'corrupt', index in KEYS of the bad key }

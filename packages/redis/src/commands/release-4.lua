@@ -21,8 +21,9 @@
   ARGV[9] seconds to add to pausedSeconds
   ARGV[10] state to record if last, '' to leave it
   ARGV[11] session TTL, ms
-  ARGV[12] index member (the conversation hash)
-  ARGV[13] index score (the turn end)
+  ARGV[12] turn count the manifest is conditional on ('' none): written only if the record's count is still it
+  ARGV[13] index member (the conversation hash)
+  ARGV[14] index score (the turn end)
 
   Returns { 'ok', last (0|1), record values in FIELDS order (empty when none) }
        or { 'corrupt', index in KEYS of the bad key }
@@ -33,5 +34,5 @@
 
 local reply = release_turn(KEYS[1], KEYS[2], KEYS[3])
 -- A session without a record (its creator released without creating) is not listed.
-if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[4], ARGV[12], ARGV[13]) end
+if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[4], ARGV[13], ARGV[14]) end
 return reply

@@ -1,6 +1,6 @@
 -- The end of a turn (inlined by the loader where a script says `--- @include "release"`), shared by
 -- release-3 (Cluster: the index is touched by its own command) and release-4 (one node: same script).
--- Reads ARGV[1..11] as documented in release-3.lua. Returns the script's reply table.
+-- Reads ARGV[1..12] as documented in release-3.lua. Returns the script's reply table.
 local function release_turn(record_key, lease_key, journal_key)
   local status, record = load_record(record_key, ARGV[1], ARGV[2])
   if status == 'corrupt' then return { 'corrupt', 1 } end
@@ -23,11 +23,12 @@ local function release_turn(record_key, lease_key, journal_key)
   if record then
     local positions = { F_ENDED, F_TURNS, F_RUNNING, F_PAUSED_SECONDS, F_UPDATED }
     -- A manifest describes one sandbox: a holder whose sandbox was re-mapped meanwhile must not replace
-    -- the manifest of the new one.
+    -- the manifest of the new one; and one conditional on the turn count is stale once another turn ended.
     if ARGV[5] == 'null' then
       record[F_MANIFEST] = false
       positions[#positions + 1] = F_MANIFEST
-    elseif ARGV[5] ~= '' and record[F_SANDBOX] == ARGV[6] then
+    elseif ARGV[5] ~= '' and record[F_SANDBOX] == ARGV[6]
+      and (ARGV[12] == '' or tonumber(record[F_TURNS]) == tonumber(ARGV[12])) then
       record[F_MANIFEST] = ARGV[5]
       positions[#positions + 1] = F_MANIFEST
     end
