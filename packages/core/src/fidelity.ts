@@ -323,7 +323,9 @@ export interface VerifiedState {
 /**
  * Writes what the next turn will compare with, in parallel: the sentinel in each context this turn used that
  * was not verified at resume (a verified one still holds the value, so overlapping turns agree and nothing is
- * re-run), the marker file unless it was verified, and the process list (always: the turn may have changed it).
+ * re-run), the marker file unless it was verified, and the process list. `processes` is the list as the
+ * resume read it, given when nothing since could have changed it (no process started, killed or run): then
+ * it is recorded as is instead of being listed again.
  */
 export async function writeManifest(
   sandbox: SandboxHandle,
@@ -331,6 +333,7 @@ export async function writeManifest(
   previous: TurnManifest | null,
   verified: VerifiedState,
   signal: AbortSignal,
+  processes?: readonly ProcessInfo[],
 ): Promise<TurnManifest> {
   const sameSandbox = previous?.sandboxId === sandbox.id ? previous : null
   const previousEntry = (context: UsedContext) =>
@@ -340,7 +343,9 @@ export async function writeManifest(
   const toSet = used.filter((c) => !kept.some((k) => same(k, c)))
   const markerKept = verified.marker && sameSandbox?.filesystem ? sameSandbox.filesystem : null
   const markerValue = markerKept?.value ?? sameSandbox?.filesystem?.value ?? token()
-  const [written, processes] = await Promise.all([
+  const recordProcess = (p: ProcessInfo) =>
+    p.cwd ? { pid: p.pid, command: p.command, cwd: p.cwd } : { pid: p.pid, command: p.command }
+  const [written, processList] = await Promise.all([
     Promise.all(
       toSet.map(async (context) => {
         const value = previousEntry(context)?.value ?? token()
@@ -358,16 +363,15 @@ export async function writeManifest(
         }
       }),
     ),
-    sandbox.listProcesses().then(
-      (list) =>
-        list.map((p) =>
-          p.cwd ? { pid: p.pid, command: p.command, cwd: p.cwd } : { pid: p.pid, command: p.command },
+    processes
+      ? processes.map(recordProcess)
+      : sandbox.listProcesses().then(
+          (list) => list.map(recordProcess),
+          (error: unknown) => {
+            if (SandkeepError.hasCode(error, 'CAPABILITY_UNSUPPORTED')) return null
+            throw error
+          },
         ),
-      (error: unknown) => {
-        if (SandkeepError.hasCode(error, 'CAPABILITY_UNSUPPORTED')) return null
-        throw error
-      },
-    ),
     markerKept ? Promise.resolve() : sandbox.writeFile(MARKER_PATH, markerValue, { signal }),
   ])
   const memory = [...kept.map((c) => previousEntry(c)).filter((m) => m !== undefined), ...written]
@@ -376,7 +380,7 @@ export async function writeManifest(
     sandboxId: sandbox.id,
     memory: memory.length === 0 ? null : memory,
     filesystem: { path: MARKER_PATH, value: markerValue },
-    processes,
+    processes: processList,
   }
 }
 

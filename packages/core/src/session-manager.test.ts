@@ -5,7 +5,7 @@ import { SandkeepError } from './errors.js'
 import { codeCheck, customCheck, fileCheck, portCheck, processCheck } from './health.js'
 import { createMemorySessionStore } from './memory-store.js'
 import { createSessionManager, hashConversationId } from './session-manager.js'
-import type { SessionManagerEvents, SessionManagerOptions } from './session-manager-types.js'
+import type { SessionManagerEvents, SessionManagerOptions, Turn } from './session-manager-types.js'
 import type { SessionStore } from './session-store.js'
 import { createMockProvider, type MockProvider, type MockProviderOptions } from './test/mock-provider.js'
 
@@ -409,7 +409,7 @@ describe('createSessionManager: health and rehydration', () => {
     expect(provider.callsOf('create')).toHaveLength(1)
   })
 
-  it('a steady turn end rewrites only the process list; what the resume verified carries over', async () => {
+  it('a steady turn end writes nothing in the sandbox; what the resume verified carries over', async () => {
     const { provider, sessions, id } = setup()
     await sessions.withTurn(id, async (turn) => {
       await turn.sandbox.runCode('a = 1')
@@ -418,7 +418,8 @@ describe('createSessionManager: health and rehydration', () => {
     expect(turn.report?.survived).toMatchObject({ memory: true, filesystem: true })
     provider.clearCalls()
     await turn.end()
-    expect(provider.calls.map((c) => c.operation)).toEqual(['listProcesses', 'pause'])
+    // Sentinel and marker were verified at resume, and no process was recorded nor started since.
+    expect(provider.calls.map((c) => c.operation)).toEqual(['pause'])
     await sessions.withTurn(id, async (next) => {
       expect(next.report?.survived).toMatchObject({ memory: true, filesystem: true })
       // The marker really is checked: delete it and the next resume says files were lost.
@@ -428,6 +429,83 @@ describe('createSessionManager: health and rehydration', () => {
       expect(next.report?.survived.filesystem).toBe(false)
       expect(next.report?.stateLost).toBe(true)
     })
+  })
+
+  it('records the process list the resume read when the turn could not have changed it', async () => {
+    const { provider, sessions, id } = setup()
+    await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.startProcess('sleep 1000')
+    })
+    const recorded = (await sessions.getSession(id))?.manifest?.processes
+    expect(recorded?.map((p) => p.command)).toEqual(['sleep 1000'])
+    const turn = await sessions.beginTurn(id)
+    expect(turn.report?.survived.processes).toBe(true)
+    await turn.sandbox.runCode('b = 2')
+    await turn.sandbox.writeFile('/home/user/notes.txt', 'n')
+    provider.clearCalls()
+    await turn.end()
+    expect(provider.callsOf('listProcesses')).toHaveLength(0)
+    expect((await sessions.getSession(id))?.manifest?.processes).toEqual(recorded)
+    await sessions.withTurn(id, async (next) => {
+      expect(next.report?.survived.processes).toBe(true)
+    })
+  })
+
+  it('lists the processes again after a start, a kill, a command, a repair or a look at the SDK object', async () => {
+    const server = 'python3 -m http.server 8124'
+    const { provider, sessions, id } = setup({
+      healthChecks: [processCheck({ name: 'web', command: server })],
+    })
+    await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.startProcess(server)
+    })
+    const commands = async () => (await sessions.getSession(id))?.manifest?.processes?.map((p) => p.command)
+    const endCalls = async (body: (turn: Turn) => Promise<unknown>) => {
+      const turn = await sessions.beginTurn(id)
+      await body(turn)
+      provider.clearCalls()
+      await turn.end()
+      return provider.callsOf('listProcesses').length
+    }
+    expect(await endCalls((turn) => turn.sandbox.startProcess('sleep 1000'))).toBe(1)
+    expect(await commands()).toEqual([server, 'sleep 1000'])
+    expect(
+      await endCalls(async (turn) => {
+        const sleeper = (await turn.sandbox.listProcesses()).find((p) => p.command === 'sleep 1000')
+        await turn.sandbox.killProcess(sleeper!.pid)
+      }),
+    ).toBe(1)
+    expect(await commands()).toEqual([server])
+    expect(await endCalls((turn) => turn.sandbox.runCommand('echo hi'))).toBe(1)
+    expect(await endCalls(async (turn) => turn.sandbox.native)).toBe(1)
+    expect(await endCalls(async () => {})).toBe(0)
+    // The server dies; the next resume's repair starts it again under a new pid, which the end records.
+    const [sandbox] = provider.sandboxes.values()
+    const before = (await sessions.getSession(id))?.manifest?.processes?.[0]?.pid
+    sandbox!.processes.length = 0
+    expect(
+      await endCalls(async (turn) => {
+        expect(turn.report?.checks.find((c) => c.name === 'web')?.status).toBe('repaired')
+      }),
+    ).toBe(1)
+    const after = (await sessions.getSession(id))?.manifest?.processes
+    expect(after?.map((p) => p.command)).toEqual([server])
+    expect(after?.[0]?.pid).not.toBe(before)
+  })
+
+  it('keeps the manifest of an overlapping turn that ended meanwhile, with the processes it started', async () => {
+    const { sessions, id } = setup()
+    await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.startProcess('sleep 1000')
+    })
+    const a = await sessions.beginTurn(id)
+    const b = await sessions.beginTurn(id)
+    await b.sandbox.startProcess('sleep 2000')
+    expect((await b.end()).last).toBe(false)
+    // A changed nothing itself, but the list it read at its start no longer holds: B's stays.
+    expect((await a.end()).last).toBe(true)
+    const processes = (await sessions.getSession(id))?.manifest?.processes
+    expect(processes?.map((p) => p.command).sort()).toEqual(['sleep 1000', 'sleep 2000'])
   })
 
   it('with rehydrate none, reports the loss without replaying', async () => {

@@ -419,6 +419,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     private readonly contexts: UsedContext[] = []
     private verified: VerifiedState = { contexts: [], marker: false }
     private manifestBase: TurnManifest | null
+    /** The process list the resume read from this sandbox (or knew to be empty), for the turn end to reuse. */
+    private processesAtResume: readonly ProcessInfo[] | undefined
+    /** Set by any call that can change the process list: start, kill, a command, or the SDK object handed out. */
+    private processesMayHaveChanged = false
     /** A connect started alongside the lease, used only if the lease's record confirms it. */
     speculation: Speculation | undefined
 
@@ -687,6 +691,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         }
       }
       const connectMs = performance.now() - connectStarted
+      handle = this.watchProcessCalls(handle)
       this.handle = handle
 
       // A sandbox another turn (re)created meanwhile is that turn's to bootstrap and rehydrate.
@@ -717,8 +722,14 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       ) {
         const fidelity = await probeFidelity(handle, record.manifest, signal)
         survived = fidelity.survived
-        // What the turn end need not write again: sentinels and the marker found intact.
+        // What the turn end need not write again: sentinels and the marker found intact, and the process
+        // list (read now, or known empty: none was recorded for this very sandbox and none can appear alone).
         this.verified = { contexts: fidelity.keptContexts, marker: fidelity.survived.filesystem === true }
+        this.processesAtResume =
+          fidelity.processList ??
+          (record.manifest.sandboxId === handle.id && record.manifest.processes?.length === 0
+            ? []
+            : undefined)
         processList = fidelity.processList
         processesRestarted = fidelity.processesRestarted
         const lost = fidelity.survived.memory === false || fidelity.survived.filesystem === false
@@ -803,6 +814,27 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           sandboxId: handle.id,
         })
       }
+    }
+
+    /**
+     * The provider's handle, noting the calls that can change its process list (whoever makes them: the
+     * user, a repair, a journal replay). Methods run bound to the provider's own object.
+     */
+    private watchProcessCalls(handle: SandboxHandle): SandboxHandle {
+      const turn = this
+      const changing = new Set<PropertyKey>(['startProcess', 'killProcess', 'runCommand'])
+      return new Proxy(handle, {
+        get(target, property) {
+          const value: unknown = Reflect.get(target, property, target)
+          if (property === 'native') turn.processesMayHaveChanged = true
+          if (typeof value !== 'function') return value
+          if (!changing.has(property)) return value.bind(target)
+          return (...args: unknown[]) => {
+            turn.processesMayHaveChanged = true
+            return value.apply(target, args)
+          }
+        },
+      })
     }
 
     /** Set by beginTurn for lazy turns, so `totalMs` counts from the first use rather than from beginTurn. */
@@ -945,9 +977,19 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       }
       const handle = this.handle
       let manifest: TurnManifest | undefined
+      // Nothing since the resume could change the process list: record the one it read instead of listing
+      // again, on condition that no other turn (which may have started processes) ended meanwhile.
+      const processesAtResume = this.processesMayHaveChanged ? undefined : this.processesAtResume
       if (handle && config.fidelityProbes) {
         try {
-          manifest = await writeManifest(handle, this.contexts, this.manifestBase, this.verified, signal)
+          manifest = await writeManifest(
+            handle,
+            this.contexts,
+            this.manifestBase,
+            this.verified,
+            signal,
+            processesAtResume,
+          )
         } catch (cause) {
           fail('manifest', cause)
         }
@@ -966,8 +1008,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       let released = false
       let record: SessionRecord | null = null
       try {
+        const basis = this.acquired.record?.turnCount
         const result = await store.release(this.key, this.lease, {
           ...(manifest ? { manifest } : {}),
+          ...(manifest && processesAtResume && basis !== undefined ? { manifestIfTurnCount: basis } : {}),
           turnEndedAt: now,
           runningSeconds: this.handle && this.runningSince ? (now - this.runningSince) / 1000 : 0,
           pausedSeconds:

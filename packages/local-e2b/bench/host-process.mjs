@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url'
 /**
  * @param {{ pauseMode?: string }} [options]
  * @returns {Promise<{ opts: { apiKey: string, apiUrl: string, sandboxUrl: string }, isolation: string,
- *   freezer: string, mode: string, admin: (path: string) => Promise<unknown>, close: () => Promise<void> }>}
+ *   freezer: string, mode: string, pid: number, admin: (path: string) => Promise<unknown>,
+ *   close: () => Promise<void> }>}
  */
 export async function startHostProcess(options = {}) {
   const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
@@ -38,6 +39,7 @@ export async function startHostProcess(options = {}) {
     isolation: /isolation: (\w+)/.exec(banner)?.[1] ?? 'unknown',
     freezer: /freezer: ([\w-]+)/.exec(banner)?.[1] ?? 'unknown',
     mode: 'child process (bin)',
+    pid: child.pid,
     admin: async (path) => {
       const response = await fetch(`${env.E2B_API_URL}/_local/${path}`, { headers })
       return response.ok ? response.json() : undefined
