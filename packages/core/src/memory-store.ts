@@ -62,6 +62,8 @@ interface Entry {
   counter: number
   /** Holder id of the creation claimant. */
   claim: string | null
+  /** Earliest `runningFrom` of the turns that released while others still held the session. */
+  runFrom: number | null
   journal: string[]
   journalBytes: number
   /** When the whole session expires (idle TTL), store clock. */
@@ -144,6 +146,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       holders: new Map(),
       counter: 0,
       claim: null,
+      runFrom: null,
       journal: [],
       journalBytes: 0,
       expiresAt: now + defaultTtlMs,
@@ -195,6 +198,8 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       const now = clock()
       const entry = findOrCreate(key, now)
       prune(entry, now)
+      // A new run of overlapping turns: forget the start of a previous one whose last holder never released.
+      if (entry.holders.size === 0) entry.runFrom = null
       const fencingToken = Math.max(entry.counter, entry.record?.mappingToken ?? 0) + 1
       entry.counter = fencingToken
       const expiresAt = now + leaseMs
@@ -314,6 +319,11 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       if (entry.claim === lease.holderId && !entry.holders.has(lease.holderId)) entry.claim = null
       const last = entry.holders.size === 0
       const record = entry.record
+      const runFrom =
+        checked.runningFrom === undefined
+          ? entry.runFrom
+          : Math.min(entry.runFrom ?? checked.runningFrom, checked.runningFrom)
+      entry.runFrom = last ? null : runFrom
       if (record) {
         // A manifest describes one sandbox: a holder whose sandbox was re-mapped meanwhile must not
         // replace the manifest of the new one.
@@ -329,6 +339,9 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
         record.lastTurnEndedAt = Math.max(record.lastTurnEndedAt ?? 0, checked.turnEndedAt)
         record.turnCount += 1
         record.runningSeconds += checked.runningSeconds
+        // The sandbox ran from the first of the overlapping turns' starts to the last one's end.
+        if (last && runFrom !== null)
+          record.runningSeconds += Math.max(0, checked.turnEndedAt - runFrom) / 1000
         record.pausedSeconds += checked.pausedSeconds
         if (last && checked.stateIfLast !== undefined) applyState(record, checked.stateIfLast, now)
         record.updatedAt = now

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { getEventListeners } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { SandkeepError } from './errors.js'
 import { codeCheck, customCheck, fileCheck, portCheck, processCheck } from './health.js'
@@ -351,6 +352,30 @@ describe('createSessionManager: resume ladder', () => {
     expect(reports.at(-1)?.action).toBe('paused')
     expect(reports.slice(0, -1).every((r) => r.action === 'left-running-for-other-holders')).toBe(true)
     expect(provider.callsOf('pause')).toHaveLength(1)
+  })
+
+  it('counts the running and paused time of overlapping turns once', async () => {
+    const { sessions, id } = setup()
+    await sessions.withTurn(id, async () => {})
+    const before = await sessions.getSession(id)
+    await sleep(150)
+    // A and B both resume from the same pause; A ends first and leaves the sandbox running for B.
+    const windowStart = Date.now()
+    const a = await sessions.beginTurn(id)
+    const b = await sessions.beginTurn(id)
+    await sleep(150)
+    expect((await a.end()).last).toBe(false)
+    await sleep(150)
+    expect((await b.end()).last).toBe(true)
+    const window = (Date.now() - windowStart) / 1000
+    const after = await sessions.getSession(id)
+    const running = after!.runningSeconds - before!.runningSeconds
+    const paused = after!.pausedSeconds - before!.pausedSeconds
+    // Counted per turn, this would be about 0.45 s of running and 0.3 s of pause.
+    expect(running).toBeGreaterThanOrEqual(0.29)
+    expect(running).toBeLessThanOrEqual(window + 0.001)
+    expect(paused).toBeGreaterThanOrEqual(0.14)
+    expect(paused).toBeLessThan(0.28)
   })
 
   it('a creator that died mid-creation is replaced once its lease lapses (single-flight, bounded wait)', async () => {

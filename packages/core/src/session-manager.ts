@@ -1013,9 +1013,12 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           ...(manifest ? { manifest } : {}),
           ...(manifest && processesAtResume && basis !== undefined ? { manifestIfTurnCount: basis } : {}),
           turnEndedAt: now,
-          runningSeconds: this.handle && this.runningSince ? (now - this.runningSince) / 1000 : 0,
+          // The store counts overlapping turns' running time once, from the earliest start.
+          ...(this.handle && this.runningSince ? { runningFrom: this.runningSince } : {}),
+          // The pause ended with the resume of the turn that found nobody holding the session; a turn that
+          // joined it (holders > 1) must not count the same pause again.
           pausedSeconds:
-            this.resumedFromPausedAt !== null
+            this.resumedFromPausedAt !== null && this.acquired.holders <= 1
               ? Math.max(0, this.runningSince - this.resumedFromPausedAt) / 1000
               : 0,
           ...(stateIfLast ? { stateIfLast } : {}),

@@ -210,6 +210,7 @@ export interface CheckedReleaseInput {
   manifestIfTurnCount: number | undefined
   turnEndedAt: number
   runningSeconds: number
+  runningFrom: number | undefined
   pausedSeconds: number
   stateIfLast: SessionSandboxState | undefined
   ttlMs: number
@@ -231,6 +232,7 @@ export function checkReleaseInput(input: unknown, defaultTtlMs: number): Checked
     'manifestIfTurnCount',
     'turnEndedAt',
     'runningSeconds',
+    'runningFrom',
     'pausedSeconds',
     'stateIfLast',
     'ttlMs',
@@ -248,6 +250,10 @@ export function checkReleaseInput(input: unknown, defaultTtlMs: number): Checked
         : validateInteger('manifestIfTurnCount', input.manifestIfTurnCount, 0, Number.MAX_SAFE_INTEGER),
     turnEndedAt: validateInteger('turnEndedAt', input.turnEndedAt, 0, 8.64e15),
     runningSeconds: checkSeconds('runningSeconds', input.runningSeconds),
+    runningFrom:
+      input.runningFrom === undefined
+        ? undefined
+        : validateInteger('runningFrom', input.runningFrom, 0, 8.64e15),
     pausedSeconds: checkSeconds('pausedSeconds', input.pausedSeconds),
     stateIfLast:
       input.stateIfLast === undefined ? undefined : checkSandboxState('stateIfLast', input.stateIfLast),

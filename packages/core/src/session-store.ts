@@ -149,8 +149,15 @@ export interface ReleaseInput {
   manifestIfTurnCount?: number
   /** When the turn ended, epoch ms. */
   turnEndedAt: number
-  /** Seconds to add to `runningSeconds`. */
+  /** Seconds to add to `runningSeconds` as is (for a caller that does its own accounting). */
   runningSeconds?: number
+  /**
+   * When this turn started the sandbox running (its create or resume call), epoch ms; omitted when it never
+   * did. The store counts the sandbox's running time once for overlapping turns: the last holder adds the
+   * time from the earliest `runningFrom` of the turns that overlapped to its own `turnEndedAt` (the sandbox
+   * runs in between, also when earlier holders left it running for the later ones).
+   */
+  runningFrom?: number
   /** Seconds to add to `pausedSeconds` (the pause that preceded this turn). */
   pausedSeconds?: number
   /**

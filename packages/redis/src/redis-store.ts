@@ -452,6 +452,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
         checked.stateIfLast ?? '',
         checked.ttlMs,
         checked.manifestIfTurnCount ?? '',
+        checked.runningFrom ?? '',
       ]
       const reply = await roundTrip('end the turn', keys.record, async (redis) => {
         if (!singleSlot) {

@@ -23,8 +23,10 @@ local holder_id, lease_ms, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 -- The session must outlive the lease it grants, even with a TTL shorter than the lease.
 if ttl < lease_ms then ttl = lease_ms end
 local now = store_now()
-local holders, count, claim, counter, has_journal = live_holders(KEYS[2], now)
+local holders, count, claim, counter, has_journal, run_from = live_holders(KEYS[2], now)
 if not holders then return { 'corrupt', 2 } end
+-- A new run of overlapping turns: forget the start of a previous one whose last holder never released.
+if count == 0 and run_from then redis.call('HDEL', KEYS[2], 'run_from') end
 
 -- Never issue a token at or below the mapping's, even if the counter was lost.
 local token = counter

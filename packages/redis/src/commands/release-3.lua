@@ -18,6 +18,8 @@
   ARGV[10] state to record if last, '' to leave it
   ARGV[11] session TTL, ms
   ARGV[12] turn count the manifest is conditional on ('' none): written only if the record's count is still it
+  ARGV[13] when this turn started the sandbox running, epoch ms ('' never): the last holder of overlapping
+           turns adds the time from their earliest start to its turn end to runningSeconds
 
   Returns { 'ok', last (0|1), record values in FIELDS order (empty when none) }
        or { 'corrupt', index in KEYS of the bad key }

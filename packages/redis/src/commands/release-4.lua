@@ -22,8 +22,10 @@
   ARGV[10] state to record if last, '' to leave it
   ARGV[11] session TTL, ms
   ARGV[12] turn count the manifest is conditional on ('' none): written only if the record's count is still it
-  ARGV[13] index member (the conversation hash)
-  ARGV[14] index score (the turn end)
+  ARGV[13] when this turn started the sandbox running, epoch ms ('' never): the last holder of overlapping
+           turns adds the time from their earliest start to its turn end to runningSeconds
+  ARGV[14] index member (the conversation hash)
+  ARGV[15] index score (the turn end)
 
   Returns { 'ok', last (0|1), record values in FIELDS order (empty when none) }
        or { 'corrupt', index in KEYS of the bad key }
@@ -34,5 +36,5 @@
 
 local reply = release_turn(KEYS[1], KEYS[2], KEYS[3])
 -- A session without a record (its creator released without creating) is not listed.
-if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[4], ARGV[13], ARGV[14]) end
+if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[4], ARGV[14], ARGV[15]) end
 return reply

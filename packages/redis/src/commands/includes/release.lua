@@ -1,12 +1,12 @@
 -- The end of a turn (inlined by the loader where a script says `--- @include "release"`), shared by
 -- release-3 (Cluster: the index is touched by its own command) and release-4 (one node: same script).
--- Reads ARGV[1..12] as documented in release-3.lua. Returns the script's reply table.
+-- Reads ARGV[1..13] as documented in release-3.lua. Returns the script's reply table.
 local function release_turn(record_key, lease_key, journal_key)
   local status, record = load_record(record_key, ARGV[1], ARGV[2])
   if status == 'corrupt' then return { 'corrupt', 1 } end
   local holder_id, token = ARGV[3], tonumber(ARGV[4])
   local now = store_now()
-  local holders, count, claim, _, has_journal = live_holders(lease_key, now)
+  local holders, count, claim, _, has_journal, run_from = live_holders(lease_key, now)
   if not holders then return { 'corrupt', 2 } end
   local holder = holders[holder_id]
   if holder and holder[2] == token then
@@ -19,6 +19,15 @@ local function release_turn(record_key, lease_key, journal_key)
   end
   local last = 0
   if count == 0 then last = 1 end
+  -- The sandbox runs from the first start among overlapping turns to the last one's end: only the last
+  -- holder counts it; an earlier one leaves its start in the lease hash.
+  local since, started = run_from, tonumber(ARGV[13])
+  if started and (not since or started < since) then since = started end
+  if last == 1 then
+    if run_from then redis.call('HDEL', lease_key, 'run_from') end
+  elseif since and since ~= run_from then
+    redis.call('HSET', lease_key, 'run_from', integer(since))
+  end
 
   if record then
     local positions = { F_ENDED, F_TURNS, F_RUNNING, F_PAUSED_SECONDS, F_UPDATED }
@@ -35,7 +44,9 @@ local function release_turn(record_key, lease_key, journal_key)
     local ended = tonumber(ARGV[7])
     if not record[F_ENDED] or ended > tonumber(record[F_ENDED]) then record[F_ENDED] = integer(ended) end
     record[F_TURNS] = integer(tonumber(record[F_TURNS]) + 1)
-    record[F_RUNNING] = float(tonumber(record[F_RUNNING]) + tonumber(ARGV[8]))
+    local running = tonumber(record[F_RUNNING]) + tonumber(ARGV[8])
+    if last == 1 and since then running = running + math.max(0, ended - since) / 1000 end
+    record[F_RUNNING] = float(running)
     record[F_PAUSED_SECONDS] = float(tonumber(record[F_PAUSED_SECONDS]) + tonumber(ARGV[9]))
     if last == 1 and ARGV[10] ~= '' then
       apply_state(record, ARGV[10], now)

@@ -86,12 +86,13 @@ end
 
 -- Reads the lease hash; deletes lapsed holders, and the claim when its holder lapsed.
 -- Returns the live holders (id -> { expiresAt, token, startedAt }), their count, the claimant (or nil), the
--- last fencing token and whether a journal exists (append-journal keeps `jbytes` exactly while it does); or
--- nil when the key is not a hash (the caller refuses as corrupt).
+-- last fencing token, whether a journal exists (append-journal keeps `jbytes` exactly while it does) and
+-- `run_from` (the earliest start of running among the turns released while others held the session, or
+-- nil); or nil when the key is not a hash (the caller refuses as corrupt).
 local function live_holders(key, now)
   local flat = redis.pcall('HGETALL', key)
   if flat.err then return nil end
-  local holders, count, claim, counter, journal, lapsed = {}, 0, nil, 0, false, {}
+  local holders, count, claim, counter, journal, run_from, lapsed = {}, 0, nil, 0, false, nil, {}
   for i = 1, #flat, 2 do
     local field, value = flat[i], flat[i + 1]
     if string.sub(field, 1, 2) == 'h:' then
@@ -109,6 +110,8 @@ local function live_holders(key, now)
       counter = tonumber(value) or 0
     elseif field == 'jbytes' then
       journal = true
+    elseif field == 'run_from' then
+      run_from = tonumber(value)
     end
   end
   if #lapsed > 0 then redis.call('HDEL', key, unpack(lapsed)) end
@@ -116,7 +119,7 @@ local function live_holders(key, now)
     redis.call('HDEL', key, 'claim')
     claim = nil
   end
-  return holders, count, claim, counter, journal
+  return holders, count, claim, counter, journal, run_from
 end
 
 local function holder_value(expires_at, token, started_at)
