@@ -227,13 +227,14 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       const key = checkStoreKey(keyInput)
       const lease = checkLease(leaseInput)
       const leaseMs = checkLeaseMs(renewOptions?.leaseMs)
+      const ttlMs = checkTtlMs(renewOptions?.ttlMs, defaultTtlMs)
       assertOpen()
       const now = clock()
       const entry = find(key, now)
       const holder = liveHolder(entry, lease, now)
       if (!entry || !holder) throw leaseLost(key, 'it lapsed or the holder was removed')
       holder.expiresAt = now + leaseMs
-      entry.expiresAt = now + Math.max(defaultTtlMs, leaseMs)
+      entry.expiresAt = now + Math.max(ttlMs, leaseMs)
       return { holderId: lease.holderId, fencingToken: lease.fencingToken, expiresAt: holder.expiresAt }
     },
 
@@ -256,7 +257,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
     async setSandbox(keyInput, leaseInput, input: SetSandboxInput): Promise<SessionRecord> {
       const key = checkStoreKey(keyInput)
       const lease = checkLease(leaseInput)
-      const checked = checkSetSandboxInput(input)
+      const checked = checkSetSandboxInput(input, defaultTtlMs)
       assertOpen()
       const now = clock()
       const entry = find(key, now)
@@ -300,7 +301,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
         }
       }
       entry.claim = null
-      entry.expiresAt = now + defaultTtlMs
+      entry.expiresAt = now + checked.ttlMs
       touch(entry, now)
       return copy(entry.record)!
     },
@@ -356,13 +357,14 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       const state = checkSandboxState('state', stateInput)
       const at =
         stateOptions?.at === undefined ? undefined : validateInteger('at', stateOptions.at, 0, 8.64e15)
+      const ttlMs = checkTtlMs(stateOptions?.ttlMs, defaultTtlMs)
       assertOpen()
       const now = clock()
       const entry = find(key, now)
       if (!entry?.record) return null
       applyState(entry.record, state, at ?? now)
       entry.record.updatedAt = now
-      entry.expiresAt = now + defaultTtlMs
+      entry.expiresAt = now + ttlMs
       return copy(entry.record)
     },
 
@@ -412,9 +414,10 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       }
     },
 
-    async appendJournal(keyInput, stepInput: JournalStep): Promise<void> {
+    async appendJournal(keyInput, stepInput: JournalStep, journalOptions): Promise<void> {
       const key = checkStoreKey(keyInput)
       const step = checkJournalStep(stepInput)
+      const ttlMs = checkTtlMs(journalOptions?.ttlMs, defaultTtlMs)
       assertOpen()
       const now = clock()
       const text = serializeJournalEntry(now, step)
@@ -430,7 +433,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       }
       entry.journal.push(text)
       entry.journalBytes += bytes
-      entry.expiresAt = now + defaultTtlMs
+      entry.expiresAt = now + ttlMs
     },
 
     async readJournal(keyInput): Promise<JournalEntry[]> {

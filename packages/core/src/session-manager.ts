@@ -446,7 +446,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       this.journal = {
         record: async (step: JournalStep) => {
           this.assertLive()
-          await store.appendJournal(this.key, validateJournalStep(step))
+          await store.appendJournal(this.key, validateJournalStep(step), { ttlMs: config.ttlMs })
         },
         list: async () => (await store.readJournal(this.key)).map((entry) => entry.step),
       }
@@ -473,7 +473,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     }
 
     private renew(): void {
-      store.renew(this.key, this.lease, { leaseMs: config.leaseMs }).then(
+      store.renew(this.key, this.lease, { leaseMs: config.leaseMs, ttlMs: config.ttlMs }).then(
         (lease) => {
           this.lease = lease
         },
@@ -680,6 +680,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
                 providerId: provider.providerId,
                 template: record?.template ?? config.sandbox.template ?? null,
                 state: 'running',
+                ttlMs: config.ttlMs,
               })
             } catch (error) {
               // An overlapping turn recorded the same re-mapping first: nothing left to do.
@@ -878,6 +879,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           providerId: provider.providerId,
           template: config.sandbox.template ?? null,
           state: 'running',
+          ttlMs: config.ttlMs,
         })
       } catch (error) {
         // Someone else mapped the session first (or our lease lapsed): never leave our sandbox running unmapped.
@@ -1042,7 +1044,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           if (handle && record && record.state !== 'running') {
             // This turn resumed the sandbox but others still hold it: say it runs, so that whichever turn
             // ends last pauses it even if that turn never touched the sandbox itself.
-            await store.setState(this.key, 'running').catch((e: unknown) => fail('set-state', e))
+            await store
+              .setState(this.key, 'running', { ttlMs: config.ttlMs })
+              .catch((e: unknown) => fail('set-state', e))
           }
         } else if (
           sandboxId &&
@@ -1110,29 +1114,37 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         if (onTurnEnd === 'pause') {
           // false means it was already paused: the state we wanted.
           await call(() => provider.pause!(sandboxId))
-          if (writeState) await store.setState(this.key, 'paused')
+          if (writeState) await store.setState(this.key, 'paused', { ttlMs: config.ttlMs })
           return 'paused'
         }
         if (onTurnEnd === 'auto-pause') {
           await call(() => provider.setTimeout!(sandboxId, config.idleTimeoutMs))
-          if (writeState) await store.setState(this.key, 'paused', { at: Date.now() + config.idleTimeoutMs })
+          if (writeState)
+            await store.setState(this.key, 'paused', {
+              at: Date.now() + config.idleTimeoutMs,
+              ttlMs: config.ttlMs,
+            })
           return 'auto-pause'
         }
         if (onTurnEnd === 'kill') {
           await call(() => provider.kill(sandboxId))
-          if (writeState) await store.setState(this.key, 'killed')
+          if (writeState) await store.setState(this.key, 'killed', { ttlMs: config.ttlMs })
           return 'killed'
         }
         return 'kept'
       } catch (cause) {
         if (SandkeepError.hasCode(cause, 'SANDBOX_NOT_FOUND')) {
           // Gone already (killed elsewhere, expired): the next turn recreates it.
-          await store.setState(this.key, 'killed').catch((e: unknown) => fail('set-state', e))
+          await store
+            .setState(this.key, 'killed', { ttlMs: config.ttlMs })
+            .catch((e: unknown) => fail('set-state', e))
           return 'none'
         }
         fail(onTurnEnd, cause)
         // The state written with the release claimed 'paused'; correct it so the next turn knows.
-        await store.setState(this.key, 'unknown').catch((e: unknown) => fail('set-state', e))
+        await store
+          .setState(this.key, 'unknown', { ttlMs: config.ttlMs })
+          .catch((e: unknown) => fail('set-state', e))
         return 'none'
       }
     }

@@ -123,7 +123,7 @@ function checkShortText(name: string, value: unknown, maxBytes = 256): string {
 }
 
 /** Checks and normalises the input of `setSandbox`. */
-export function checkSetSandboxInput(input: unknown): Required<SetSandboxInput> {
+export function checkSetSandboxInput(input: unknown, defaultTtlMs: number): Required<SetSandboxInput> {
   if (!isPlainObject(input)) throw invalid('setSandbox input must be an object.')
   rejectUnknownKeys('setSandbox input', input, [
     'sandboxId',
@@ -131,6 +131,7 @@ export function checkSetSandboxInput(input: unknown): Required<SetSandboxInput> 
     'providerId',
     'template',
     'state',
+    'ttlMs',
   ])
   const sandboxId = validateSandboxId(input.sandboxId)
   if (input.expectedSandboxId === undefined) {
@@ -144,7 +145,14 @@ export function checkSetSandboxInput(input: unknown): Required<SetSandboxInput> 
       ? null
       : checkShortText('template', input.template)
   const state = input.state === undefined ? 'running' : checkSandboxState('state', input.state)
-  return { sandboxId, expectedSandboxId, providerId, template, state }
+  return {
+    sandboxId,
+    expectedSandboxId,
+    providerId,
+    template,
+    state,
+    ttlMs: checkTtlMs(input.ttlMs, defaultTtlMs),
+  }
 }
 
 /** Checks a manifest deeply and returns a copy holding only the contract's fields. */

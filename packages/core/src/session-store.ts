@@ -134,6 +134,8 @@ export interface SetSandboxInput {
   template?: string | null
   /** State to record, default `'running'`. */
   state?: SessionSandboxState
+  /** Session TTL to set, ms; default the store's `ttlMs`. */
+  ttlMs?: number
 }
 
 /** What a holder writes as it releases its lease at turn end (one round trip with the release). */
@@ -207,10 +209,11 @@ export interface SessionStore {
     options: { holderId: string; leaseMs: number; ttlMs?: number },
   ): Promise<AcquireResult>
   /**
-   * Extends a live lease to now + `leaseMs`.
+   * Extends a live lease to now + `leaseMs`, and refreshes the session TTL (`ttlMs`, default the store's,
+   * never shorter than the lease).
    * @throws SandkeepError LEASE_LOST when the lease lapsed or the holder was removed.
    */
-  renew(key: SessionKey, lease: Lease, options: { leaseMs: number }): Promise<Lease>
+  renew(key: SessionKey, lease: Lease, options: { leaseMs: number; ttlMs?: number }): Promise<Lease>
   /**
    * For a holder waiting on another's creation: returns the mapping when it exists, or hands this holder the
    * claim when the claimant's lease lapsed. Callers poll it with backoff and jitter, bounded.
@@ -230,11 +233,14 @@ export interface SessionStore {
    * counters (the turn did happen) and reports `last` from the live holders.
    */
   release(key: SessionKey, lease: Lease, input: ReleaseInput): Promise<ReleaseResult>
-  /** Updates the recorded sandbox state (after a pause that happened outside `release`, or a failed one). */
+  /**
+   * Updates the recorded sandbox state (after a pause that happened outside `release`, or a failed one) and
+   * refreshes the session TTL (`ttlMs`, default the store's).
+   */
   setState(
     key: SessionKey,
     state: SessionSandboxState,
-    options?: { at?: number },
+    options?: { at?: number; ttlMs?: number },
   ): Promise<SessionRecord | null>
   /** Reads a record; `null` when there is none. */
   get(key: SessionKey): Promise<SessionRecord | null>
@@ -243,10 +249,11 @@ export interface SessionStore {
   /** Sessions of one tenant, most recently active first, paged. `limit` default 50, at most 1000. */
   list(tenant: string, options?: { limit?: number; cursor?: string }): Promise<SessionPage>
   /**
-   * Appends a setup step to the session's journal.
+   * Appends a setup step to the session's journal and refreshes the session TTL (`ttlMs`, default the
+   * store's).
    * @throws SandkeepError JOURNAL_FULL past the store's step-count or byte limit (the step is not stored).
    */
-  appendJournal(key: SessionKey, step: JournalStep): Promise<void>
+  appendJournal(key: SessionKey, step: JournalStep, options?: { ttlMs?: number }): Promise<void>
   /** The journal in recording order. */
   readJournal(key: SessionKey): Promise<JournalEntry[]>
   /** Empties the journal. */

@@ -338,6 +338,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       const key = checkStoreKey(keyInput)
       const lease = checkLease(leaseInput)
       const leaseMs = checkLeaseMs(renewOptions?.leaseMs)
+      const ttlMs = checkTtlMs(renewOptions?.ttlMs, defaultTtlMs)
       const keys = keysOf(key)
       const reply = await roundTrip('renew the lease', keys.lease, (redis) =>
         script(
@@ -349,7 +350,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
           lease.holderId,
           lease.fencingToken,
           leaseMs,
-          defaultTtlMs,
+          ttlMs,
         ),
       )
       refuseCorrupt(reply, keys, key)
@@ -381,7 +382,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     async setSandbox(keyInput, leaseInput, input: SetSandboxInput): Promise<SessionRecord> {
       const key = checkStoreKey(keyInput)
       const lease = checkLease(leaseInput)
-      const checked = checkSetSandboxInput(input)
+      const checked = checkSetSandboxInput(input, defaultTtlMs)
       const keys = keysOf(key)
       const setArguments: ScriptArgument[] = [
         key.tenant,
@@ -394,7 +395,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
         input.template === undefined ? 'keep' : checked.template === null ? 'null' : 'set',
         checked.template ?? '',
         checked.state,
-        defaultTtlMs,
+        checked.ttlMs,
       ]
       const reply = await roundTrip('write the sandbox mapping', keys.record, async (redis) => {
         if (!singleSlot) {
@@ -483,6 +484,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       const key = checkStoreKey(keyInput)
       const state = checkSandboxState('state', stateInput)
       const at = stateOptions?.at === undefined ? '' : validateInteger('at', stateOptions.at, 0, 8.64e15)
+      const ttlMs = checkTtlMs(stateOptions?.ttlMs, defaultTtlMs)
       const keys = keysOf(key)
       const reply = await roundTrip('record the sandbox state', keys.record, (redis) =>
         script(
@@ -495,7 +497,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
           key.conversationId,
           state,
           at,
-          defaultTtlMs,
+          ttlMs,
         ),
       )
       refuseCorrupt(reply, keys, key)
@@ -591,9 +593,10 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       }
     },
 
-    async appendJournal(keyInput, stepInput: JournalStep): Promise<void> {
+    async appendJournal(keyInput, stepInput: JournalStep, journalOptions): Promise<void> {
       const key = checkStoreKey(keyInput)
       const step = checkJournalStep(stepInput)
+      const ttlMs = checkTtlMs(journalOptions?.ttlMs, defaultTtlMs)
       const keys = keysOf(key)
       const reply = await roundTrip('record the journal step', keys.journal, (redis) =>
         script(
@@ -605,7 +608,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
           JSON.stringify(step),
           maxJournalSteps,
           maxJournalBytes,
-          defaultTtlMs,
+          ttlMs,
         ),
       )
       refuseCorrupt(reply, keys, key)

@@ -882,6 +882,47 @@ export function sessionStoreConformance(
       })
     })
 
+    describe('per-call TTL', () => {
+      it('honours ttlMs on setSandbox, renew, setState and appendJournal, and falls back to the store default', async () => {
+        const store = await open({ ttlMs: 1_500 })
+        const long = { ttlMs: 60_000 }
+        const viaSetSandbox = newKey()
+        const viaRenew = newKey()
+        const viaState = newKey()
+        const viaJournal = newKey()
+        const fallsBack = newKey()
+        const mapping = { sandboxId: 'sbx-1', expectedSandboxId: null, providerId: 'mock' }
+        // Each session's last write is the call under test; its short lease lapses long before the check.
+        const begin = async (key: SessionKey, ttl?: { ttlMs: number }) => {
+          const begun = await store.acquire(key, { holderId: holder(), leaseMs: SHORT_LEASE_MS })
+          await store.setSandbox(key, begun.lease, { ...mapping, ...ttl })
+          return begun.lease
+        }
+        await begin(viaSetSandbox, long)
+        await store.renew(viaRenew, await begin(viaRenew), { leaseMs: SHORT_LEASE_MS, ...long })
+        await begin(viaState)
+        await store.setState(viaState, 'paused', long)
+        await begin(viaJournal)
+        await store.appendJournal(viaJournal, { kind: 'command', command: 'echo kept' }, long)
+        await begin(fallsBack, long)
+        await store.setState(fallsBack, 'paused')
+        await sleep(2_200)
+        for (const key of [viaSetSandbox, viaRenew, viaState, viaJournal]) {
+          expect((await store.get(key))?.sandboxId).toBe('sbx-1')
+        }
+        expect(await store.readJournal(viaJournal)).toHaveLength(1)
+        expect(await store.get(fallsBack)).toBeNull()
+        for (const bad of [{ ttlMs: 0 }, { ttlMs: 1.5 }, { ttlMs: '60000' }]) {
+          await expectCode(store.setState(viaState, 'paused', bad as never), 'INVALID_ARGUMENT')
+          await expectCode(
+            store.appendJournal(viaJournal, { kind: 'command', command: 'echo no' }, bad as never),
+            'INVALID_ARGUMENT',
+          )
+        }
+        expect(await store.readJournal(viaJournal)).toHaveLength(1)
+      })
+    })
+
     describe('input validation', () => {
       it('rejects bad keys, holders, leases and inputs with INVALID_ARGUMENT and writes nothing', async () => {
         const store = await open()
