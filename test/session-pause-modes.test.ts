@@ -125,6 +125,31 @@ for (const mode of Object.keys(expected) as PauseMode[]) {
       expect(after?.runningSeconds).toBeGreaterThan(0)
       expect(after?.pausedSeconds).toBeGreaterThan(0)
       expect(host.getSandbox(first.sandboxId)?.pauseCount).toBe(2)
+
+      // Turn 3 only runs code (where the server survived the pause, its end records the process list the
+      // resume read instead of listing again); turn 4 still finds the server recorded, checked and answering.
+      await sessions.withTurn(
+        id,
+        async (turn) => {
+          expect(turn.report?.survived.processes).toBe(want.survived.processes)
+          expect((await turn.sandbox.runCode('counter')).text).toBe('42')
+        },
+        { tenant },
+      )
+      const third = await sessions.getSession(id, { tenant })
+      expect(third?.manifest?.processes?.map((p) => p.command)).toContain(server)
+      if (mode === 'memory') expect(third?.manifest?.processes).toEqual(after?.manifest?.processes)
+      await sessions.withTurn(
+        id,
+        async (turn) => {
+          expect(turn.report?.survived.processes).toBe(want.survived.processes)
+          expect(turn.report?.checks.find((c) => c.name === 'web')?.status).toBe(want.web)
+          expect(await answers(turn.sandbox, port)).toBe(true)
+        },
+        { tenant },
+      )
+      expect(await sessions.getSession(id, { tenant })).toMatchObject({ state: 'paused', turnCount: 4 })
+      expect(host.getSandbox(first.sandboxId)?.pauseCount).toBe(4)
     })
   })
 }

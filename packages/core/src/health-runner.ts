@@ -22,6 +22,8 @@ type ProbeOutcome = { ok: boolean; message?: string }
  * process, so they are probed once processes were repaired; after such a repair a port probe waits for the
  * port to open (polling within its timeout) instead of failing at once. Results keep the declared order.
  * A failing probe runs its repair, then probes again until it passes or its time is up.
+ * `probeSandbox` serves the built-in probes (process, port, code, file), which only read; repairs and custom
+ * checks use `sandbox`.
  */
 export async function runDeclaredChecks(
   sandbox: SandboxHandle,
@@ -29,23 +31,31 @@ export async function runDeclaredChecks(
   signal: AbortSignal,
   processList?: ProcessInfo[],
   processesRestarted = false,
+  probeSandbox: SandboxHandle = sandbox,
 ): Promise<HealthCheckResult[]> {
+  const handles = { sandbox, probeSandbox }
   const results = new Map<HealthCheck, HealthCheckResult>()
   const processes = checks.filter((c) => c.kind === 'process')
   const others = checks.filter((c) => c.kind !== 'process')
   // The first probe of process checks reuses a list read a moment ago by the built-in probe.
   const listed = processList
   await Promise.all(
-    processes.map(async (c) => results.set(c, await runCheck(sandbox, c, signal, false, listed))),
+    processes.map(async (c) => results.set(c, await runCheck(handles, c, signal, false, listed))),
   )
   // Processes just (re)started, by a repair here or by the platform on resume, may not listen yet.
   const restarted = processesRestarted || [...results.values()].some((r) => r.status === 'repaired')
-  await Promise.all(others.map(async (c) => results.set(c, await runCheck(sandbox, c, signal, restarted))))
+  await Promise.all(others.map(async (c) => results.set(c, await runCheck(handles, c, signal, restarted))))
   return checks.map((c) => results.get(c) as HealthCheckResult)
 }
 
+/** The handle repairs and custom checks use, and the one the built-in (read-only) probes use. */
+interface CheckHandles {
+  sandbox: SandboxHandle
+  probeSandbox: SandboxHandle
+}
+
 async function runCheck(
-  sandbox: SandboxHandle,
+  handles: CheckHandles,
   check: HealthCheck,
   turnSignal: AbortSignal,
   waitForPort: boolean,
@@ -55,7 +65,7 @@ async function runCheck(
   const required = check.required === true
   const started = performance.now()
   const first = await bounded(timeoutMs, turnSignal, async (signal) => {
-    let outcome = await probe(sandbox, check, signal, processList)
+    let outcome = await probe(handles, check, signal, processList)
     // A server a process check (or the platform) just restarted needs a moment to listen; but a restarted
     // process may also die at once (its files were wiped), so the wait is a grace period, after which the
     // check's own repair gets its turn instead of the whole timeout going to a server nobody is starting.
@@ -67,7 +77,7 @@ async function runCheck(
       attempt++
     ) {
       await delay(Math.min(50 * 2 ** attempt, 500), signal)
-      if (!signal.aborted) outcome = await probe(sandbox, check, signal)
+      if (!signal.aborted) outcome = await probe(handles, check, signal)
     }
     if (!outcome.ok && waitForPort && check.kind === 'port') {
       return {
@@ -87,12 +97,12 @@ async function runCheck(
   }
   const repairStarted = performance.now()
   const repaired = await bounded(timeoutMs, turnSignal, async (signal) => {
-    const context: HealthCheckContext = { sandbox, signal }
+    const context: HealthCheckContext = { sandbox: handles.sandbox, signal }
     await runRepair(context, repair)
     // Re-probe until it passes or the time is up: a restarted process needs time to listen.
     let last: ProbeOutcome = { ok: false }
     for (let attempt = 0; !signal.aborted; attempt++) {
-      last = await probe(sandbox, check, signal)
+      last = await probe(handles, check, signal)
       if (last.ok) return last
       await delay(Math.min(50 * 2 ** attempt, 500), signal)
     }
@@ -153,11 +163,12 @@ async function runRepair(context: HealthCheckContext, repair: HealthRepair): Pro
 }
 
 async function probe(
-  sandbox: SandboxHandle,
+  handles: CheckHandles,
   check: HealthCheck,
   signal: AbortSignal,
   processList?: ProcessInfo[],
 ): Promise<ProbeOutcome> {
+  const sandbox = handles.probeSandbox
   switch (check.kind) {
     case 'process': {
       const processes = processList ?? (await sandbox.listProcesses())
@@ -180,7 +191,7 @@ async function probe(
         ? { ok: true }
         : { ok: false, message: `${check.path} is missing` }
     case 'custom': {
-      const outcome = await check.run({ sandbox, signal })
+      const outcome = await check.run({ sandbox: handles.sandbox, signal })
       if (typeof outcome === 'boolean') return { ok: outcome }
       return outcome.message === undefined ? { ok: outcome.ok } : { ok: outcome.ok, message: outcome.message }
     }

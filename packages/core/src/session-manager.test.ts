@@ -518,6 +518,28 @@ describe('createSessionManager: health and rehydration', () => {
     expect(after?.[0]?.pid).not.toBe(before)
   })
 
+  it('a declared port probe does not count as a process change; a custom check may', async () => {
+    const server = 'python3 -m http.server 8125'
+    const custom = customCheck({ name: 'custom', run: async () => true })
+    for (const [checks, lists] of [
+      [[processCheck({ name: 'web', command: server }), portCheck({ name: 'port', port: 8125 })], 0],
+      [[custom], 0],
+      [[customCheck({ name: 'native', run: async ({ sandbox }) => sandbox.native !== undefined })], 1],
+    ] as const) {
+      const { provider, sessions, id } = setup({ healthChecks: [...checks] })
+      await sessions.withTurn(id, async (turn) => {
+        await turn.sandbox.startProcess(server)
+      })
+      const turn = await sessions.beginTurn(id)
+      expect(
+        turn.report?.checks.filter((c) => c.status !== 'skipped').every((c) => c.status === 'passed'),
+      ).toBe(true)
+      provider.clearCalls()
+      await turn.end()
+      expect(provider.callsOf('listProcesses')).toHaveLength(lists)
+    }
+  })
+
   it('keeps the manifest of an overlapping turn that ended meanwhile, with the processes it started', async () => {
     const { sessions, id } = setup()
     await sessions.withTurn(id, async (turn) => {

@@ -692,6 +692,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         }
       }
       const connectMs = performance.now() - connectStarted
+      // The built-in declared probes only read (a port probe's command leaves no process behind).
+      const probeHandle = handle
       handle = this.watchProcessCalls(handle)
       this.handle = handle
 
@@ -770,7 +772,14 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         }
       } else if (config.healthChecks.length > 0) {
         checks.push(
-          ...(await runDeclaredChecks(handle, config.healthChecks, signal, processList, processesRestarted)),
+          ...(await runDeclaredChecks(
+            handle,
+            config.healthChecks,
+            signal,
+            processList,
+            processesRestarted,
+            probeHandle,
+          )),
         )
       }
       const healthMs = performance.now() - healthStarted - rehydrateMs
