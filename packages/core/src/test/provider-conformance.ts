@@ -133,6 +133,33 @@ export function sandboxProviderConformance(options: SandboxProviderConformanceOp
       },
     )
 
+    // The session manager records at a turn's end the list its resume read when the turn only ran code:
+    // that relies on code (and finished commands) leaving nothing in the list.
+    it('does not list a command that finished', { timeout }, async () => {
+      const before = (await sandbox.listProcesses()).map((p) => p.pid).sort()
+      const done = await sandbox.runCommand(`echo ${run}-finished`)
+      expect(done.exitCode).toBe(0)
+      const after = await sandbox.listProcesses()
+      expect(after.map((p) => p.pid).sort()).toEqual(before)
+    })
+
+    it.skipIf(options.skipCode)(
+      'does not list a process a Python cell spawned',
+      { timeout },
+      async (context) => {
+        const before = (await sandbox.listProcesses()).map((p) => p.pid).sort()
+        const spawned = await sandbox.runCode(
+          `import subprocess\n_conformance_child = subprocess.Popen(['sleep', '3600'])\n_conformance_child.pid`,
+        )
+        // An interpreter that is not Python (a test double's) cannot parse this: nothing to check there.
+        if (spawned.error?.name === 'SyntaxError') context.skip()
+        expect(spawned.error).toBeNull()
+        expect(Number(spawned.text)).toBeGreaterThan(0)
+        expect((await sandbox.listProcesses()).map((p) => p.pid).sort()).toEqual(before)
+        await sandbox.runCode('_conformance_child.kill(); _conformance_child.wait(); del _conformance_child')
+      },
+    )
+
     it('reads its info and finds it by metadata', { timeout }, async () => {
       if (provider.getInfo) {
         const info = await provider.getInfo(sandbox.id)
