@@ -68,33 +68,35 @@ export async function runOverhead({
     })
 
     for (const [storeName, makeStore] of Object.entries(stores)) {
-      // [health checks, speculativeConnect, end lists processes again]. Extra rows: for Redis, the lease call
-      // not overlapped with the connect; for memory, a turn end that must list processes again (its body
-      // hands out the SDK object, which could change them), to show what reusing the resume's list saves.
-      for (const [checks, speculativeConnect, relist] of [
-        [false, true, false],
-        [true, true, false],
-        ...(storeName === 'redis' ? [[false, false, false]] : [[true, true, true]]),
-      ]) {
+      // checks: 'off' (no probes), 'on' (the built-in probes on a session with a background process, plus a
+      // declared processCheck on it), 'code only' (the built-in probes on a session that only ran code, the
+      // usual code-interpreter session: one cell answers them, no process list). Extra rows: for Redis, the
+      // lease call not overlapped with the connect; for memory, a turn end that must list processes again
+      // (its body hands out the SDK object, which could change them), to show what reusing the list saves.
+      const settings = [
+        { checks: 'off' },
+        { checks: 'on' },
+        { checks: 'code only' },
+        storeName === 'redis' ? { checks: 'off', speculativeConnect: false } : { checks: 'on', relist: true },
+      ]
+      for (const { checks, speculativeConnect = true, relist = false } of settings) {
         const store = makeStore()
         closers.push(() => store.close())
         const sessions = createSessionManager({
           store,
           provider: createE2BProvider(connection),
-          fidelityProbes: checks,
+          fidelityProbes: checks !== 'off',
           speculativeConnect,
-          ...(checks ? { healthChecks: [processCheck({ name: 'worker', command: WORKER })] } : {}),
+          ...(checks === 'on' ? { healthChecks: [processCheck({ name: 'worker', command: WORKER })] } : {}),
         })
         const conversation = `bench-${randomUUID()}`
         // The first turn creates the sandbox (and, with checks on, gives every probe something to compare).
         await sessions.withTurn(conversation, async (turn) => {
-          if (checks) {
-            await turn.sandbox.runCode('state = 1')
-            await turn.sandbox.startProcess(WORKER)
-          }
+          if (checks !== 'off') await turn.sandbox.runCode('state = 1')
+          if (checks === 'on') await turn.sandbox.startProcess(WORKER)
         })
         variants.push({
-          name: `sandkeep, ${storeName === 'redis' ? 'Redis store' : 'memory store'}, health checks ${checks ? 'on' : 'off'}${speculativeConnect ? '' : ', speculativeConnect off'}${relist ? ', end lists processes again' : ''}`,
+          name: `sandkeep, ${storeName === 'redis' ? 'Redis store' : 'memory store'}, health checks ${checks}${speculativeConnect ? '' : ', speculativeConnect off'}${relist ? ', end lists processes again' : ''}`,
           turn: async () => {
             const turn = await sessions.beginTurn(conversation)
             if (relist) void turn.sandbox.native
