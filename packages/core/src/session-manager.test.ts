@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { SandkeepError } from './errors.js'
 import { codeCheck, customCheck, fileCheck, portCheck, processCheck } from './health.js'
 import { createMemorySessionStore } from './memory-store.js'
+import type { SandboxHandle, SandboxProvider } from './sandbox-provider.js'
 import { createSessionManager, hashConversationId } from './session-manager.js'
 import type { SessionManagerEvents, SessionManagerOptions, Turn } from './session-manager-types.js'
 import type { SessionStore } from './session-store.js'
@@ -541,6 +542,39 @@ describe('createSessionManager: health and rehydration', () => {
       await turn.end()
       expect(provider.callsOf('listProcesses')).toHaveLength(lists)
     }
+  })
+
+  it('works with a provider whose handles are frozen, and then lists again after any process call', async () => {
+    const mock = createMockProvider()
+    const freeze = (handle: SandboxHandle) =>
+      Object.freeze(
+        Object.fromEntries(
+          Object.keys(handle).map((name) => [name, handle[name as keyof SandboxHandle]]),
+        ) as unknown as SandboxHandle,
+      )
+    const provider: SandboxProvider = {
+      ...mock,
+      create: async (options) => freeze(await mock.create(options)),
+      connect: async (id, options) => freeze(await mock.connect(id, options)),
+    }
+    const sessions = createSessionManager({ store: createMemorySessionStore(), provider })
+    const id = `conv-${randomUUID()}`
+    await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.startProcess('sleep 1000')
+    })
+    for (const [body, lists] of [
+      [async (turn: Turn) => turn.sandbox.runCode('1 + 1'), 0],
+      [async (turn: Turn) => turn.sandbox.startProcess('sleep 2000'), 1],
+    ] as const) {
+      const turn = await sessions.beginTurn(id)
+      expect(turn.report?.survived.processes).toBe(true)
+      await body(turn)
+      mock.clearCalls()
+      await turn.end()
+      expect(mock.callsOf('listProcesses')).toHaveLength(lists)
+    }
+    const commands = (await sessions.getSession(id))?.manifest?.processes?.map((p) => p.command)
+    expect(commands).toEqual(['sleep 1000', 'sleep 2000'])
   })
 
   it('keeps the manifest of an overlapping turn that ended meanwhile, with the processes it started', async () => {

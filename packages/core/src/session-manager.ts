@@ -828,7 +828,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
 
     /**
      * The provider's handle, noting the calls that can change its process list (whoever makes them: the
-     * user, a repair, a journal replay). Methods run bound to the provider's own object.
+     * user, a repair, a journal replay). Methods run bound to the provider's own object. A method the
+     * handle holds frozen (non-configurable, read-only) must be returned as is: reading one that can change
+     * the list then counts as a change.
      */
     private watchProcessCalls(handle: SandboxHandle): SandboxHandle {
       const turn = this
@@ -838,7 +840,13 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           const value: unknown = Reflect.get(target, property, target)
           if (property === 'native') turn.processesMayHaveChanged = true
           if (typeof value !== 'function') return value
-          if (!changing.has(property)) return value.bind(target)
+          const own = Reflect.getOwnPropertyDescriptor(target, property)
+          const frozen = own !== undefined && !own.configurable && !own.writable
+          if (!changing.has(property)) return frozen ? value : value.bind(target)
+          if (frozen) {
+            turn.processesMayHaveChanged = true
+            return value
+          }
           return (...args: unknown[]) => {
             turn.processesMayHaveChanged = true
             return value.apply(target, args)
