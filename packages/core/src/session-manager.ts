@@ -668,8 +668,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         } else {
           handle = connected
           outcome = record?.state === 'paused' && this.acquired.holders <= 1 ? 'resumed' : 'reconnected'
-          if (record?.state === 'paused' && record.pausedAt !== null)
-            this.resumedFromPausedAt = record.pausedAt
+          // Only the turn that found nobody holding the session ended the pause; one that joined it must not
+          // count the same pause again.
+          if (outcome === 'resumed' && record?.pausedAt != null) this.resumedFromPausedAt = record.pausedAt
           if (handle.id !== mapped) {
             // The platform re-mapped the sandbox (seen after repeated pause/resume): check and record the new id.
             await verifyTenant(handle.id, this.key, signal, onRetry)
@@ -1034,10 +1035,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           turnEndedAt: now,
           // The store counts overlapping turns' running time once, from the earliest start.
           ...(this.handle && this.runningSince ? { runningFrom: this.runningSince } : {}),
-          // The pause ended with the resume of the turn that found nobody holding the session; a turn that
-          // joined it (holders > 1) must not count the same pause again.
           pausedSeconds:
-            this.resumedFromPausedAt !== null && this.acquired.holders <= 1
+            this.resumedFromPausedAt !== null
               ? Math.max(0, this.runningSince - this.resumedFromPausedAt) / 1000
               : 0,
           ...(stateIfLast ? { stateIfLast } : {}),
