@@ -1060,9 +1060,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           if (handle && record && record.state !== 'running') {
             // This turn resumed the sandbox but others still hold it: say it runs, so that whichever turn
             // ends last pauses it even if that turn never touched the sandbox itself.
-            await store
-              .setState(this.key, 'running', { ttlMs: config.ttlMs })
-              .catch((e: unknown) => fail('set-state', e))
+            await this.recordState('running').catch((e: unknown) => fail('set-state', e))
           }
         } else if (
           sandboxId &&
@@ -1118,6 +1116,15 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       return endReport
     }
 
+    /** Records the sandbox state (`at`: when it took effect, epoch ms), keeping the session for `ttlMs`. */
+    private recordState(state: SessionSandboxState, at?: number): Promise<SessionRecord | null> {
+      return store.setState(
+        this.key,
+        state,
+        at === undefined ? { ttlMs: config.ttlMs } : { at, ttlMs: config.ttlMs },
+      )
+    }
+
     /** The last holder's action on the sandbox. `writeState` when `release` did not record the state. */
     private async endSandbox(
       sandboxId: string,
@@ -1130,37 +1137,29 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         if (onTurnEnd === 'pause') {
           // false means it was already paused: the state we wanted.
           await call(() => provider.pause!(sandboxId))
-          if (writeState) await store.setState(this.key, 'paused', { ttlMs: config.ttlMs })
+          if (writeState) await this.recordState('paused')
           return 'paused'
         }
         if (onTurnEnd === 'auto-pause') {
           await call(() => provider.setTimeout!(sandboxId, config.idleTimeoutMs))
-          if (writeState)
-            await store.setState(this.key, 'paused', {
-              at: Date.now() + config.idleTimeoutMs,
-              ttlMs: config.ttlMs,
-            })
+          if (writeState) await this.recordState('paused', Date.now() + config.idleTimeoutMs)
           return 'auto-pause'
         }
         if (onTurnEnd === 'kill') {
           await call(() => provider.kill(sandboxId))
-          if (writeState) await store.setState(this.key, 'killed', { ttlMs: config.ttlMs })
+          if (writeState) await this.recordState('killed')
           return 'killed'
         }
         return 'kept'
       } catch (cause) {
         if (SandkeepError.hasCode(cause, 'SANDBOX_NOT_FOUND')) {
           // Gone already (killed elsewhere, expired): the next turn recreates it.
-          await store
-            .setState(this.key, 'killed', { ttlMs: config.ttlMs })
-            .catch((e: unknown) => fail('set-state', e))
+          await this.recordState('killed').catch((e: unknown) => fail('set-state', e))
           return 'none'
         }
         fail(onTurnEnd, cause)
         // The state written with the release claimed 'paused'; correct it so the next turn knows.
-        await store
-          .setState(this.key, 'unknown', { ttlMs: config.ttlMs })
-          .catch((e: unknown) => fail('set-state', e))
+        await this.recordState('unknown').catch((e: unknown) => fail('set-state', e))
         return 'none'
       }
     }
