@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import type { E2BConnection } from '../config.js'
 import type { FaultName, PauseMode } from './events.js'
 
@@ -67,7 +67,9 @@ export async function injectFault(
         await host.faults.killProcess(sandboxId, managed.pid)
         return `killed the server (sandbox pid ${managed.pid}) inside the paused sandbox`
       }
-      for (const hostPid of sandboxHostPids(view.hostPids)) {
+      // The host lists every process of the sandbox: its cgroup, or without one the members of its process
+      // groups (found in /proc by local-e2b).
+      for (const hostPid of view.hostPids) {
         const line = commandLine(hostPid)
         if (line && matches(line)) {
           process.kill(hostPid, 'SIGKILL')
@@ -86,30 +88,6 @@ export async function injectFault(
       await host.faults.changeIdOnNextConnect(sandboxId)
       return `the next connect of ${sandboxId} answers with a different sandbox id`
   }
-}
-
-/**
- * Every host pid of the sandbox. With a cgroup the host lists them all; without one (no bubblewrap) it lists
- * process groups, so members of those groups (a server a shell put in the background) are added from /proc.
- */
-function sandboxHostPids(listed: number[]): number[] {
-  const pids = new Set(listed)
-  let entries: string[] = []
-  try {
-    entries = readdirSync('/proc')
-  } catch {
-    return [...pids]
-  }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      // Field 5 of /proc/<pid>/stat is the process group; the command name (field 2) may contain spaces.
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      const group = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2])
-      if (listed.includes(group)) pids.add(Number(entry))
-    } catch {}
-  }
-  return [...pids]
 }
 
 /** The command line of a host process, or `undefined` when it is gone. */
