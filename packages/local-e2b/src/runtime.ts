@@ -605,15 +605,15 @@ export class SandboxRuntime {
       const cgroup = this.#cgroup
       this.#cgroup = undefined
       // Killed processes leave the cgroup once the kernel has finished with them; until then rmdir says EBUSY.
-      for (let attempt = 0; attempt < 50; attempt++) {
+      const removed = () => {
         try {
           rmdirSync(cgroup)
-          return
+          return true
         } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'EBUSY') return
+          return (error as NodeJS.ErrnoException).code !== 'EBUSY'
         }
-        await sleep(10)
       }
+      await this.#waitFor(removed, 500).catch(() => {})
     }
   }
 
