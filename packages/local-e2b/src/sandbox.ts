@@ -68,6 +68,11 @@ export interface SandboxRecord {
   allowInternetAccess: boolean
   /** Host directory holding `home/user` and `tmp`. */
   rootDir: string
+  /**
+   * Host uid/gid the sandbox's processes run as, and that owns what the host creates on the sandbox's behalf
+   * (uploads, MakeDir, the interpreter's files). Absent: the host leaves ownership as it is.
+   */
+  owner?: { uid: number; gid: number }
   /** True when the processes were lost while paused (cold boot on resume). */
   memoryLost: boolean
   pauses: PauseRecord[]
