@@ -9,7 +9,9 @@ export {
   type SessionRunCommandOptions,
 } from './sandbox-session.js'
 export {
+  type CodeToolOutput,
   type CodeToolResult,
+  codeModelOutput,
   type CommandToolResult,
   type ListFilesInput,
   type ListFilesToolResult,
@@ -21,6 +23,7 @@ export {
   type SandboxToolsOptions,
   sandboxTools,
   type ToolErrorResult,
+  type ToolProgressResult,
   type WriteFileInput,
   type WriteFileToolResult,
 } from './sandbox-tools.js'
