@@ -11,8 +11,8 @@ export {
 export {
   type CodeToolOutput,
   type CodeToolResult,
-  codeModelOutput,
   type CommandToolResult,
+  codeModelOutput,
   type ListFilesInput,
   type ListFilesToolResult,
   type ReadFileInput,

@@ -230,7 +230,11 @@ interface ToolSandbox {
   ): Promise<{ pid: number | null }>
   runCode(
     code: string,
-    options: { language: CodeLanguage; timeoutMs: number; abortSignal?: AbortSignal } & Partial<OutputCallbacks>,
+    options: {
+      language: CodeLanguage
+      timeoutMs: number
+      abortSignal?: AbortSignal
+    } & Partial<OutputCallbacks>,
   ): Promise<CodeResult>
   readText(path: string, abortSignal?: AbortSignal): Promise<string | null>
   stat(path: string, abortSignal?: AbortSignal): Promise<{ type: string; size: number } | null>
@@ -732,21 +736,24 @@ function shapeCodeOutput(
       : undefined
   if (picture) {
     const bytes = base64Bytes(picture.base64)
-    if (imagesSoFar >= limits.maxImages) {
-      notes.push(`A ${picture.mediaType} image was left out: at most ${limits.maxImages} images per call.`)
-    } else if (bytes > limits.maxImageBytes) {
+    if (bytes > limits.maxImageBytes) {
       notes.push(
-        `A ${picture.mediaType} image of ${bytes} bytes was left out: over the ${limits.maxImageBytes}-byte limit; ` +
-          'save a smaller one (lower dpi or size).',
+        `An ${picture.mediaType} image of ${bytes} bytes was left out: over the ${limits.maxImageBytes}-byte ` +
+          'limit; show a smaller one (lower dpi or size).',
       )
+    } else if (imagesSoFar >= limits.maxImages) {
+      notes.push(`An ${picture.mediaType} image was left out: at most ${limits.maxImages} images per call.`)
     } else {
       image = picture
     }
   }
   if (output.pdf) notes.push('A PDF was produced; it is not shown here: save it to a file to keep it.')
   // The main value's plain text is `result` already; repeat nothing the model has.
-  const format = TEXT_FORMATS.find((key) => output[key] !== undefined && !(key === 'text' && output.isMainResult))
-  if (output.isMainResult && !image && notes.length === 0 && (output.text !== undefined || !format)) return undefined
+  const format = TEXT_FORMATS.find(
+    (key) => output[key] !== undefined && !(key === 'text' && output.isMainResult),
+  )
+  if (output.isMainResult && !image && notes.length === 0 && (output.text !== undefined || !format))
+    return undefined
   const shaped: CodeToolOutput = { main: output.isMainResult }
   // An image speaks for itself; its text form is usually a repr like "<Figure size 640x480 with 1 Axes>".
   if (format && !(image && format !== 'text')) {
@@ -770,7 +777,9 @@ function base64Bytes(base64: string): number {
  * The model's view of a `runCode` result: JSON as usual, but when the cell produced images, the JSON as text
  * (each image replaced by a pointer) followed by the images as image parts, which vision models can see.
  */
-export function codeModelOutput(output: CodeToolResult | ToolErrorResult | ToolProgressResult): ToolResultOutput {
+export function codeModelOutput(
+  output: CodeToolResult | ToolErrorResult | ToolProgressResult,
+): ToolResultOutput {
   const outputs = 'outputs' in output ? output.outputs : undefined
   if (!outputs?.some((entry) => entry.image)) return { type: 'json', value: output as never }
   const parts: Array<{ type: 'file'; mediaType: string; data: { type: 'data'; data: string } }> = []
@@ -778,7 +787,11 @@ export function codeModelOutput(output: CodeToolResult | ToolErrorResult | ToolP
     ...output,
     outputs: outputs.map((entry) => {
       if (!entry.image) return entry
-      parts.push({ type: 'file', mediaType: entry.image.mediaType, data: { type: 'data', data: entry.image.base64 } })
+      parts.push({
+        type: 'file',
+        mediaType: entry.image.mediaType,
+        data: { type: 'data', data: entry.image.base64 },
+      })
       const { image, ...rest } = entry
       return { ...rest, image: `${image.mediaType}, attached after this JSON as image ${parts.length}` }
     }),

@@ -529,7 +529,13 @@ function miniInterpreter(code: string, language: string, globals: Map<string, un
   }
   const text = last === undefined || last === null ? null : display(last, language, true)
   // As a notebook platform reports it: the last value is the cell's main result.
-  return { text, results: text === null ? [] : [{ isMainResult: true, text }], stdout, stderr: '', error: null }
+  return {
+    text,
+    results: text === null ? [] : [{ isMainResult: true, text }],
+    stdout,
+    stderr: '',
+    error: null,
+  }
 }
 
 function evaluate(expression: string, language: string, globals: Map<string, unknown>): unknown {
