@@ -9,8 +9,10 @@ export {
   type SessionRunCommandOptions,
 } from './sandbox-session.js'
 export {
+  type CodeToolOutput,
   type CodeToolResult,
   type CommandToolResult,
+  codeModelOutput,
   type ListFilesInput,
   type ListFilesToolResult,
   type ReadFileInput,
@@ -21,6 +23,7 @@ export {
   type SandboxToolsOptions,
   sandboxTools,
   type ToolErrorResult,
+  type ToolProgressResult,
   type WriteFileInput,
   type WriteFileToolResult,
 } from './sandbox-tools.js'

@@ -81,6 +81,10 @@ export interface SessionRunCommandOptions {
   timeoutMs?: number
   /** Aborts the command (it is killed). */
   abortSignal?: AbortSignal
+  /** Called with each stdout chunk as it arrives. */
+  onStdout?: (chunk: string) => void
+  /** Called with each stderr chunk as it arrives. */
+  onStderr?: (chunk: string) => void
 }
 
 /**
@@ -273,7 +277,7 @@ export function createSandboxSession(options: SandboxSessionOptions): SandkeepSa
   }
 
   function commandOptions(
-    run: { workingDirectory?: string; env?: Record<string, string> },
+    run: Pick<SessionRunCommandOptions, 'workingDirectory' | 'env' | 'onStdout' | 'onStderr'>,
     timeoutMs: number,
     signal: AbortSignal,
   ) {
@@ -282,6 +286,8 @@ export function createSandboxSession(options: SandboxSessionOptions): SandkeepSa
       ...(run.env === undefined ? {} : { envs: run.env }),
       timeoutMs,
       signal,
+      ...(run.onStdout ? { onStdout: run.onStdout } : {}),
+      ...(run.onStderr ? { onStderr: run.onStderr } : {}),
     }
   }
 

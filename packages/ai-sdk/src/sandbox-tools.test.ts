@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFakeSessions, type FakeSessions } from './fake-sessions.test-support.js'
 import { createSandboxSession, type SandkeepSandboxSession } from './sandbox-session.js'
 import {
+  codeModelOutput,
   sandboxTools,
   shapeCodeResult,
   shapeCommandResult,
@@ -95,6 +96,88 @@ describe('result shaping', () => {
     expect(shaped.notice).toContain('3 of 5')
   })
 
+  // issue 16 (rich tool output): images reach the model as image parts, within a size bound; text for the rest.
+  it('keeps rich outputs: images within the limits, text forms for the rest, nothing repeated', () => {
+    const png = Buffer.from('a tiny png stand-in').toString('base64')
+    const big = Buffer.alloc(2000).toString('base64')
+    const shaped = shapeCodeResult(
+      {
+        text: 'Table()',
+        results: [
+          { isMainResult: false, text: '<Figure size 640x480 with 1 Axes>', png },
+          { isMainResult: false, text: '<Figure>', png: big },
+          { isMainResult: false, html: '<b>only html</b>' },
+          { isMainResult: false, text: '<Figure>', jpeg: png },
+          { isMainResult: true, text: 'Table()', json: { rows: 1 } },
+        ],
+        stdout: '',
+        stderr: '',
+        error: null,
+      },
+      100,
+      { maxImageBytes: 1000, maxImages: 1 },
+    )
+    expect(shaped.result).toBe('Table()')
+    expect(shaped.outputs).toEqual([
+      // The image speaks for itself: its repr text is kept only as plain text next to it.
+      {
+        main: false,
+        text: '<Figure size 640x480 with 1 Axes>',
+        format: 'text',
+        image: { mediaType: 'image/png', base64: png },
+      },
+      {
+        main: false,
+        text: '<Figure>',
+        format: 'text',
+        note: expect.stringMatching(/2000 bytes was left out: over the 1000-byte limit/),
+      },
+      { main: false, text: '<b>only html</b>', format: 'html' },
+      {
+        main: false,
+        text: '<Figure>',
+        format: 'text',
+        note: expect.stringMatching(/at most 1 images per call/),
+      },
+      // The main value's plain text is `result`; its JSON form adds nothing the model needs twice.
+    ])
+    // A cell whose only result is its plain value gets no `outputs` at all (the common case stays as it was).
+    const plain = shapeCodeResult(
+      { text: '2', results: [{ isMainResult: true, text: '2' }], stdout: '', stderr: '', error: null },
+      100,
+    )
+    expect(plain).toEqual({ result: '2', stdout: '', stderr: '' })
+  })
+
+  it('sends images as image parts after the JSON text, and plain JSON when there is none', () => {
+    const png = Buffer.from('png bytes').toString('base64')
+    const withImage = codeModelOutput({
+      result: null,
+      stdout: 'plotted\n',
+      stderr: '',
+      outputs: [
+        { main: false, text: '<Figure>', format: 'text', image: { mediaType: 'image/png', base64: png } },
+      ],
+    })
+    expect(withImage).toEqual({
+      type: 'content',
+      value: [
+        { type: 'text', text: expect.any(String) },
+        { type: 'file', mediaType: 'image/png', data: { type: 'data', data: png } },
+      ],
+    })
+    const text = withImage.type === 'content' ? withImage.value[0] : undefined
+    const described = JSON.parse(text && 'text' in text ? text.text : '{}')
+    expect(described.stdout).toBe('plotted\n')
+    expect(described.outputs[0].image).toBe('image/png, attached after this JSON as image 1')
+    expect(JSON.stringify(described)).not.toContain(png)
+    expect(codeModelOutput({ result: '2', stdout: '', stderr: '' })).toEqual({
+      type: 'json',
+      value: { result: '2', stdout: '', stderr: '' },
+    })
+    expect(codeModelOutput({ error: 'boom' })).toEqual({ type: 'json', value: { error: 'boom' } })
+  })
+
   it('turns errors into results', () => {
     expect(toolError(new SandkeepError({ code: 'TIMEOUT', message: 'took too long' }))).toEqual({
       error: 'took too long',
@@ -110,6 +193,10 @@ describe('sandboxTools', () => {
     expect(() => sandboxTools({ maxOutputChars: 0 })).toThrow(SandkeepError)
     expect(() => sandboxTools({ setupSteps: 'sometimes' as never })).toThrow(SandkeepError)
     expect(() => sandboxTools({ session: {} as never })).toThrow(SandkeepError)
+    expect(() => sandboxTools({ maxImages: -1 })).toThrow(SandkeepError)
+    expect(() => sandboxTools({ maxImageBytes: 0 })).toThrow(SandkeepError)
+    expect(() => sandboxTools({ streamOutput: { intervalMs: 0 } })).toThrow(SandkeepError)
+    expect(() => sandboxTools({ streamOutput: { every: 5 } as never })).toThrow(SandkeepError)
   })
 
   it('uses the experimental_sandbox of the call when not bound, and says so when there is none', async () => {

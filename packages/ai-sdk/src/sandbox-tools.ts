@@ -1,6 +1,12 @@
 import { posix } from 'node:path'
-import { type CodeLanguage, type CodeResult, type JournalStep, SandkeepError } from '@sandkeep/core'
-import { type Experimental_SandboxSession, type Tool, tool } from 'ai'
+import {
+  type CodeLanguage,
+  type CodeOutput,
+  type CodeResult,
+  type JournalStep,
+  SandkeepError,
+} from '@sandkeep/core'
+import { type Experimental_SandboxSession, type Tool, type ToolResultPart, tool } from 'ai'
 import { z } from 'zod'
 import { truncateOutput } from './output.js'
 import { isSandkeepSandboxSession, type SandkeepSandboxSession, shellQuote } from './sandbox-session.js'
@@ -29,6 +35,17 @@ export interface SandboxToolsOptions {
    * every command, code cell and file write, `'none'` none.
    */
   setupSteps?: 'flagged' | 'all' | 'none'
+  /**
+   * Stream `runCommand` and `runCode` output while they run, as preliminary tool results
+   * ({@link ToolProgressResult}; the last result is the complete one): `true`, or `{ intervalMs }`, the least
+   * time between two partial results (default 100 ms). Default false: each call returns once, and no output
+   * callbacks are registered. Only sandkeep sessions stream; other AI SDK sandboxes return once.
+   */
+  streamOutput?: boolean | { intervalMs?: number }
+  /** Largest image of a `runCode` result sent to the model as an image part, in bytes; bigger ones become a note. Default 1 MiB. */
+  maxImageBytes?: number
+  /** Most images of one `runCode` call sent to the model; `0` sends none (each becomes a note). Default 4. */
+  maxImages?: number
 }
 
 /** What a tool returns when the call failed: the error as a result, so the model can react to it. */
@@ -65,12 +82,38 @@ export interface BackgroundCommandToolResult {
   note: string
 }
 
+/** A partial result of `runCommand` / `runCode` while it still runs (with `streamOutput`); a complete result follows. */
+export interface ToolProgressResult {
+  /** Always true: the call is still running. */
+  running: true
+  /** Standard output so far, cut past `maxOutputChars` with a note. */
+  stdout: string
+  /** Standard error so far, cut past `maxOutputChars` with a note. */
+  stderr: string
+}
+
+/** A rich output of a code cell as the tool returns it: an image for the model, or its text form. */
+export interface CodeToolOutput {
+  /** True for the value of the cell's last expression; false for a `display()` call. */
+  main: boolean
+  /** Its text form (plain text, else markdown, JSON, HTML, LaTeX, SVG source), cut past `maxOutputChars`. */
+  text?: string
+  /** The format `text` comes from: `'text'`, `'markdown'`, `'json'`, `'html'`, `'latex'`, `'svg'`, `'javascript'`. */
+  format?: string
+  /** A PNG or JPEG image, base64; sent to the model as an image part by the tool's `toModelOutput`. */
+  image?: { mediaType: 'image/png' | 'image/jpeg'; base64: string }
+  /** What was left out and why (an image over the size limit, a PDF). */
+  note?: string
+}
+
 /** Result of `runCode`. */
 export interface CodeToolResult {
   /** Set when earlier sandbox state is gone (first result of such a turn), or a setup step was not recorded. */
   notice?: string
   /** The last expression's value as a notebook shows it, or null. */
   result: string | null
+  /** Rich outputs (plots, tables, `display()` calls), in order; absent when the cell had none beyond `result`. */
+  outputs?: CodeToolOutput[]
   /** Printed output. */
   stdout: string
   /** Printed errors. */
@@ -149,10 +192,13 @@ export interface ListFilesInput {
 
 /** The tool set {@link sandboxTools} returns; every result is either the tool's result or a {@link ToolErrorResult}. */
 export type SandboxTools = {
-  /** Runs Python or JavaScript in the persistent interpreter. */
-  runCode: Tool<RunCodeInput, CodeToolResult | ToolErrorResult>
+  /** Runs Python or JavaScript in the persistent interpreter; images go to the model as image parts. */
+  runCode: Tool<RunCodeInput, CodeToolResult | ToolErrorResult | ToolProgressResult>
   /** Runs a shell command. */
-  runCommand: Tool<RunCommandInput, CommandToolResult | BackgroundCommandToolResult | ToolErrorResult>
+  runCommand: Tool<
+    RunCommandInput,
+    CommandToolResult | BackgroundCommandToolResult | ToolErrorResult | ToolProgressResult
+  >
   /** Reads a text file (optionally a line range). */
   readFile: Tool<ReadFileInput, ReadFileToolResult | ToolErrorResult>
   /** Writes a text file. */
@@ -161,13 +207,22 @@ export type SandboxTools = {
   listFiles: Tool<ListFilesInput, ListFilesToolResult | ToolErrorResult>
 }
 
+/** What a tool's `toModelOutput` returns (the `ai` package does not export the name). */
+type ToolResultOutput = ToolResultPart['output']
+
+/** Where a streaming call sends its output as it arrives. */
+interface OutputCallbacks {
+  onStdout: (chunk: string) => void
+  onStderr: (chunk: string) => void
+}
+
 /** The operations the tools need, over a sandkeep session or any AI SDK sandbox. */
 interface ToolSandbox {
   persistentCode: boolean
   resolvePath(path: string): string
   runCommand(
     command: string,
-    options: { cwd?: string; timeoutMs: number; abortSignal?: AbortSignal },
+    options: { cwd?: string; timeoutMs: number; abortSignal?: AbortSignal } & Partial<OutputCallbacks>,
   ): Promise<{ exitCode: number; stdout: string; stderr: string }>
   startProcess(
     command: string,
@@ -175,7 +230,11 @@ interface ToolSandbox {
   ): Promise<{ pid: number | null }>
   runCode(
     code: string,
-    options: { language: CodeLanguage; timeoutMs: number; abortSignal?: AbortSignal },
+    options: {
+      language: CodeLanguage
+      timeoutMs: number
+      abortSignal?: AbortSignal
+    } & Partial<OutputCallbacks>,
   ): Promise<CodeResult>
   readText(path: string, abortSignal?: AbortSignal): Promise<string | null>
   stat(path: string, abortSignal?: AbortSignal): Promise<{ type: string; size: number } | null>
@@ -205,6 +264,9 @@ export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
   const maxListEntries = positive(options.maxListEntries, 'maxListEntries', 200)
   const maxReadBytes = positive(options.maxReadBytes, 'maxReadBytes', 10 * 1024 * 1024)
   const timeoutMs = positive(options.timeoutMs, 'timeoutMs', 120_000)
+  const maxImageBytes = positive(options.maxImageBytes, 'maxImageBytes', 1024 * 1024)
+  const maxImages = nonNegativeInteger(options.maxImages, 'maxImages', 4)
+  const streamInterval = streamIntervalMs(options.streamOutput)
   const setupSteps = options.setupSteps ?? 'flagged'
   if (!['flagged', 'all', 'none'].includes(setupSteps)) {
     throw invalid(`sandboxTools: setupSteps must be 'flagged', 'all' or 'none', got ${String(setupSteps)}.`)
@@ -241,6 +303,60 @@ export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
     }
   }
 
+  /**
+   * Runs one tool call as `execute` does, yielding the output so far as partial results while it runs: at
+   * most one every `streamInterval` ms, and only when there is new output. The last value is the result.
+   */
+  async function* streamed<T extends object>(
+    experimentalSandbox: Experimental_SandboxSession | undefined,
+    fn: (sandbox: ToolSandbox, output: OutputCallbacks) => Promise<T & { notice?: string }>,
+  ): AsyncGenerator<(T & { notice?: string }) | ToolErrorResult | ToolProgressResult> {
+    let stdout = ''
+    let stderr = ''
+    let signalOutput = () => {}
+    let nextOutput = new Promise<void>((resolve) => {
+      signalOutput = resolve
+    })
+    const arrived = () => signalOutput()
+    const output: OutputCallbacks = {
+      onStdout: (chunk) => {
+        stdout += chunk
+        arrived()
+      },
+      onStderr: (chunk) => {
+        stderr += chunk
+        arrived()
+      },
+    }
+    // `execute` turns every failure into a result, so this promise never rejects.
+    const finished = execute<T>(experimentalSandbox, (sandbox) => fn(sandbox, output))
+    const done = finished.then(() => 'done' as const)
+    let last = 0
+    for (;;) {
+      if ((await Promise.race([nextOutput.then(() => 'output' as const), done])) === 'done') break
+      const wait = last + streamInterval - Date.now()
+      if (wait > 0) {
+        let timer: ReturnType<typeof setTimeout> | undefined
+        const slept = new Promise<'slept'>((resolve) => {
+          timer = setTimeout(() => resolve('slept'), wait)
+        })
+        const woke = await Promise.race([slept, done])
+        clearTimeout(timer)
+        if (woke === 'done') break
+      }
+      nextOutput = new Promise<void>((resolve) => {
+        signalOutput = resolve
+      })
+      last = Date.now()
+      yield {
+        running: true,
+        stdout: truncateOutput(stdout, maxOutputChars).text,
+        stderr: truncateOutput(stderr, maxOutputChars).text,
+      }
+    }
+    yield await finished
+  }
+
   async function record(sandbox: ToolSandbox, step: JournalStep): Promise<string | undefined> {
     if (!sandbox.record) return 'This sandbox has no journal: the step was not recorded as a setup step.'
     try {
@@ -262,15 +378,16 @@ export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
         language: z.enum(['python', 'javascript']).optional().describe("Default 'python'."),
         setup: setupField,
       }),
-      execute: (input, { abortSignal, experimental_sandbox }) =>
-        execute<CodeToolResult>(experimental_sandbox, async (sandbox) => {
+      execute: (input, { abortSignal, experimental_sandbox }) => {
+        const run = async (sandbox: ToolSandbox, output?: OutputCallbacks) => {
           const language = input.language ?? 'python'
           const result = await sandbox.runCode(input.code, {
             language,
             timeoutMs,
             ...(abortSignal ? { abortSignal } : {}),
+            ...output,
           })
-          const shaped = shapeCodeResult(result, maxOutputChars)
+          const shaped = shapeCodeResult(result, maxOutputChars, { maxImageBytes, maxImages })
           if (shaped.error === undefined && wantsRecord(input.setup)) {
             const note = await record(sandbox, { kind: 'code', code: input.code, language })
             if (note) shaped.notice = note
@@ -282,7 +399,12 @@ export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
             )
           }
           return shaped
-        }),
+        }
+        return streamInterval > 0
+          ? streamed<CodeToolResult>(experimental_sandbox, run)
+          : execute<CodeToolResult>(experimental_sandbox, (sandbox) => run(sandbox))
+      },
+      toModelOutput: ({ output }) => codeModelOutput(output),
     }),
 
     runCommand: tool({
@@ -299,8 +421,11 @@ export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
           .describe('Start it in the background (a server, a watcher) and return at once with its pid.'),
         setup: setupField,
       }),
-      execute: (input, { abortSignal, experimental_sandbox }) =>
-        execute<CommandToolResult | BackgroundCommandToolResult>(experimental_sandbox, async (sandbox) => {
+      execute: (input, { abortSignal, experimental_sandbox }) => {
+        const run = async (
+          sandbox: ToolSandbox,
+          output?: OutputCallbacks,
+        ): Promise<CommandToolResult | BackgroundCommandToolResult> => {
           const cwd = input.cwd === undefined ? {} : { cwd: input.cwd }
           if (input.background) {
             const { pid } = await sandbox.startProcess(input.command, {
@@ -326,6 +451,7 @@ export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
             timeoutMs,
             ...cwd,
             ...(abortSignal ? { abortSignal } : {}),
+            ...output,
           })
           const shaped: CommandToolResult = shapeCommandResult(result, maxOutputChars)
           if (result.exitCode === 0 && wantsRecord(input.setup)) {
@@ -335,7 +461,14 @@ export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
             if (note) shaped.notice = note
           }
           return shaped
-        }),
+        }
+        // A background command returns at once: nothing to stream.
+        return streamInterval > 0 && !input.background
+          ? streamed<CommandToolResult | BackgroundCommandToolResult>(experimental_sandbox, run)
+          : execute<CommandToolResult | BackgroundCommandToolResult>(experimental_sandbox, (sandbox) =>
+              run(sandbox),
+            )
+      },
     }),
 
     readFile: tool({
@@ -421,19 +554,27 @@ function sandkeepToolSandbox(session: SandkeepSandboxSession): ToolSandbox {
   return {
     persistentCode: true,
     resolvePath: (path) => session.resolvePath(path),
-    runCommand: (command, { cwd, timeoutMs, abortSignal }) =>
+    runCommand: (command, { cwd, timeoutMs, abortSignal, onStdout, onStderr }) =>
       session.runCommand(command, {
         timeoutMs,
         ...(cwd === undefined ? {} : { workingDirectory: cwd }),
         ...(abortSignal ? { abortSignal } : {}),
+        ...(onStdout ? { onStdout } : {}),
+        ...(onStderr ? { onStderr } : {}),
       }),
     startProcess: (command, { cwd, abortSignal }) =>
       session.startProcess(command, {
         ...(cwd === undefined ? {} : { cwd }),
         ...(abortSignal ? { abortSignal } : {}),
       }),
-    runCode: (code, { language, timeoutMs, abortSignal }) =>
-      session.runCode(code, { language, timeoutMs, ...(abortSignal ? { abortSignal } : {}) }),
+    runCode: (code, { language, timeoutMs, abortSignal, onStdout, onStderr }) =>
+      session.runCode(code, {
+        language,
+        timeoutMs,
+        ...(abortSignal ? { abortSignal } : {}),
+        ...(onStdout ? { onStdout } : {}),
+        ...(onStderr ? { onStderr } : {}),
+      }),
     readText: async (path, abortSignal) =>
       session.readTextFile({ path, ...(abortSignal ? { abortSignal } : {}) }),
     stat: async (path, abortSignal) => session.stat({ path, ...(abortSignal ? { abortSignal } : {}) }),
@@ -538,13 +679,37 @@ export function shapeCommandResult(
   }
 }
 
-/** Shapes a code cell's result for the model. */
-export function shapeCodeResult(result: CodeResult, maxChars: number): CodeToolResult {
+/** Limits of the rich outputs {@link shapeCodeResult} keeps. */
+export interface CodeOutputLimits {
+  /** Largest image kept, bytes. */
+  maxImageBytes: number
+  /** Most images kept. */
+  maxImages: number
+}
+
+// The text form of a rich output the model reads best, in order of preference.
+const TEXT_FORMATS = ['text', 'markdown', 'json', 'html', 'latex', 'svg', 'javascript'] as const
+
+/** Shapes a code cell's result for the model: text cut past `maxChars`, images within `limits`. */
+export function shapeCodeResult(
+  result: CodeResult,
+  maxChars: number,
+  limits: CodeOutputLimits = { maxImageBytes: 1024 * 1024, maxImages: 4 },
+): CodeToolResult {
   const shaped: CodeToolResult = {
     result: result.text === null ? null : truncateOutput(result.text, maxChars).text,
     stdout: truncateOutput(result.stdout, maxChars).text,
     stderr: truncateOutput(result.stderr, maxChars).text,
   }
+  let images = 0
+  const outputs: CodeToolOutput[] = []
+  for (const output of result.results ?? []) {
+    const shown = shapeCodeOutput(output, maxChars, limits, images)
+    if (shown === undefined) continue
+    if (shown.image) images += 1
+    outputs.push(shown)
+  }
+  if (outputs.length > 0) shaped.outputs = outputs
   if (result.error !== null) {
     const head = `${result.error.name}: ${result.error.value}`
     shaped.error = truncateOutput(
@@ -553,6 +718,85 @@ export function shapeCodeResult(result: CodeResult, maxChars: number): CodeToolR
     ).text
   }
   return shaped
+}
+
+/** One rich output for the model, or undefined when it adds nothing to `result` (a main value that is only text). */
+function shapeCodeOutput(
+  output: CodeOutput,
+  maxChars: number,
+  limits: CodeOutputLimits,
+  imagesSoFar: number,
+): CodeToolOutput | undefined {
+  const notes: string[] = []
+  let image: CodeToolOutput['image']
+  const picture = output.png
+    ? { mediaType: 'image/png' as const, base64: output.png }
+    : output.jpeg
+      ? { mediaType: 'image/jpeg' as const, base64: output.jpeg }
+      : undefined
+  if (picture) {
+    const bytes = base64Bytes(picture.base64)
+    if (bytes > limits.maxImageBytes) {
+      notes.push(
+        `An ${picture.mediaType} image of ${bytes} bytes was left out: over the ${limits.maxImageBytes}-byte ` +
+          'limit; show a smaller one (lower dpi or size).',
+      )
+    } else if (imagesSoFar >= limits.maxImages) {
+      notes.push(`An ${picture.mediaType} image was left out: at most ${limits.maxImages} images per call.`)
+    } else {
+      image = picture
+    }
+  }
+  if (output.pdf) notes.push('A PDF was produced; it is not shown here: save it to a file to keep it.')
+  // The main value's plain text is `result` already; repeat nothing the model has.
+  const format = TEXT_FORMATS.find(
+    (key) => output[key] !== undefined && !(key === 'text' && output.isMainResult),
+  )
+  if (output.isMainResult && !image && notes.length === 0 && (output.text !== undefined || !format))
+    return undefined
+  const shaped: CodeToolOutput = { main: output.isMainResult }
+  // An image speaks for itself; its text form is usually a repr like "<Figure size 640x480 with 1 Axes>".
+  if (format && !(image && format !== 'text')) {
+    const value = output[format]
+    const text = typeof value === 'string' ? value : JSON.stringify(value)
+    shaped.text = truncateOutput(text, maxChars).text
+    shaped.format = format
+  }
+  if (image) shaped.image = image
+  if (notes.length > 0) shaped.note = notes.join(' ')
+  return shaped
+}
+
+/** Decoded size of base64 text, bytes. */
+function base64Bytes(base64: string): number {
+  const padding = base64.endsWith('==') ? 2 : base64.endsWith('=') ? 1 : 0
+  return Math.max(0, Math.floor((base64.length * 3) / 4) - padding)
+}
+
+/**
+ * The model's view of a `runCode` result: JSON as usual, but when the cell produced images, the JSON as text
+ * (each image replaced by a pointer) followed by the images as image parts, which vision models can see.
+ */
+export function codeModelOutput(
+  output: CodeToolResult | ToolErrorResult | ToolProgressResult,
+): ToolResultOutput {
+  const outputs = 'outputs' in output ? output.outputs : undefined
+  if (!outputs?.some((entry) => entry.image)) return { type: 'json', value: output as never }
+  const parts: Array<{ type: 'file'; mediaType: string; data: { type: 'data'; data: string } }> = []
+  const described = {
+    ...output,
+    outputs: outputs.map((entry) => {
+      if (!entry.image) return entry
+      parts.push({
+        type: 'file',
+        mediaType: entry.image.mediaType,
+        data: { type: 'data', data: entry.image.base64 },
+      })
+      const { image, ...rest } = entry
+      return { ...rest, image: `${image.mediaType}, attached after this JSON as image ${parts.length}` }
+    }),
+  }
+  return { type: 'content', value: [{ type: 'text', text: JSON.stringify(described) }, ...parts] }
 }
 
 /** Shapes a file read: the selected lines, cut past `maxChars` with a note that says how to see more. */
@@ -631,6 +875,27 @@ function positive(value: unknown, name: string, fallback: number): number {
     throw invalid(`sandboxTools: \`${name}\` must be a positive number, got ${String(value)}.`)
   }
   return value
+}
+
+function nonNegativeInteger(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw invalid(`sandboxTools: \`${name}\` must be a non-negative integer, got ${String(value)}.`)
+  }
+  return value
+}
+
+/** The least time between two partial results, ms; 0 when output is not streamed. */
+function streamIntervalMs(value: SandboxToolsOptions['streamOutput']): number {
+  if (value === undefined || value === false) return 0
+  if (value === true) return 100
+  if (typeof value !== 'object' || value === null) {
+    throw invalid(`sandboxTools: \`streamOutput\` must be a boolean or { intervalMs }, got ${String(value)}.`)
+  }
+  for (const key of Object.keys(value)) {
+    if (key !== 'intervalMs') throw invalid(`sandboxTools: \`streamOutput\` has no option '${key}'.`)
+  }
+  return positive(value.intervalMs, 'streamOutput.intervalMs', 100)
 }
 
 function invalid(message: string): SandkeepError {

@@ -95,10 +95,50 @@ export interface ProcessInfo {
   cwd?: string
 }
 
+/**
+ * One rich output of a code cell: the last expression's value (`isMainResult`) or a `display()` call, as a
+ * notebook MIME bundle (E2B's `Result`). Each format is present only when the object offered it.
+ */
+export interface CodeOutput {
+  /** True for the value of the cell's last expression; false for a `display()` call (a plot, a table). */
+  isMainResult: boolean
+  /** `text/plain`, as a notebook shows it. */
+  text?: string
+  /** `text/html`. */
+  html?: string
+  /** `text/markdown`. */
+  markdown?: string
+  /** `image/svg+xml`, the SVG source. */
+  svg?: string
+  /** `image/png`, base64. */
+  png?: string
+  /** `image/jpeg`, base64. */
+  jpeg?: string
+  /** `application/pdf`, base64. */
+  pdf?: string
+  /** `text/latex`. */
+  latex?: string
+  /** `application/json`: the JSON value itself (an object or array), not its text. */
+  json?: unknown
+  /** `application/javascript`. */
+  javascript?: string
+  /** Tabular data (E2B's `e2b/data`, e.g. a DataFrame), when the platform extracts it. */
+  data?: Record<string, unknown>
+  /** Chart data (E2B's `e2b/chart`, e.g. a matplotlib figure's series), when the platform extracts it. */
+  chart?: Record<string, unknown>
+  /** Other MIME types the object offered, keyed by MIME type. */
+  extra?: Record<string, unknown>
+}
+
 /** Result of {@link SandboxHandle.runCode}. An exception in the code is a result (`error`), not a throw. */
 export interface CodeResult {
   /** The last expression's value as a notebook shows it; `null` when there is none. */
   text: string | null
+  /**
+   * Rich outputs in the order the cell produced them: `display()` calls and the last expression's value
+   * (`isMainResult`, whose `text` is `text` above). Absent when the provider does not report them.
+   */
+  results?: CodeOutput[]
   /** Everything printed to stdout. */
   stdout: string
   /** Everything printed to stderr. */

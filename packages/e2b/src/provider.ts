@@ -1,5 +1,6 @@
-import { Sandbox } from '@e2b/code-interpreter'
+import { type Result, Sandbox } from '@e2b/code-interpreter'
 import {
+  type CodeOutput,
   type CodeResult,
   type CommandResult,
   type CreateSandboxOptions,
@@ -107,6 +108,40 @@ class FollowingSandbox extends Sandbox {
       ...(answer.trafficAccessToken ? { trafficAccessToken: answer.trafficAccessToken } : {}),
     })
   }
+}
+
+const OUTPUT_STRINGS = [
+  'text',
+  'html',
+  'markdown',
+  'svg',
+  'png',
+  'jpeg',
+  'pdf',
+  'latex',
+  'javascript',
+] as const
+
+/** The SDK's `Result` as a provider-neutral CodeOutput (only the formats present; no SDK class leaks out). */
+function toCodeOutput(result: Result): CodeOutput {
+  const output: CodeOutput = { isMainResult: result.isMainResult }
+  for (const key of OUTPUT_STRINGS) {
+    const value = result[key]
+    if (typeof value === 'string') output[key] = value
+  }
+  // Typed as a string by the SDK, but the server sends the JSON value itself (Jupyter's application/json).
+  if (result.json !== undefined && result.json !== null) output.json = result.json
+  if (result.data !== undefined && result.data !== null) output.data = result.data
+  if (result.chart !== undefined && result.chart !== null)
+    output.chart = result.chart as unknown as Record<string, unknown>
+  // The SDK's `extra` holds unknown top-level keys only; the server's own `extra` object stays in `raw`.
+  const rawExtra = (result.raw as Record<string, unknown>).extra
+  const extra = {
+    ...(typeof rawExtra === 'object' && rawExtra !== null ? (rawExtra as Record<string, unknown>) : {}),
+    ...(result.extra ?? {}),
+  }
+  if (Object.keys(extra).length > 0) output.extra = extra
+  return output
 }
 
 function toBuffer(data: Uint8Array): ArrayBuffer {
@@ -247,6 +282,7 @@ export function createE2BProvider(options: E2BProviderOptions = {}): E2BProvider
           : await sandbox.runCode(code, { ...common, language })
         return {
           text: execution.text ?? null,
+          results: execution.results.map(toCodeOutput),
           stdout: execution.logs.stdout.join(''),
           stderr: execution.logs.stderr.join(''),
           error: execution.error

@@ -117,6 +117,40 @@ describe('createE2BProvider against local-e2b', () => {
     expect(printed.join('')).toBe('streamed\n')
   })
 
+  // issue 16 (rich tool output): execution.results reach CodeResult.results, provider-neutral.
+  it('carries rich results (display() images, JSON, HTML) into CodeResult.results', async () => {
+    const provider = createE2BProvider(options())
+    const sandbox = await provider.create({ metadata: {} })
+    created.push(sandbox.id)
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC',
+      'base64',
+    )
+    const result = await sandbox.runCode(
+      [
+        'import base64',
+        `PNG = base64.b64decode(${JSON.stringify(png.toString('base64'))})`,
+        'class Plot:',
+        '    def _repr_png_(self): return PNG',
+        '    def __repr__(self): return "<Plot>"',
+        'class Data:',
+        '    def _repr_json_(self): return {"a": [1, 2]}',
+        '    def _repr_html_(self): return "<b>a</b>"',
+        '    def __repr__(self): return "Data()"',
+        'display(Plot())',
+        'Data()',
+      ].join('\n'),
+    )
+    expect(result.error).toBeNull()
+    expect(result.text).toBe('Data()')
+    expect(result.results).toEqual([
+      { isMainResult: false, text: '<Plot>', png: png.toString('base64') },
+      { isMainResult: true, text: 'Data()', html: '<b>a</b>', json: { a: [1, 2] } },
+    ])
+    // A cell without a value or display has no results; the contract's array is still there.
+    expect((await sandbox.runCode('y = 1')).results).toEqual([])
+  })
+
   it('lists with a metadata filter across pages', async () => {
     const provider = createE2BProvider(options())
     const tag = `page-${Date.now()}`

@@ -190,35 +190,80 @@ sys.modules["__main__"] = main_module
 namespace = main_module.__dict__
 
 
+# The _repr_*_ methods a notebook asks an object for, with the MIME type each one answers.
+REPR_METHODS = (
+    ("_repr_html_", "text/html"),
+    ("_repr_markdown_", "text/markdown"),
+    ("_repr_svg_", "image/svg+xml"),
+    ("_repr_png_", "image/png"),
+    ("_repr_jpeg_", "image/jpeg"),
+    ("_repr_pdf_", "application/pdf"),
+    ("_repr_latex_", "text/latex"),
+    ("_repr_json_", "application/json"),
+    ("_repr_javascript_", "application/javascript"),
+)
+# Binary formats travel as base64 text, as Jupyter sends them; a str from their _repr_ is taken as base64 already.
+BINARY_MIMES = ("image/png", "image/jpeg", "application/pdf")
+
+
+def mime_value(mime, shown):
+    """One format of a bundle as it goes on the wire, or None when it cannot be sent."""
+    if isinstance(shown, tuple) and len(shown) == 2:
+        shown = shown[0]  # IPython allows (data, metadata); the metadata is not part of E2B's result
+    if shown is None:
+        return None
+    if mime in BINARY_MIMES:
+        if isinstance(shown, (bytes, bytearray, memoryview)):
+            import base64
+
+            return base64.b64encode(bytes(shown)).decode("ascii")
+        return shown if isinstance(shown, str) else None
+    if mime == "application/json" or mime.endswith("+json"):
+        if isinstance(shown, (str, bytes)):
+            try:
+                shown = json.loads(shown)
+            except ValueError:
+                return None
+        try:
+            json.dumps(shown)
+        except (TypeError, ValueError):
+            return None
+        return shown
+    if isinstance(shown, bytes):
+        return shown.decode("utf-8", "replace")
+    return shown if isinstance(shown, str) else None
+
+
 def mime_bundle(value):
-    """The formats a notebook shows for a value: always text/plain, plus the object's own _repr_*_ methods."""
+    """The formats a notebook shows for a value: text/plain, plus what its _repr_mimebundle_ / _repr_*_ offer."""
     data = {"text/plain": repr(value)}
-    for method, mime in (
-        ("_repr_html_", "text/html"),
-        ("_repr_markdown_", "text/markdown"),
-        ("_repr_svg_", "image/svg+xml"),
-        ("_repr_png_", "image/png"),
-        ("_repr_jpeg_", "image/jpeg"),
-        ("_repr_latex_", "text/latex"),
-        ("_repr_json_", "application/json"),
-        ("_repr_javascript_", "application/javascript"),
-    ):
-        if isinstance(value, type):
-            break
+    if isinstance(value, type):
+        return data
+    bundle = getattr(value, "_repr_mimebundle_", None)
+    if callable(bundle):
+        try:
+            offered = bundle()
+        except Exception:  # noqa: BLE001 - a broken _repr_ must not hide the plain text
+            offered = None
+        if isinstance(offered, tuple) and len(offered) == 2:
+            offered = offered[0]
+        if isinstance(offered, dict):
+            for mime, shown in offered.items():
+                shown = mime_value(mime, shown) if isinstance(mime, str) else None
+                if shown is not None:
+                    data[mime] = shown
+    for method, mime in REPR_METHODS:
+        if mime in data:
+            continue
         render = getattr(value, method, None)
         if not callable(render):
             continue
         try:
-            shown = render()
+            shown = mime_value(mime, render())
         except Exception:  # noqa: BLE001 - a broken _repr_ must not hide the plain text
             continue
-        if shown is None:
-            continue
-        if isinstance(shown, bytes):
-            import base64
-
-            shown = base64.b64encode(shown).decode("ascii")
-        data[mime] = shown
+        if shown is not None:
+            data[mime] = shown
     return data
 
 

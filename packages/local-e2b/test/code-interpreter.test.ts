@@ -45,6 +45,70 @@ describe('code interpreter end to end', () => {
     expect(execution.logs.stdout).toEqual(['started\n', 'finished\n'])
   })
 
+  // issue 16 (rich tool output): display() and _repr_*_ objects reach execution.results as E2B's server sends them.
+  it('display() and _repr_png_/_repr_svg_/_repr_json_/_repr_markdown_ objects arrive as execution.results', async () => {
+    const sandbox = await create()
+    const onResult: string[][] = []
+    const execution = await sandbox.runCode(
+      [
+        'import base64, struct, zlib',
+        'def chunk(kind, body):',
+        '    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))',
+        '# a real 1x1 red PNG, built here so the test needs no imaging library',
+        'PNG = b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)) + \\',
+        '    chunk(b"IDAT", zlib.compress(b"\\x00\\xff\\x00\\x00")) + chunk(b"IEND", b"")',
+        'class Plot:',
+        '    def _repr_png_(self): return PNG',
+        '    def _repr_svg_(self): return "<svg xmlns=\'http://www.w3.org/2000/svg\'/>"',
+        '    def __repr__(self): return "<Plot>"',
+        'class Table:',
+        '    def _repr_json_(self): return {"rows": [1, 2]}',
+        '    def _repr_markdown_(self): return "| a |\\n|---|\\n| 1 |"',
+        '    def _repr_html_(self): return "<table><tr><td>1</td></tr></table>"',
+        '    def __repr__(self): return "Table(1 row)"',
+        'print("before")',
+        'display(Plot())',
+        'Table()',
+      ].join('\n'),
+      { onResult: (result) => void onResult.push(result.formats()) },
+    )
+    expect(execution.error).toBeUndefined()
+    expect(execution.logs.stdout).toEqual(['before\n'])
+    expect(execution.results).toHaveLength(2)
+    const [plot, table] = execution.results
+    expect(plot?.isMainResult).toBe(false)
+    expect(plot?.text).toBe('<Plot>')
+    const png = Buffer.from(plot?.png ?? '', 'base64')
+    expect(png.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))
+    expect(png.subarray(12, 16).toString('latin1')).toBe('IHDR')
+    expect(plot?.svg).toBe("<svg xmlns='http://www.w3.org/2000/svg'/>")
+    expect(table?.isMainResult).toBe(true)
+    expect(execution.text).toBe('Table(1 row)')
+    // The server sends application/json as the JSON value itself, as Jupyter does (not its text).
+    expect(table?.json).toEqual({ rows: [1, 2] })
+    expect(table?.markdown).toBe('| a |\n|---|\n| 1 |')
+    expect(table?.html).toBe('<table><tr><td>1</td></tr></table>')
+    expect(onResult).toEqual([
+      ['svg', 'png'],
+      ['html', 'markdown', 'json'],
+    ])
+    // _repr_mimebundle_ and a (data, metadata) pair are honoured; a broken _repr_ leaves the plain text.
+    const bundle = await sandbox.runCode(
+      [
+        'class Rich:',
+        '    def _repr_mimebundle_(self, include=None, exclude=None):',
+        '        return {"text/html": "<i>rich</i>", "application/vnd.custom+json": {"k": 1}}, {}',
+        '    def _repr_png_(self): raise RuntimeError("no")',
+        '    def __repr__(self): return "Rich()"',
+        'Rich()',
+      ].join('\n'),
+    )
+    expect(bundle.results[0]?.html).toBe('<i>rich</i>')
+    expect(bundle.results[0]?.png).toBeUndefined()
+    expect(bundle.results[0]?.text).toBe('Rich()')
+    expect(bundle.results[0]?.raw.extra).toEqual({ 'application/vnd.custom+json': { k: 1 } })
+  })
+
   it('an exception arrives as execution.error with a traceback', async () => {
     const sandbox = await create()
     const errors: string[] = []

@@ -52,6 +52,30 @@ describe('createMockProvider controls', () => {
     await expect(provider.connect(moved.id)).rejects.toMatchObject({ code: 'SANDBOX_NOT_FOUND' })
   })
 
+  // issue 16 (rich tool output): users test plotting agents with the mock through `onCode` results.
+  it('reports the last value as the main result and passes onCode rich results and output through', async () => {
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC'
+    const provider = createMockProvider({
+      onCode: (code) =>
+        code === 'plot()'
+          ? {
+              text: null,
+              results: [{ isMainResult: false, png, text: '<Figure>' }],
+              stdout: 'plotting\n',
+              stderr: '',
+              error: null,
+            }
+          : undefined,
+    })
+    const sandbox = await provider.create({ metadata: {} })
+    expect((await sandbox.runCode('1 + 1')).results).toEqual([{ isMainResult: true, text: '2' }])
+    expect((await sandbox.runCode('v = 1')).results).toEqual([])
+    const printed: string[] = []
+    const plotted = await sandbox.runCode('plot()', { onStdout: (chunk) => printed.push(chunk) })
+    expect(plotted.results).toEqual([{ isMainResult: false, png, text: '<Figure>' }])
+    expect(printed).toEqual(['plotting\n'])
+  })
+
   it('refuses calls on a paused sandbox until it is connected again', async () => {
     const provider = createMockProvider()
     const sandbox = await provider.create({ metadata: {} })

@@ -67,7 +67,10 @@ export interface MockProviderOptions {
   without?: Array<'pause' | 'setTimeout' | 'list' | 'getInfo'>
   /** Handles commands the built-in mini shell does not know; return undefined to fall through (exit 127). */
   onCommand?: (command: string, sandbox: MockSandbox) => CommandResult | undefined
-  /** Handles code the built-in mini interpreter does not know; return undefined to fall through. */
+  /**
+   * Handles code the built-in mini interpreter does not know; return undefined to fall through. Return
+   * `results` (e.g. `[{ isMainResult: false, png: '<base64>' }]`) to imitate a cell that plots.
+   */
   onCode?: (code: string, language: string, sandbox: MockSandbox) => CodeResult | undefined
   /** Added latency per call, ms. Default 0. */
   latencyMs?: number
@@ -233,7 +236,12 @@ export function createMockProvider(options: MockProviderOptions = {}): MockProvi
         const target = await op('runCode', code)
         const language = codeOptions?.language ?? 'python'
         const custom = options.onCode?.(code, language, target)
-        if (custom) return custom
+        if (custom) {
+          // Streamed like a real cell, so code under test that watches output sees it.
+          if (custom.stdout) codeOptions?.onStdout?.(custom.stdout)
+          if (custom.stderr) codeOptions?.onStderr?.(custom.stderr)
+          return custom
+        }
         const contextKey = `${language}:${codeOptions?.contextId ?? 'default'}`
         let globals = target.memory.get(contextKey)
         if (!globals) {
@@ -250,7 +258,7 @@ export function createMockProvider(options: MockProviderOptions = {}): MockProvi
           }
           const stdout = `${JSON.stringify(answer)}\n`
           codeOptions?.onStdout?.(stdout)
-          return { text: null, stdout, stderr: '', error: null }
+          return { text: null, results: [], stdout, stderr: '', error: null }
         }
         const result = miniInterpreter(code, language, globals)
         if (result.stdout) codeOptions?.onStdout?.(result.stdout)
@@ -511,10 +519,23 @@ function miniInterpreter(code: string, language: string, globals: Map<string, un
           : 'ReferenceError'
         : 'SyntaxError'
     const value = error instanceof Error ? error.message : String(error)
-    return { text: null, stdout, stderr: '', error: { name, value, traceback: `${name}: ${value}` } }
+    return {
+      text: null,
+      results: [],
+      stdout,
+      stderr: '',
+      error: { name, value, traceback: `${name}: ${value}` },
+    }
   }
   const text = last === undefined || last === null ? null : display(last, language, true)
-  return { text, stdout, stderr: '', error: null }
+  // As a notebook platform reports it: the last value is the cell's main result.
+  return {
+    text,
+    results: text === null ? [] : [{ isMainResult: true, text }],
+    stdout,
+    stderr: '',
+    error: null,
+  }
 }
 
 function evaluate(expression: string, language: string, globals: Map<string, unknown>): unknown {
