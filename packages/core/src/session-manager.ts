@@ -1258,7 +1258,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         await verifyTenant(sandboxId, key, signal, () => {})
         await retryProviderCall(() => provider.kill(sandboxId), config.retry)
       } catch (error) {
-        if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
+        // A mapping to another tenant's sandbox is wrong: drop it, and leave that sandbox alone.
+        if (SandkeepError.hasCode(error, 'TENANT_MISMATCH')) emitError('end-session', error, key)
+        else if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
       }
     }
     return store.delete(key)
