@@ -724,7 +724,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         outcome !== 'created' &&
         outcome !== 'recreated'
       ) {
-        const fidelity = await probeFidelity(handle, record.manifest, signal)
+        const fidelity = await probeFidelity(handle, record.manifest, signal, config.retry)
         survived = fidelity.survived
         // What the turn end need not write again: sentinels and the marker found intact, and the process
         // list (read now, or known empty: none was recorded for this very sandbox and none can appear alone).
