@@ -38,6 +38,8 @@ export const SandkeepErrorCode = {
   PROVIDER_ERROR: 'PROVIDER_ERROR',
   /** The turn was already ended; its sandbox handle may no longer be used. */
   TURN_ENDED: 'TURN_ENDED',
+  /** The sandbox exists but was paused by someone else while a turn used it; a new turn resumes it. */
+  SANDBOX_PAUSED: 'SANDBOX_PAUSED',
 } as const
 
 export type SandkeepErrorCode = (typeof SandkeepErrorCode)[keyof typeof SandkeepErrorCode]

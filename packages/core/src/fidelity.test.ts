@@ -128,3 +128,67 @@ describe('probeFidelity: memory and files in one cell', () => {
     expect(failed.calls.readFile).toHaveLength(1)
   })
 })
+
+describe('probeFidelity: tampered markers and platform errors (issue 14 items 7 and 8)', () => {
+  const signal = new AbortController().signal
+  const policy = { retries: 1, minTimeoutMs: 0, maxTimeoutMs: 0 }
+  const both: TurnManifest = {
+    writtenAt: 0,
+    sandboxId: 'sbx',
+    memory: [{ language: 'python', contextId: null, variable: '__sandkeep_sentinel__', value: 's-1' }],
+    filesystem: { path: '/home/user/.sandkeep/marker', value: 'm-1' },
+    processes: [{ pid: 7, command: 'sleep 100' }],
+  }
+  const hiccup = () => new SandkeepError({ code: 'TIMEOUT', message: 'envd answered 502' })
+
+  it('repairs a marker the interpreter says is not a regular file, without reading it through envd', async () => {
+    const calls: string[] = []
+    const sandbox = {
+      runCode: async () => ({
+        text: null,
+        stdout: '{"sentinel": "s-1", "marker": {"unreadable": "not a regular file (mode 10644)"}}\n',
+        stderr: '',
+        error: null,
+      }),
+      readFile: async () => {
+        calls.push('readFile')
+        return new Promise<string>(() => {})
+      },
+      runCommand: async (command: string) => {
+        calls.push(command)
+        return { exitCode: 0, stdout: '', stderr: '' }
+      },
+      writeFile: async (path: string, data: string) => {
+        calls.push(`write ${path} ${data}`)
+      },
+      listProcesses: async () => [{ pid: 7, command: 'sleep 100' }],
+    } as unknown as SandboxHandle
+    const outcome = await probeFidelity(sandbox, both, signal, policy)
+    expect(outcome.survived).toEqual({ memory: true, filesystem: null, processes: true })
+    expect(outcome.checks.find((c) => c.name === 'filesystem')?.status).toBe('repaired')
+    expect(calls).toEqual([
+      "rm -rf -- '/home/user/.sandkeep/marker'",
+      'write /home/user/.sandkeep/marker m-1',
+    ])
+  })
+
+  it('retries a probe that failed on the platform, and reports unknown (never lost) when it keeps failing', async () => {
+    let failures = 1
+    let listed = 0
+    const flaky = {
+      runCode: async () => {
+        if (failures-- > 0) throw hiccup()
+        return { text: null, stdout: '{"sentinel": "s-1", "marker": "m-1"}\n', stderr: '', error: null }
+      },
+      listProcesses: async () => {
+        listed++
+        throw hiccup()
+      },
+    } as unknown as SandboxHandle
+    const outcome = await probeFidelity(flaky, both, signal, policy)
+    expect(outcome.survived).toEqual({ memory: true, filesystem: true, processes: null })
+    // A timeout is not one the policy retries: asked once, then once more before the report is written.
+    expect(listed).toBe(2)
+    expect(outcome.checks.find((c) => c.name === 'processes')?.message).toMatch(/^unknown/)
+  })
+})

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { SandkeepError } from './errors.js'
 import type { HealthCheckResult } from './health.js'
 import type { CodeLanguage } from './journal.js'
+import { DEFAULT_RETRY_POLICY, type RetryPolicy, retryProviderCall } from './retry.js'
 import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
 import type { TurnManifest } from './session-store.js'
 
@@ -12,6 +13,11 @@ import type { TurnManifest } from './session-store.js'
 export const SENTINEL_VARIABLE = '__sandkeep_sentinel__'
 /** Marker file written at turn end. Under the sandbox's home so that it shares the user's files' fate. */
 export const MARKER_PATH = '/home/user/.sandkeep/marker'
+/**
+ * Bound of an envd read of the marker, ms. Code in the sandbox may have replaced the marker with a FIFO, whose
+ * read never ends: the probe must fail and repair, not hold the turn.
+ */
+export const MARKER_READ_TIMEOUT_MS = 5000
 
 /** An interpreter context a turn ran code in. */
 export interface UsedContext {
@@ -68,9 +74,16 @@ export const PROBE_CELL_TAG = '# sandkeep:probe '
  */
 function probeCellCode(variable: string, path: string): string {
   const body = [
-    'import json, sys',
+    'import json, os, stat, sys',
     'try:',
-    '    with open(P, encoding="utf-8") as f: m = f.read()',
+    '    st = os.lstat(P)',
+    // Check the type before opening: a FIFO would block the read, a directory or a symlink is not our marker.
+    '    if not stat.S_ISREG(st.st_mode):',
+    '        m = {"unreadable": "not a regular file (mode %o)" % st.st_mode}',
+    '    else:',
+    '        fd = os.open(P, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))',
+    '        try: m = os.read(fd, 65536).decode("utf-8")',
+    '        finally: os.close(fd)',
     'except FileNotFoundError:',
     '    m = None',
     'except Exception as e:',
@@ -95,24 +108,57 @@ function parseProbeCell(stdout: string): { sentinel: unknown; marker: unknown } 
   return null
 }
 
-/** The combined cell's answer: whether the sentinel matched, and the marker as read (undefined = unknown). */
+/**
+ * The combined cell's answer: whether the sentinel matched (null: the call errored, unknown), and the marker
+ * as read (undefined = unknown).
+ */
 interface ProbeCellAnswer {
-  sentinelKept: boolean
+  sentinelKept: boolean | null
   marker: unknown
 }
 
-/** Runs the combined cell; never rejects except on abort (a failed cell is memory lost, marker unknown). */
+/**
+ * A probe call that failed for a reason that says nothing about the sandbox's state (a platform hiccup: 5xx,
+ * timeout, network): the probe's answer is unknown, never "lost".
+ */
+function isPlatformError(error: unknown): boolean {
+  return SandkeepError.isInstance(error) && (error.retryable || error.code === 'TIMEOUT')
+}
+
+/** Runs `operation` with the connect retry policy, then once more if it still failed on the platform. */
+async function probeCall<T>(
+  operation: () => Promise<T>,
+  policy: RetryPolicy,
+  signal: AbortSignal,
+  unknownIf: (error: unknown) => boolean = isPlatformError,
+): Promise<T> {
+  try {
+    return await retryProviderCall(operation, policy, { signal })
+  } catch (error) {
+    if (signal.aborted || !unknownIf(error)) throw error
+    return retryProviderCall(operation, policy, { signal })
+  }
+}
+
+/** Runs the combined cell; never rejects except on abort (a failed cell is memory lost or unknown, marker unknown). */
 async function runProbeCell(
   sandbox: SandboxHandle,
   entry: NonNullable<TurnManifest['memory']>[number],
   path: string,
   signal: AbortSignal,
+  policy: RetryPolicy,
 ): Promise<ProbeCellAnswer> {
   try {
-    const result = await sandbox.runCode(probeCellCode(entry.variable, path), { language: 'python', signal })
+    const result = await probeCall(
+      () => sandbox.runCode(probeCellCode(entry.variable, path), { language: 'python', signal }),
+      policy,
+      signal,
+    )
     const answer = result.error ? null : parseProbeCell(result.stdout)
     return { sentinelKept: answer !== null && answer.sentinel === entry.value, marker: answer?.marker }
   } catch (error) {
+    if (signal.aborted) throw error
+    if (isPlatformError(error)) return { sentinelKept: null, marker: undefined }
     // A context the platform no longer knows is memory lost, not a failed turn.
     if (SandkeepError.isInstance(error) && error.code !== 'ABORTED')
       return { sentinelKept: false, marker: undefined }
@@ -120,39 +166,72 @@ async function runProbeCell(
   }
 }
 
-/** How the filesystem probe gets the marker's content: null when the file is missing. */
-type MarkerRead = () => Promise<string | null>
+/**
+ * The marker as the filesystem probe found it: its content, null when it is missing, `unreadable` when
+ * something that is not our regular file sits at its path (code in the sandbox replaced it: a directory, a
+ * FIFO, a symlink), `unknown` when the platform failed the read.
+ */
+type MarkerState = string | null | { unreadable: string } | { unknown: string }
+type MarkerRead = () => Promise<MarkerState>
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
 
 /**
  * Compares the sandbox with `manifest`; the probes run in parallel. When the manifest has both a marker file
- * and the default Python context, one cell answers the memory and filesystem probes together.
+ * and the default Python context, one cell answers the memory and filesystem probes together. Probe calls are
+ * retried like connect (`retry`); a probe that still errored reports "unknown" (null), never a failed turn.
  */
 export async function probeFidelity(
   sandbox: SandboxHandle,
   manifest: TurnManifest,
   signal: AbortSignal,
+  retry: RetryPolicy = DEFAULT_RETRY_POLICY,
 ): Promise<FidelityOutcome> {
   const readByEnvd: MarkerRead = async () => {
+    const path = manifest.filesystem!.path
+    const timeout = AbortSignal.timeout(MARKER_READ_TIMEOUT_MS)
+    const bounded = AbortSignal.any([signal, timeout])
     try {
-      return await sandbox.readFile(manifest.filesystem!.path, { signal })
+      return await probeCall(() => sandbox.readFile(path, { signal: bounded }), retry, bounded)
     } catch (error) {
-      if (!SandkeepError.hasCode(error, 'FILE_NOT_FOUND')) throw error
-      return null
+      if (signal.aborted) throw error
+      if (timeout.aborted) return { unreadable: `reading it took over ${MARKER_READ_TIMEOUT_MS} ms` }
+      if (SandkeepError.hasCode(error, 'INVALID_ARGUMENT')) return { unreadable: describe(error) }
+      if (!SandkeepError.hasCode(error, 'FILE_NOT_FOUND')) return { unknown: describe(error) }
+      // Missing, or a dangling symlink (which envd reports the same way): only the latter is ours to repair.
+      const slash = path.lastIndexOf('/')
+      try {
+        const entries = await sandbox.listDir(path.slice(0, slash) || '/', { signal })
+        return entries.some((entry) => entry.name === path.slice(slash + 1))
+          ? { unreadable: 'not a regular file' }
+          : null
+      } catch (listError) {
+        if (signal.aborted) throw listError
+        return SandkeepError.hasCode(listError, 'FILE_NOT_FOUND') ? null : { unknown: describe(listError) }
+      }
     }
   }
   const combined = manifest.filesystem
     ? manifest.memory?.find((entry) => entry.language === 'python' && entry.contextId === null)
     : undefined
-  const cell = combined ? runProbeCell(sandbox, combined, manifest.filesystem!.path, signal) : undefined
+  const cell = combined
+    ? runProbeCell(sandbox, combined, manifest.filesystem!.path, signal, retry)
+    : undefined
   const readMarker: MarkerRead = async () => {
     const marker = cell ? (await cell).marker : undefined
+    if (typeof marker === 'string' || marker === null) return marker
+    // The interpreter saw something other than a regular file: envd must not read it (a FIFO never ends).
+    if (typeof marker === 'object' && typeof (marker as { unreadable?: unknown }).unreadable === 'string')
+      return { unreadable: (marker as { unreadable: string }).unreadable }
     // The interpreter could not read it (or did not answer): ask envd, which is what the probe trusts.
-    return typeof marker === 'string' || marker === null ? marker : readByEnvd()
+    return readByEnvd()
   }
   const [memory, filesystem, processes] = await Promise.all([
-    probeMemory(sandbox, manifest, signal, combined && cell ? { entry: combined, cell } : undefined),
-    probeFilesystem(manifest, readMarker),
-    probeProcesses(sandbox, manifest),
+    probeMemory(sandbox, manifest, signal, retry, combined && cell ? { entry: combined, cell } : undefined),
+    probeFilesystem(sandbox, manifest, readMarker, signal),
+    probeProcesses(sandbox, manifest, signal, retry),
   ])
   return {
     checks: [memory.result, filesystem.result, processes.result],
@@ -167,6 +246,7 @@ async function probeMemory(
   sandbox: SandboxHandle,
   manifest: TurnManifest,
   signal: AbortSignal,
+  retry: RetryPolicy,
   combined:
     | { entry: NonNullable<TurnManifest['memory']>[number]; cell: Promise<ProbeCellAnswer> }
     | undefined,
@@ -185,41 +265,58 @@ async function probeMemory(
       const language = entry.language === 'javascript' ? 'javascript' : 'python'
       if (entry === combined?.entry) return { entry, language, ok: (await combined.cell).sentinelKept }
       try {
-        const result = await sandbox.runCode(readSentinelCode(language), {
-          language,
-          ...(entry.contextId ? { contextId: entry.contextId } : {}),
+        const result = await probeCall(
+          () =>
+            sandbox.runCode(readSentinelCode(language), {
+              language,
+              ...(entry.contextId ? { contextId: entry.contextId } : {}),
+              signal,
+            }),
+          retry,
           signal,
-        })
+        )
         return { entry, language, ok: !result.error && unquote(result.text) === entry.value }
       } catch (error) {
+        if (signal.aborted) throw error
+        if (isPlatformError(error)) return { entry, language, ok: null }
         // A context the platform no longer knows is memory lost, not a failed turn.
         if (SandkeepError.isInstance(error) && error.code !== 'ABORTED') return { entry, language, ok: false }
         throw error
       }
     }),
   )
-  const lost = found.filter((f) => !f.ok)
+  const lost = found.filter((f) => f.ok === false)
+  const unknown = found.filter((f) => f.ok === null)
   const kept = found
-    .filter((f) => f.ok)
+    .filter((f) => f.ok === true)
     .map((f) => ({ language: f.language as CodeLanguage, contextId: f.entry.contextId }))
-  const survived = lost.length === 0
+  const survived = lost.length > 0 ? false : unknown.length > 0 ? null : true
+  const name = (f: (typeof found)[number]) => f.entry.contextId ?? `${f.entry.language} default`
   return {
     survived,
     kept,
     result: {
       name: 'memory',
       kind: 'memory' as const,
-      status: survived ? ('passed' as const) : ('failed' as const),
+      status: survived === true ? ('passed' as const) : ('failed' as const),
       required: false,
       probeMs: performance.now() - started,
-      message: survived
-        ? `interpreter state kept in ${entries.length} context(s)`
-        : `interpreter state lost in ${lost.map((f) => f.entry.contextId ?? `${f.entry.language} default`).join(', ')}`,
+      message:
+        survived === true
+          ? `interpreter state kept in ${entries.length} context(s)`
+          : survived === false
+            ? `interpreter state lost in ${lost.map(name).join(', ')}`
+            : `unknown: the probe call failed on the platform in ${unknown.map(name).join(', ')}`,
     },
   }
 }
 
-async function probeFilesystem(manifest: TurnManifest, read: MarkerRead) {
+async function probeFilesystem(
+  sandbox: SandboxHandle,
+  manifest: TurnManifest,
+  read: MarkerRead,
+  signal: AbortSignal,
+) {
   const started = performance.now()
   const marker = manifest.filesystem
   if (!marker) {
@@ -229,6 +326,40 @@ async function probeFilesystem(manifest: TurnManifest, read: MarkerRead) {
     }
   }
   const content = await read()
+  if (typeof content === 'object' && content !== null) {
+    const result = {
+      name: 'filesystem',
+      kind: 'filesystem' as const,
+      status: 'failed' as HealthCheckResult['status'],
+      required: false,
+      probeMs: performance.now() - started,
+      message: '',
+    }
+    if ('unknown' in content) {
+      result.message = `unknown: the marker file could not be read (${content.unknown})`
+      return { survived: null, result }
+    }
+    // Not our marker any more (code in the sandbox put something else there): what it says about the files is
+    // unknown. Put a regular marker back so that this and every later turn can read it.
+    const repairStarted = performance.now()
+    try {
+      // A shell `rm`, not envd's remove: an envd may refuse to remove a symlink it cannot resolve.
+      const quoted = `'${marker.path.replaceAll("'", "'\\''")}'`
+      const removed = await sandbox.runCommand(`rm -rf -- ${quoted}`, {
+        signal,
+        timeoutMs: MARKER_READ_TIMEOUT_MS,
+      })
+      if (removed.exitCode !== 0)
+        throw new Error(`rm exited with ${removed.exitCode}: ${removed.stderr.trim()}`)
+      await sandbox.writeFile(marker.path, marker.value, { signal })
+      result.status = 'repaired'
+      result.message = `marker file was replaced (${content.unreadable}); rewrote it`
+    } catch (error) {
+      if (signal.aborted) throw error
+      result.message = `marker file was replaced (${content.unreadable}) and could not be rewritten: ${describe(error)}`
+    }
+    return { survived: null, result: { ...result, repairMs: performance.now() - repairStarted } }
+  }
   const survived = content === marker.value
   return {
     survived,
@@ -247,7 +378,12 @@ async function probeFilesystem(manifest: TurnManifest, read: MarkerRead) {
   }
 }
 
-async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
+async function probeProcesses(
+  sandbox: SandboxHandle,
+  manifest: TurnManifest,
+  signal: AbortSignal,
+  retry: RetryPolicy,
+) {
   const started = performance.now()
   const recorded = manifest.processes
   if (!recorded || recorded.length === 0) {
@@ -265,7 +401,13 @@ async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
   }
   let running: Awaited<ReturnType<SandboxHandle['listProcesses']>>
   try {
-    running = await sandbox.listProcesses()
+    // Any failure but a missing capability is the platform's, not an answer about the processes.
+    running = await probeCall(
+      () => sandbox.listProcesses(),
+      retry,
+      signal,
+      (error) => !SandkeepError.hasCode(error, 'CAPABILITY_UNSUPPORTED'),
+    )
   } catch (error) {
     if (SandkeepError.hasCode(error, 'CAPABILITY_UNSUPPORTED')) {
       return {
@@ -275,7 +417,20 @@ async function probeProcesses(sandbox: SandboxHandle, manifest: TurnManifest) {
         result: skipped('processes', 'processes', 'the provider cannot list processes', started),
       }
     }
-    throw error
+    if (signal.aborted || !SandkeepError.isInstance(error)) throw error
+    return {
+      survived: null,
+      list: undefined,
+      restarted: false,
+      result: {
+        name: 'processes',
+        kind: 'processes' as const,
+        status: 'failed' as const,
+        required: false,
+        probeMs: performance.now() - started,
+        message: `unknown: the process list could not be read (${error.message})`,
+      },
+    }
   }
   const missing = recorded.filter((p) => !running.some((r) => r.command === p.command))
   const list = running

@@ -1,3 +1,4 @@
+import { posix } from 'node:path'
 import { SandkeepError } from './errors.js'
 import type { UsedContext } from './fidelity.js'
 import type { JournalStep } from './journal.js'
@@ -5,6 +6,23 @@ import type { SandboxHandle } from './sandbox-provider.js'
 
 /** Largest journal step accepted by `turn.journal.record`, in UTF-8 bytes of its JSON form. */
 export const MAX_JOURNAL_STEP_BYTES = 256 * 1024
+
+/** The sandbox's home: file steps write under it, and a relative path is taken from it. */
+const SANDBOX_HOME = '/home/user'
+
+/**
+ * Why a file step's path may not be journaled, or undefined when it may: it must name a file under the
+ * sandbox's home once `..` is resolved (`../../etc/passwd` would fail every replay, and every step after it).
+ * Shared by both journal-step validators (this file's and the stores' `checkJournalStep`).
+ */
+export function journalFilePathProblem(path: string): string | undefined {
+  if (path.includes('\0')) return 'contains a NUL character'
+  const resolved = posix.resolve(SANDBOX_HOME, path)
+  if (!resolved.startsWith(`${SANDBOX_HOME}/`)) {
+    return `resolves to ${JSON.stringify(resolved)}, outside the sandbox's home ${SANDBOX_HOME}`
+  }
+  return undefined
+}
 
 /**
  * Checks a journal step's shape before it is stored, so a bad step fails the `record` call and not a later
@@ -47,6 +65,8 @@ export function validateJournalStep(step: unknown): JournalStep {
   } else {
     text('path')
     text('content')
+    const problem = journalFilePathProblem(s.path as string)
+    if (problem) throw invalid(`journal file step path ${JSON.stringify(s.path)} ${problem}.`)
   }
   const bytes = Buffer.byteLength(JSON.stringify(step))
   if (bytes > MAX_JOURNAL_STEP_BYTES) {

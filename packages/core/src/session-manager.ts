@@ -415,6 +415,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     /** A sandbox this turn asked the provider to connect to: it may be running even if the resume failed. */
     private touched: string | null = null
     private renewTimer: NodeJS.Timeout | undefined
+    /** Set when a renewal found the lease gone: every later sandbox call of this turn fails with it. */
+    private leaseLost: SandkeepError | undefined
     private detachCallerSignal: (() => void) | undefined
     private readonly contexts: UsedContext[] = []
     private verified: VerifiedState = { contexts: [], marker: false }
@@ -481,7 +483,19 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           // A renewal that crossed the release is expected to find the lease gone.
           if (this.ended) return
           emitError('renew', error, this.key)
-          if (SandkeepError.hasCode(error, 'LEASE_LOST')) this.stopRenewal()
+          if (SandkeepError.hasCode(error, 'LEASE_LOST')) {
+            this.stopRenewal()
+            // Another turn may now pause, recreate or remap the sandbox: this turn must stop using it.
+            this.leaseLost = new SandkeepError({
+              code: 'LEASE_LOST',
+              message:
+                'This turn lost its lease on the session (it lapsed or was taken over), so it may no longer use the sandbox: end it and begin a new turn.',
+              tenant: this.tenant,
+              conversationId: this.conversationId,
+              cause: error,
+            })
+            this.controller.abort(this.leaseLost)
+          }
         },
       )
     }
@@ -492,6 +506,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     }
 
     private assertLive(): void {
+      if (this.leaseLost && !this.ended) throw this.leaseLost
       if (this.ended) {
         throw new SandkeepError({
           code: 'TURN_ENDED',
@@ -531,16 +546,22 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           tenant: turn.tenant,
           conversationId: turn.conversationId,
         })
-      const readFile = async (
-        path: string,
-        options?: { format?: 'text' | 'bytes'; signal?: AbortSignal },
-      ) => {
+      // Runs a call on the live handle; a failure is explained (lease lost, sandbox paused) before it is thrown.
+      const use = async <T>(work: (handle: SandboxHandle) => Promise<T>): Promise<T> => {
         const handle = await live()
-        const merged = turn.withSignal(options)
-        return merged.format === 'bytes'
-          ? handle.readFile(path, { ...merged, format: 'bytes' })
-          : handle.readFile(path, { ...merged, format: 'text' })
+        try {
+          return await work(handle)
+        } catch (error) {
+          throw await turn.explainFailure(error, handle.id)
+        }
       }
+      const readFile = async (path: string, options?: { format?: 'text' | 'bytes'; signal?: AbortSignal }) =>
+        use<string | Uint8Array>((handle) => {
+          const merged = turn.withSignal(options)
+          return merged.format === 'bytes'
+            ? handle.readFile(path, { ...merged, format: 'bytes' })
+            : handle.readFile(path, { ...merged, format: 'text' })
+        })
       return {
         get id() {
           turn.assertLive()
@@ -555,22 +576,53 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           if (!turn.handle) throw notReady('native SDK object')
           return turn.handle.native
         },
-        runCommand: async (command, options) => (await live()).runCommand(command, turn.withSignal(options)),
-        startProcess: async (command, options) => (await live()).startProcess(command, options),
-        listProcesses: async () => (await live()).listProcesses(),
-        killProcess: async (pid) => (await live()).killProcess(pid),
-        runCode: async (code, options) => {
-          const handle = await live()
-          turn.trackContext(options?.language, options?.contextId)
-          return handle.runCode(code, turn.withSignal(options))
-        },
+        runCommand: (command, options) =>
+          use((handle) => handle.runCommand(command, turn.withSignal(options))),
+        startProcess: (command, options) => use((handle) => handle.startProcess(command, options)),
+        listProcesses: () => use((handle) => handle.listProcesses()),
+        killProcess: (pid) => use((handle) => handle.killProcess(pid)),
+        runCode: (code, options) =>
+          use((handle) => {
+            turn.trackContext(options?.language, options?.contextId)
+            return handle.runCode(code, turn.withSignal(options))
+          }),
         readFile: readFile as SandboxHandle['readFile'],
-        writeFile: async (path, data, options) =>
-          (await live()).writeFile(path, data, turn.withSignal(options)),
-        listDir: async (path, options) => (await live()).listDir(path, turn.withSignal(options)),
-        exists: async (path) => (await live()).exists(path),
-        remove: async (path) => (await live()).remove(path),
+        writeFile: (path, data, options) =>
+          use((handle) => handle.writeFile(path, data, turn.withSignal(options))),
+        listDir: (path, options) => use((handle) => handle.listDir(path, turn.withSignal(options))),
+        exists: (path) => use((handle) => handle.exists(path)),
+        remove: (path) => use((handle) => handle.remove(path)),
       }
+    }
+
+    /**
+     * What a failed sandbox call of this turn should say. A lost lease explains any failure. A sandbox that
+     * stopped answering (timeout, not found, unavailable) may have been paused by another process: the
+     * platform says so only through its info (one call, on this error path only), and then the error says
+     * SANDBOX_PAUSED rather than a misleading timeout or not-found.
+     */
+    private async explainFailure(error: unknown, sandboxId: string): Promise<unknown> {
+      if (this.leaseLost) return this.leaseLost
+      if (
+        typeof provider.getInfo !== 'function' ||
+        !(
+          SandkeepError.hasCode(error, 'TIMEOUT') ||
+          SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND') ||
+          SandkeepError.hasCode(error, 'SANDBOX_UNAVAILABLE')
+        )
+      ) {
+        return error
+      }
+      const info = await provider.getInfo(sandboxId).catch(() => undefined)
+      if (info?.state !== 'paused') return error
+      return new SandkeepError({
+        code: 'SANDBOX_PAUSED',
+        message: `Sandbox ${sandboxId} was paused by someone else while this turn was using it (another process ended its turn, or this turn's lease lapsed); it still exists. End this turn and begin a new one, which resumes it.`,
+        tenant: this.tenant,
+        conversationId: this.conversationId,
+        sandboxId,
+        cause: error,
+      })
     }
 
     ready(): Promise<SandboxHandle> {
@@ -587,7 +639,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       this.readyPromise ??= this.resume().then(
         () => this.sandbox,
         (error: unknown) => {
-          const failure = toSandkeepError(error, this.controller.signal)
+          const failure = this.leaseLost ?? toSandkeepError(error, this.controller.signal)
           // Never pause, kill or otherwise touch another tenant's sandbox at the end of this turn.
           if (failure.code === 'TENANT_MISMATCH') this.foreign = true
           emitError('resume', failure, this.key)
@@ -724,7 +776,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         outcome !== 'created' &&
         outcome !== 'recreated'
       ) {
-        const fidelity = await probeFidelity(handle, record.manifest, signal)
+        const fidelity = await probeFidelity(handle, record.manifest, signal, config.retry)
         survived = fidelity.survived
         // What the turn end need not write again: sentinels and the marker found intact, and the process
         // list (read now, or known empty: none was recorded for this very sandbox and none can appear alone).
@@ -1258,7 +1310,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         await verifyTenant(sandboxId, key, signal, () => {})
         await retryProviderCall(() => provider.kill(sandboxId), config.retry)
       } catch (error) {
-        if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
+        // A mapping to another tenant's sandbox is wrong: drop it, and leave that sandbox alone.
+        if (SandkeepError.hasCode(error, 'TENANT_MISMATCH')) emitError('end-session', error, key)
+        else if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
       }
     }
     return store.delete(key)

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto'
 import { SandkeepError } from './errors.js'
 import type { JournalEntry, JournalStep } from './journal.js'
+import { journalFilePathProblem } from './rehydrate.js'
 import {
   type Lease,
   type ReleaseInput,
@@ -269,8 +270,11 @@ export function checkReleaseInput(input: unknown, defaultTtlMs: number): Checked
   }
 }
 
-/** Checks a journal step and returns a copy holding only the contract's fields. */
-export function checkJournalStep(step: unknown): JournalStep {
+/**
+ * Checks a journal step and returns a copy holding only the contract's fields. `stored`: the step was read
+ * back from the store, where one recorded before the path rule existed must still parse.
+ */
+export function checkJournalStep(step: unknown, stored = false): JournalStep {
   if (!isPlainObject(step)) throw invalid('journal step must be an object with a "kind".')
   const text = (name: string, value: unknown, allowEmpty = false): string => {
     if (typeof value !== 'string' || (!allowEmpty && value.length === 0)) {
@@ -301,7 +305,10 @@ export function checkJournalStep(step: unknown): JournalStep {
     }
     case 'file': {
       rejectUnknownKeys('file step', step, ['kind', 'path', 'content'])
-      return { kind: 'file', path: text('path', step.path), content: text('content', step.content, true) }
+      const path = text('path', step.path)
+      const problem = stored ? undefined : journalFilePathProblem(path)
+      if (problem) throw invalid(`journal file step path ${JSON.stringify(path)} ${problem}.`)
+      return { kind: 'file', path, content: text('content', step.content, true) }
     }
     default:
       throw invalid('journal step kind must be "command", "code" or "file".')
@@ -475,7 +482,7 @@ export function parseJournalEntry(text: string, where: string): JournalEntry {
   try {
     const value: unknown = JSON.parse(text)
     if (isPlainObject(value) && isNumber(value.recordedAt)) {
-      return { recordedAt: value.recordedAt, step: checkJournalStep(value.step) }
+      return { recordedAt: value.recordedAt, step: checkJournalStep(value.step, true) }
     }
   } catch (error) {
     throw corrupt(where, 'a journal entry does not parse', undefined, error)

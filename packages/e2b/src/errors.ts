@@ -54,8 +54,9 @@ function networkCode(error: unknown): string | undefined {
 function statusOf(error: unknown): number | undefined {
   const status = (error as { statusCode?: unknown }).statusCode
   if (typeof status === 'number') return status
-  // The SDK formats other API errors as `<status>: <message>`.
-  const match = error instanceof Error ? /^(\d{3}): /.exec(error.message) : null
+  // The SDK formats other API errors as `<status>: <message>`; the code interpreter's as `<status> <status text>`
+  // (e.g. `400 Bad Request`), which must map by status too rather than fall through to PROVIDER_ERROR.
+  const match = error instanceof Error ? /^(\d{3})(?:: | [A-Z])/.exec(error.message) : null
   return match ? Number(match[1]) : undefined
 }
 

@@ -151,6 +151,25 @@ describe('createE2BProvider against local-e2b', () => {
     expect((await sandbox.runCode('y = 1')).results).toEqual([])
   })
 
+  it('issue 14 item 9c: a 400 from the code interpreter is INVALID_ARGUMENT, a 5xx a retryable SANDBOX_UNAVAILABLE', async () => {
+    const provider = createE2BProvider(options())
+    const sandbox = await provider.create({ metadata: {} })
+    created.push(sandbox.id)
+    host.faults.failNext('execute', { status: 400, sandboxId: sandbox.id })
+    expect(await sandbox.runCode('1').catch((e: unknown) => e)).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      retryable: false,
+    })
+    for (const status of [500, 503]) {
+      host.faults.failNext('execute', { status, sandboxId: sandbox.id })
+      expect(await sandbox.runCode('1').catch((e: unknown) => e)).toMatchObject({
+        code: 'SANDBOX_UNAVAILABLE',
+        retryable: true,
+      })
+    }
+    expect((await sandbox.runCode('1 + 1')).text).toBe('2')
+  })
+
   it('lists with a metadata filter across pages', async () => {
     const provider = createE2BProvider(options())
     const tag = `page-${Date.now()}`

@@ -193,8 +193,10 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     return unavailable(what, message, error)
   }
 
-  // Calls that arrive while the client connects share one wait (and one 'ready' listener).
-  let pendingReady: Promise<void> | undefined
+  // Calls that arrive while the client connects share one wait (and one 'ready' listener). It settles with
+  // whether the client became ready, so that each caller's error names its own call: a begin that joined an
+  // end's wait must not say "could not end the turn".
+  let pendingReady: Promise<boolean> | undefined
 
   /** Resolves when the client can take commands; bounded by the timeout. */
   const whenReady = (redis: RedisClient, what: string): Promise<void> | undefined => {
@@ -202,22 +204,25 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     if (redis.status === 'end' && !owned) {
       return Promise.reject(unavailable(what, 'the client passed to the store was closed by its owner'))
     }
-    if (pendingReady) return pendingReady
-    if (redis.status === 'wait' || redis.status === 'end') redis.connect().catch(() => {})
-    pendingReady = new Promise<void>((resolve, reject) => {
-      const onReady = () => {
-        clearTimeout(timer)
-        pendingReady = undefined
-        resolve()
-      }
-      const timer = setTimeout(() => {
-        redis.off('ready', onReady)
-        pendingReady = undefined
-        reject(unavailable(what, `no connection within ${timeoutMs} ms`))
-      }, timeoutMs)
-      redis.once('ready', onReady)
+    if (!pendingReady) {
+      if (redis.status === 'wait' || redis.status === 'end') redis.connect().catch(() => {})
+      pendingReady = new Promise<boolean>((resolve) => {
+        const onReady = () => {
+          clearTimeout(timer)
+          pendingReady = undefined
+          resolve(true)
+        }
+        const timer = setTimeout(() => {
+          redis.off('ready', onReady)
+          pendingReady = undefined
+          resolve(false)
+        }, timeoutMs)
+        redis.once('ready', onReady)
+      })
+    }
+    return pendingReady.then((ready) => {
+      if (!ready) throw unavailable(what, `no connection within ${timeoutMs} ms`)
     })
-    return pendingReady
   }
 
   /** Runs one round trip with the bounded wait, mapping failures to SandkeepErrors. */

@@ -159,6 +159,20 @@ describe('createRedisSessionStore', () => {
     await expectCode(store.get(newKey()), 'STORE_UNAVAILABLE')
     await expectCode(store.list('default'), 'STORE_UNAVAILABLE')
   })
+
+  it('issue 14 item 9b: a begin that joins an end waiting for the connection names its own call', async () => {
+    const port = await freePort()
+    const store = open({ redis: `redis://127.0.0.1:${port}`, commandTimeoutMs: 500 })
+    const key = newKey()
+    const lease = { holderId: 'h', fencingToken: 1, expiresAt: Date.now() + 1000 }
+    // The end starts the wait for the connection; the begin arrives while it is under way and shares it.
+    const ending = failure(store.release(key, lease, { turnEndedAt: Date.now() }))
+    const beginning = failure(store.acquire(key, { holderId: 'h2', leaseMs: 1000 }))
+    const [ended, began] = await Promise.all([ending, beginning])
+    expect(ended.message).toMatch(/could not end the turn/)
+    expect(began.code).toBe('STORE_UNAVAILABLE')
+    expect(began.message).toMatch(/could not begin the turn/)
+  })
 })
 
 describe('a Redis that accepts connections but never answers', () => {

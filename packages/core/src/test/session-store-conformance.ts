@@ -787,10 +787,10 @@ export function sessionStoreConformance(
       it('refuses a step past the byte limit and does not store it', async () => {
         const store = await open({ maxJournalBytes: 2_000 })
         const key = newKey()
-        await store.appendJournal(key, { kind: 'file', path: '/a', content: 'x'.repeat(800) })
-        await store.appendJournal(key, { kind: 'file', path: '/b', content: 'é'.repeat(400) })
+        await store.appendJournal(key, { kind: 'file', path: '/home/user/a', content: 'x'.repeat(800) })
+        await store.appendJournal(key, { kind: 'file', path: '/home/user/b', content: 'é'.repeat(400) })
         await expectCode(
-          store.appendJournal(key, { kind: 'file', path: '/c', content: 'y'.repeat(300) }),
+          store.appendJournal(key, { kind: 'file', path: '/home/user/c', content: 'y'.repeat(300) }),
           'JOURNAL_FULL',
         )
         // A small step still fits under the byte limit.
@@ -801,7 +801,7 @@ export function sessionStoreConformance(
           'command',
         ])
         await expectCode(
-          store.appendJournal(newKey(), { kind: 'file', path: '/big', content: 'z'.repeat(3_000) }),
+          store.appendJournal(newKey(), { kind: 'file', path: '/home/user/big', content: 'z'.repeat(3_000) }),
           'JOURNAL_FULL',
         )
       })
@@ -1025,6 +1025,9 @@ export function sessionStoreConformance(
           { kind: 'code', code: 'x', language: 'ruby' },
           { kind: 'file', path: '', content: 'x' },
           { kind: 'file', path: '/a' },
+          // issue 14 item 9e: a path outside the sandbox's home would block every later replay.
+          { kind: 'file', path: '../../etc/passwd', content: 'x' },
+          { kind: 'file', path: '/etc/passwd', content: 'x' },
           { kind: 'command', command: 'ls', secret: 'x' },
         ]
         for (const bad of badSteps) {
