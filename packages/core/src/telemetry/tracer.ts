@@ -10,6 +10,9 @@ import type {
   TelemetryTracer,
 } from './api.js'
 
+// Epoch ms with sub-ms precision, so a span reconstructed from a measured duration sorts right among its siblings.
+const preciseNow = () => performance.timeOrigin + performance.now()
+
 /** A tracer with the API whose context carries the parent spans. */
 export interface Tracing {
   api: OpenTelemetryApi
@@ -95,7 +98,7 @@ export function createTurnTracer(
   const turnOf = (context: TelemetryContext) => context.getValue(TURN) as TurnState | undefined
   /** A span for a phase that already ended now and took `ms`. */
   const measured = (name: string, ms: number, attributes: TelemetryAttributes): void => {
-    const now = Date.now()
+    const now = preciseNow()
     tracer.startSpan(name, { attributes, startTime: now - ms }, active()).end(now)
   }
 
@@ -109,7 +112,7 @@ export function createTurnTracer(
     turn?.span.setAttribute('sandkeep.outcome', report.outcome)
   })
   on('health-check', ({ sandboxId, result }) => {
-    const now = Date.now()
+    const now = preciseNow()
     const span = tracer.startSpan(
       'sandkeep.health',
       {
