@@ -171,6 +171,25 @@ describe('telemetry: spans', () => {
     )
   })
 
+  it('a failed pause is a failed sandkeep.pause span and marks the turn, with the code only (issue 16)', async () => {
+    const { exporter, tracer } = tracing()
+    const { provider, sessions, id } = setup({ telemetry: { tracer } })
+    const turn = await sessions.beginTurn(id)
+    provider.failNext('pause', 'SANDBOX_UNAVAILABLE', { times: 10 })
+    expect((await turn.end()).error?.code).toBe('SANDBOX_UNAVAILABLE')
+    const spans = exporter.getFinishedSpans()
+    const [pause] = named(spans, 'sandkeep.pause')
+    const [turnSpan] = named(spans, 'sandkeep.turn')
+    expect(pause && parentOf(pause)).toBe(turnSpan?.spanContext().spanId)
+    expect(pause?.attributes).toMatchObject({
+      'sandkeep.pause.mode': 'pause',
+      'sandkeep.error.code': 'SANDBOX_UNAVAILABLE',
+    })
+    expect(pause?.status.code).toBe(2)
+    expect(turnSpan?.status).toEqual({ code: 2, message: 'SANDBOX_UNAVAILABLE' })
+    expect(turnSpan?.attributes['sandkeep.end.action']).toBe('none')
+  })
+
   it('rejects a malformed telemetry option before any I/O (issue 16)', () => {
     const provider = createMockProvider()
     const store = createMemorySessionStore()
