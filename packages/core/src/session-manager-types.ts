@@ -3,6 +3,7 @@ import type { JournalStep } from './journal.js'
 import type { ResumeReport, TurnEndReport } from './report.js'
 import type { SandboxHandle, SandboxProvider } from './sandbox-provider.js'
 import type { SessionPage, SessionRecord, SessionStore } from './session-store.js'
+import type { TelemetryOption } from './telemetry/api.js'
 
 /** What happens to the sandbox when the last turn holding it ends. */
 export type OnTurnEnd = 'pause' | 'auto-pause' | 'keep' | 'kill'
@@ -54,6 +55,11 @@ export interface SessionManagerOptions {
   createWaitMs?: number
   /** Retries of transient provider failures. Default `{ retries: 4, minTimeoutMs: 100, maxTimeoutMs: 3000 }`. */
   retry?: { retries?: number; minTimeoutMs?: number; maxTimeoutMs?: number }
+  /**
+   * OpenTelemetry spans and metrics (see the README's Telemetry section). Default: the global tracer and
+   * meter of `@opentelemetry/api` when it is installed, nothing otherwise; `false` turns them off.
+   */
+  telemetry?: TelemetryOption
 }
 
 /** Options of `beginTurn` and `withTurn`. */

@@ -27,6 +27,7 @@ import type {
   SessionStore,
   TurnManifest,
 } from './session-store.js'
+import { createManagerTelemetry } from './telemetry/index.js'
 import {
   type SessionKey,
   validateInteger,
@@ -66,6 +67,7 @@ const KNOWN_OPTIONS = new Set([
   'ttlMs',
   'createWaitMs',
   'retry',
+  'telemetry',
 ])
 const KNOWN_SANDBOX_OPTIONS = new Set(['template', 'timeoutMs', 'metadata', 'envs', 'allowInternetAccess'])
 const KNOWN_TURN_OPTIONS = new Set(['tenant', 'abortSignal', 'lazy'])
@@ -314,8 +316,10 @@ function checkRecord(record: SessionRecord | null, key: SessionKey): SessionReco
  */
 export function createSessionManager(options: SessionManagerOptions): SessionManager {
   const config = resolveOptions(options)
-  const { store, provider } = config
   const events = createEventHub<SessionManagerEvents>()
+  const telemetry = createManagerTelemetry(options.telemetry, events.on)
+  const { provider } = config
+  const store = telemetry.instrumentStore(config.store)
   const verifiedTenants = new Map<string, string>()
   /**
    * Per session (tenant + conversation id), what this process's last turn left: the sandbox and the turn
@@ -636,7 +640,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           }),
         )
       }
-      this.readyPromise ??= this.resume().then(
+      this.readyPromise ??= this.tracedResume().then(
         () => this.sandbox,
         (error: unknown) => {
           const failure = this.leaseLost ?? toSandkeepError(error, this.controller.signal)
@@ -647,6 +651,11 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         },
       )
       return this.readyPromise
+    }
+
+    /** The resume inside its `sandkeep.resume` span (a plain call when tracing is off). */
+    private tracedResume(): Promise<void> {
+      return telemetry.tracer.resume(this, () => this.resume())
     }
 
     /**
@@ -1025,7 +1034,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     }
 
     end(): Promise<TurnEndReport> {
-      this.endPromise ??= this.finish()
+      this.endPromise ??= telemetry.tracer.within(this, () => this.finish())
       return this.endPromise
     }
 
@@ -1249,7 +1258,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     return speculation
   }
 
-  async function beginTurn(conversationId: string, turnOptions?: TurnOptions): Promise<Turn> {
+  const beginTurn = (conversationId: string, turnOptions?: TurnOptions): Promise<Turn> =>
+    telemetry.tracer.turn(conversationId, turnOptions, () => beginTurnUntraced(conversationId, turnOptions))
+
+  async function beginTurnUntraced(conversationId: string, turnOptions?: TurnOptions): Promise<Turn> {
     const beganAt = performance.now()
     const parsed = validateTurnOptions(turnOptions)
     const key = validateSessionKey(conversationId, parsed.tenant)
@@ -1286,7 +1298,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     if (typeof fn !== 'function') throw invalid('withTurn needs a function as its second argument.')
     const turn = await beginTurn(conversationId, turnOptions)
     try {
-      return await fn(turn)
+      return await telemetry.tracer.within(turn, () => fn(turn))
     } finally {
       await turn.end()
     }
@@ -1426,7 +1438,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     listSessions,
     gc,
     on: (event, listener) => events.on(event, listener),
-    store,
+    store: config.store,
     provider,
   }
 }

@@ -1,0 +1,46 @@
+import type { SessionManagerEvents } from '../session-manager-types.js'
+import type { SessionStore } from '../session-store.js'
+import { SANDKEEP_VERSION } from '../version.js'
+import { loadOpenTelemetryApi, validateTelemetryOption } from './api.js'
+import { instrumentStore } from './instrument-store.js'
+import { createSandkeepMetrics } from './metrics.js'
+import { createTurnTracer, noopTurnTracer, type TurnTracer } from './tracer.js'
+
+export type { TelemetryMeter, TelemetryOption, TelemetrySpan, TelemetryTracer } from './api.js'
+
+/** What the session manager calls: span hooks and the store it should use. */
+export interface ManagerTelemetry {
+  /** Span hooks (no-ops when tracing is off). */
+  readonly tracer: TurnTracer
+  /** The store wrapped for spans and accounting, or the same store when both are off. */
+  instrumentStore(store: SessionStore): SessionStore
+}
+
+/**
+ * Resolves the `telemetry` option: `false` turns everything off; otherwise the given tracer/meter, or the
+ * global ones when `@opentelemetry/api` can be loaded. With neither, every hook is a plain call.
+ * `load` is replaceable so tests can simulate a process without the API.
+ * @throws SandkeepError INVALID_ARGUMENT when the option has the wrong shape.
+ */
+export function createManagerTelemetry(
+  option: unknown,
+  on: <E extends keyof SessionManagerEvents>(
+    event: E,
+    listener: (payload: SessionManagerEvents[E]) => void,
+  ) => unknown,
+  load: typeof loadOpenTelemetryApi = loadOpenTelemetryApi,
+): ManagerTelemetry {
+  const settings = validateTelemetryOption(option)
+  if (settings === false) return { tracer: noopTurnTracer, instrumentStore: (store) => store }
+  const api = load()
+  const tracer = settings?.tracer ?? api?.trace.getTracer('@sandkeep/core', SANDKEEP_VERSION)
+  const meter = settings?.meter ?? api?.metrics.getMeter('@sandkeep/core', SANDKEEP_VERSION)
+  // Spans nest through the API's context; a tracer without it could only make disconnected roots.
+  const tracing = api && tracer ? { api, tracer } : undefined
+  const metrics = meter ? createSandkeepMetrics(meter) : undefined
+  if (metrics) on('resume-end', ({ report }) => metrics.resumed(report))
+  return {
+    tracer: tracing ? createTurnTracer(tracing, on) : noopTurnTracer,
+    instrumentStore: (store) => instrumentStore(store, tracing, metrics),
+  }
+}

@@ -1,0 +1,269 @@
+// Issue 16, Observability: sandkeep's spans nest under the caller's span and each other, its metrics follow
+// the store's accounting, and with telemetry off (or the API absent) nothing is wrapped.
+import { randomUUID } from 'node:crypto'
+import { context, trace } from '@opentelemetry/api'
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics'
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SandkeepError } from '../errors.js'
+import { createMemorySessionStore } from '../memory-store.js'
+import { createSessionManager, hashConversationId } from '../session-manager.js'
+import type { SessionManagerOptions } from '../session-manager-types.js'
+import type { SessionStore } from '../session-store.js'
+import { createMockProvider, type MockProviderOptions } from '../test/mock-provider.js'
+import { createManagerTelemetry } from './index.js'
+import { noopTurnTracer } from './tracer.js'
+
+const contextManager = new AsyncLocalStorageContextManager()
+beforeAll(() => {
+  context.setGlobalContextManager(contextManager.enable())
+})
+afterAll(() => {
+  context.disable()
+})
+
+function tracing() {
+  const exporter = new InMemorySpanExporter()
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+  return { exporter, tracer: provider.getTracer('test') }
+}
+
+function setup(options: Partial<SessionManagerOptions>, providerOptions: MockProviderOptions = {}) {
+  const provider = createMockProvider(providerOptions)
+  const store = createMemorySessionStore()
+  const sessions = createSessionManager({
+    store,
+    provider,
+    retry: { retries: 2, minTimeoutMs: 1, maxTimeoutMs: 5 },
+    ...options,
+  })
+  return { provider, store, sessions, id: `conv-${randomUUID()}` }
+}
+
+const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId
+const named = (spans: ReadableSpan[], name: string) => spans.filter((span) => span.name === name)
+
+describe('telemetry: spans', () => {
+  it('nests turn under the caller, and store, resume, health, rehydrate and pause under the turn (issue 16)', async () => {
+    const { exporter, tracer } = tracing()
+    const { sessions, id } = setup({ telemetry: { tracer } }, { pauseKeeps: { memory: false } })
+    await sessions.withTurn(
+      id,
+      async (turn) => {
+        await turn.sandbox.runCode('x = 41')
+        await turn.journal.record({ kind: 'code', code: 'x = 41' })
+      },
+      { tenant: 'acme' },
+    )
+    exporter.reset()
+    const request = tracer.startSpan('request')
+    await context.with(trace.setSpan(context.active(), request), () =>
+      sessions.withTurn(
+        id,
+        async () => {
+          tracer.startSpan('user-work').end()
+        },
+        { tenant: 'acme' },
+      ),
+    )
+    request.end()
+    const spans = exporter.getFinishedSpans()
+    const [turn] = named(spans, 'sandkeep.turn')
+    expect(turn && parentOf(turn)).toBe(request.spanContext().spanId)
+    const turnId = turn?.spanContext().spanId
+    expect(turn?.attributes).toMatchObject({
+      'sandkeep.tenant': 'acme',
+      'sandkeep.conversation.hash': hashConversationId(id),
+      'sandkeep.outcome': 'resumed',
+      'sandkeep.end.action': 'paused',
+    })
+    expect(turn?.attributes['sandkeep.sandbox.id']).toEqual(expect.any(String))
+    // The conversation id may be personal data: no span carries it.
+    expect(JSON.stringify(spans.map((span) => span.attributes))).not.toContain(id)
+
+    const [resume] = named(spans, 'sandkeep.resume')
+    expect(resume && parentOf(resume)).toBe(turnId)
+    expect(resume?.attributes).toMatchObject({
+      'sandkeep.outcome': 'resumed',
+      'sandkeep.survived.memory': false,
+      'sandkeep.survived.filesystem': true,
+      'sandkeep.state_lost': true,
+    })
+    const health = named(spans, 'sandkeep.health')
+    expect(health.map((span) => span.attributes['sandkeep.health.name']).sort()).toEqual([
+      'filesystem',
+      'memory',
+      'processes',
+    ])
+    for (const span of health) expect(parentOf(span)).toBe(resume?.spanContext().spanId)
+    const memory = health.find((span) => span.attributes['sandkeep.health.name'] === 'memory')
+    expect(memory?.attributes).toMatchObject({ 'sandkeep.health.ok': true, 'sandkeep.health.repaired': true })
+    const [rehydrate] = named(spans, 'sandkeep.rehydrate')
+    expect(rehydrate && parentOf(rehydrate)).toBe(resume?.spanContext().spanId)
+    expect(rehydrate?.attributes).toMatchObject({ 'sandkeep.rehydrate.steps': 1 })
+    const [pause] = named(spans, 'sandkeep.pause')
+    expect(pause && parentOf(pause)).toBe(turnId)
+    expect(pause?.attributes['sandkeep.pause.mode']).toBe('paused')
+    const [acquire] = named(spans, 'sandkeep.store.acquire')
+    expect(acquire && parentOf(acquire)).toBe(turnId)
+    const [release] = named(spans, 'sandkeep.store.release')
+    expect(release && parentOf(release)).toBe(turnId)
+    const [readJournal] = named(spans, 'sandkeep.store.readJournal')
+    expect(readJournal && parentOf(readJournal)).toBe(resume?.spanContext().spanId)
+    // withTurn's body runs in the turn's context.
+    const [work] = named(spans, 'user-work')
+    expect(work && parentOf(work)).toBe(turnId)
+  })
+
+  it('a lazy turn resumes under its turn span, begun under the span active at beginTurn (issue 16)', async () => {
+    const { exporter, tracer } = tracing()
+    const { sessions, id } = setup({ telemetry: { tracer } })
+    const tool = tracer.startSpan('tool')
+    const turn = await context.with(trace.setSpan(context.active(), tool), () =>
+      sessions.beginTurn(id, { lazy: true }),
+    )
+    // First use from elsewhere (another tool call's context): the resume still belongs to the turn.
+    await turn.sandbox.runCommand('true')
+    await turn.end()
+    tool.end()
+    const spans = exporter.getFinishedSpans()
+    const [turnSpan] = named(spans, 'sandkeep.turn')
+    expect(turnSpan && parentOf(turnSpan)).toBe(tool.spanContext().spanId)
+    expect(turnSpan?.attributes['sandkeep.turn.lazy']).toBe(true)
+    const [resume] = named(spans, 'sandkeep.resume')
+    expect(resume && parentOf(resume)).toBe(turnSpan?.spanContext().spanId)
+    expect(resume?.attributes['sandkeep.outcome']).toBe('created')
+    const [create] = named(spans, 'sandkeep.store.setSandbox')
+    expect(create && parentOf(create)).toBe(resume?.spanContext().spanId)
+  })
+
+  it('marks the turn and the store call ERROR with the SandkeepError code, nothing else (issue 16)', async () => {
+    const { exporter, tracer } = tracing()
+    const store = createMemorySessionStore()
+    const failing: SessionStore = Object.create(store, {
+      acquire: {
+        value: async () => {
+          throw new SandkeepError({ code: 'STORE_UNAVAILABLE', message: 'secret-host:6379 did not answer' })
+        },
+      },
+    })
+    const { sessions, id } = setup({ store: failing, telemetry: { tracer } })
+    await expect(sessions.beginTurn(id)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' })
+    const spans = exporter.getFinishedSpans()
+    for (const name of ['sandkeep.turn', 'sandkeep.store.acquire']) {
+      const [span] = named(spans, name)
+      expect(span?.status).toEqual({ code: 2, message: 'STORE_UNAVAILABLE' })
+      expect(span?.attributes['sandkeep.error.code']).toBe('STORE_UNAVAILABLE')
+    }
+    expect(JSON.stringify(spans.map((span) => [span.attributes, span.events, span.status]))).not.toContain(
+      'secret-host',
+    )
+  })
+
+  it('a failed pause is a failed sandkeep.pause span and marks the turn, with the code only (issue 16)', async () => {
+    const { exporter, tracer } = tracing()
+    const { provider, sessions, id } = setup({ telemetry: { tracer } })
+    const turn = await sessions.beginTurn(id)
+    provider.failNext('pause', 'SANDBOX_UNAVAILABLE', { times: 10 })
+    expect((await turn.end()).error?.code).toBe('SANDBOX_UNAVAILABLE')
+    const spans = exporter.getFinishedSpans()
+    const [pause] = named(spans, 'sandkeep.pause')
+    const [turnSpan] = named(spans, 'sandkeep.turn')
+    expect(pause && parentOf(pause)).toBe(turnSpan?.spanContext().spanId)
+    expect(pause?.attributes).toMatchObject({
+      'sandkeep.pause.mode': 'pause',
+      'sandkeep.error.code': 'SANDBOX_UNAVAILABLE',
+    })
+    expect(pause?.status.code).toBe(2)
+    expect(turnSpan?.status).toEqual({ code: 2, message: 'SANDBOX_UNAVAILABLE' })
+    expect(turnSpan?.attributes['sandkeep.end.action']).toBe('none')
+  })
+
+  it('rejects a malformed telemetry option before any I/O (issue 16)', () => {
+    const provider = createMockProvider()
+    const store = createMemorySessionStore()
+    for (const telemetry of ['yes', { tracer: {} }, { meter: { createCounter() {} } }, { logger: {} }]) {
+      expect(() =>
+        createSessionManager({ store, provider, telemetry: telemetry as SessionManagerOptions['telemetry'] }),
+      ).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+    }
+    expect(provider.calls).toEqual([])
+  })
+})
+
+describe('telemetry: no-op', () => {
+  it('with telemetry: false or the API absent, the store is not wrapped and hooks call straight through (issue 16)', async () => {
+    const store = createMemorySessionStore()
+    const off = createManagerTelemetry(false, () => {
+      throw new Error('no listener may be added')
+    })
+    const absent = createManagerTelemetry(
+      undefined,
+      () => {
+        throw new Error('no listener may be added')
+      },
+      () => null,
+    )
+    for (const telemetry of [off, absent]) {
+      expect(telemetry.instrumentStore(store)).toBe(store)
+      expect(telemetry.tracer).toBe(noopTurnTracer)
+      const work = Promise.resolve(42)
+      expect(telemetry.tracer.resume({}, () => work)).toBe(work)
+      expect(telemetry.tracer.within({}, () => work)).toBe(work)
+    }
+    // And a manager with telemetry off runs its turns as usual.
+    const { sessions, id } = setup({ telemetry: false })
+    expect(await sessions.withTurn(id, async (turn) => turn.report?.outcome)).toBe('created')
+  })
+})
+
+describe('telemetry: metrics', () => {
+  it('records ready latency, resumes by outcome, state loss and running/paused seconds by tenant (issue 16)', async () => {
+    const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
+    const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 })
+    const meterProvider = new MeterProvider({ readers: [reader] })
+    const { provider, sessions, id } = setup({ telemetry: { meter: meterProvider.getMeter('test') } })
+    const tenant = `t-${randomUUID().slice(0, 8)}`
+    await sessions.withTurn(id, async (turn) => turn.sandbox.runCode('x = 1'), { tenant })
+    // A pause that lasts a little, so the resume has paused time to account.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const second = await sessions.withTurn(id, async (turn) => turn.report?.sandboxId, { tenant })
+    provider.expire(second ?? '')
+    await sessions.withTurn(id, async () => {}, { tenant })
+    const { resourceMetrics } = await reader.collect()
+    const metrics = new Map(
+      resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics).map((m) => [m.descriptor.name, m]),
+    )
+    const points = (name: string) => metrics.get(name)?.dataPoints ?? []
+    const byOutcome = Object.fromEntries(
+      points('sandkeep.resumes').map((p) => [p.attributes['sandkeep.outcome'], p.value]),
+    )
+    expect(byOutcome).toEqual({ created: 1, resumed: 1, recreated: 1 })
+    expect(points('sandkeep.state_lost').map((p) => [p.attributes['sandkeep.outcome'], p.value])).toEqual([
+      ['recreated', 1],
+    ])
+    const ready = points('sandkeep.turn.ready')
+    expect(ready.reduce((sum, p) => sum + (p.value as { count: number }).count, 0)).toBe(3)
+    expect(metrics.get('sandkeep.turn.ready')?.descriptor.unit).toBe('ms')
+    // The counters add up to what the store accounted for the session.
+    const record = await sessions.getSession(id, { tenant })
+    const [running] = points('sandkeep.sandbox.running')
+    const [paused] = points('sandkeep.sandbox.paused')
+    expect(running?.attributes).toEqual({ 'sandkeep.tenant': tenant })
+    expect(running?.value).toBeCloseTo(record?.runningSeconds ?? -1, 6)
+    expect(paused?.value).toBeCloseTo(record?.pausedSeconds ?? -1, 6)
+    expect(record?.pausedSeconds).toBeGreaterThan(0)
+    await meterProvider.shutdown()
+  })
+})

@@ -1,0 +1,230 @@
+import { SandkeepError } from '../errors.js'
+import type { ResumeReport } from '../report.js'
+import { hashConversationId } from '../session-manager.js'
+import type { SessionManagerEvents } from '../session-manager-types.js'
+import type {
+  OpenTelemetryApi,
+  TelemetryAttributes,
+  TelemetryContext,
+  TelemetrySpan,
+  TelemetryTracer,
+} from './api.js'
+
+// Epoch ms with sub-ms precision, so a span reconstructed from a measured duration sorts right among its siblings.
+const preciseNow = () => performance.timeOrigin + performance.now()
+
+/** A tracer with the API whose context carries the parent spans. */
+export interface Tracing {
+  api: OpenTelemetryApi
+  tracer: TelemetryTracer
+}
+
+// OpenTelemetry's SpanStatusCode.ERROR; a constant so that nothing loads the API to read it.
+const STATUS_ERROR = 2
+
+/**
+ * Marks a span failed with the error's code. Only the code: messages and causes can carry ids, paths or a
+ * provider's response, and a trace backend is no place for them.
+ */
+export function failSpan(span: TelemetrySpan, error: unknown): void {
+  const code = SandkeepError.isInstance(error) ? error.code : 'UNKNOWN'
+  span.setAttribute('sandkeep.error.code', code)
+  span.setAttribute('error.type', code)
+  span.setStatus({ code: STATUS_ERROR, message: code })
+}
+
+/** Tenant and conversation hash of a store call's first argument (a session key, or a tenant for `list`). */
+export function sessionAttributes(first: unknown): TelemetryAttributes {
+  if (typeof first === 'string') return { 'sandkeep.tenant': first }
+  if (typeof first !== 'object' || first === null) return {}
+  const { tenant, conversationId } = first as { tenant?: unknown; conversationId?: unknown }
+  return {
+    ...(typeof tenant === 'string' ? { 'sandkeep.tenant': tenant } : {}),
+    // The id itself may be personal data: only the hash the sandbox metadata also carries.
+    ...(typeof conversationId === 'string'
+      ? { 'sandkeep.conversation.hash': hashConversationId(conversationId) }
+      : {}),
+  }
+}
+
+/** One turn's span and whether it has ended, kept in the context of everything the turn does. */
+interface TurnState {
+  span: TelemetrySpan
+  ended: boolean
+}
+
+/** The manager's tracing hooks. */
+export interface TurnTracer {
+  /** Runs `begin` (beginTurn's body) with a new `sandkeep.turn` span active, child of the caller's span. */
+  turn<T extends object>(conversationId: unknown, options: unknown, begin: () => Promise<T>): Promise<T>
+  /** Runs a turn's resume with a `sandkeep.resume` span active, child of the turn's span. */
+  resume<T>(turn: object, run: () => Promise<T>): Promise<T>
+  /** Runs `run` in the turn's context (its end, withTurn's body), so what it does nests under the turn. */
+  within<T>(turn: object, run: () => T): T
+}
+
+const attributesOf = (report: ResumeReport): TelemetryAttributes => {
+  const attributes: TelemetryAttributes = {
+    'sandkeep.sandbox.id': report.sandboxId,
+    'sandkeep.outcome': report.outcome,
+    'sandkeep.state_lost': report.stateLost,
+    'sandkeep.retries': report.retries,
+    'sandkeep.rehydrated_steps': report.rehydratedSteps,
+  }
+  // null means nothing to compare with: left out rather than guessed.
+  for (const [what, kept] of Object.entries(report.survived)) {
+    if (kept !== null) attributes[`sandkeep.survived.${what}`] = kept
+  }
+  return attributes
+}
+
+/**
+ * Creates the span hooks and subscribes to the manager's events. Phases the manager measures and reports
+ * by event (health checks, rehydrate, pause) become spans ending at the event and starting the measured
+ * duration earlier; they are children of the span active at the event (the resume's, or the turn's).
+ */
+export function createTurnTracer(
+  tracing: Tracing,
+  on: <E extends keyof SessionManagerEvents>(
+    event: E,
+    listener: (payload: SessionManagerEvents[E]) => void,
+  ) => unknown,
+): TurnTracer {
+  const { api, tracer } = tracing
+  const TURN = api.createContextKey('sandkeep.turn')
+  const RESUME = api.createContextKey('sandkeep.resume')
+  const turnContexts = new WeakMap<object, TelemetryContext>()
+  const active = () => api.context.active()
+  const turnOf = (context: TelemetryContext) => context.getValue(TURN) as TurnState | undefined
+  /** A span for a phase that already ended now and took `ms`. */
+  const measured = (name: string, ms: number, attributes: TelemetryAttributes): void => {
+    const now = preciseNow()
+    tracer.startSpan(name, { attributes, startTime: now - ms }, active()).end(now)
+  }
+
+  on('resume-end', ({ report }) => {
+    const context = active()
+    const resume = context.getValue(RESUME) as TelemetrySpan | undefined
+    const attributes = attributesOf(report)
+    for (const [key, value] of Object.entries(attributes)) resume?.setAttribute(key, value)
+    const turn = turnOf(context)
+    turn?.span.setAttribute('sandkeep.sandbox.id', report.sandboxId)
+    turn?.span.setAttribute('sandkeep.outcome', report.outcome)
+  })
+  on('health-check', ({ sandboxId, result }) => {
+    const now = preciseNow()
+    const span = tracer.startSpan(
+      'sandkeep.health',
+      {
+        attributes: {
+          'sandkeep.sandbox.id': sandboxId,
+          'sandkeep.health.name': result.name,
+          'sandkeep.health.kind': result.kind,
+          'sandkeep.health.status': result.status,
+          'sandkeep.health.ok': result.status === 'passed' || result.status === 'repaired',
+          'sandkeep.health.repaired': result.status === 'repaired',
+          'sandkeep.health.required': result.required,
+        },
+        startTime: now - result.probeMs - (result.repairMs ?? 0),
+      },
+      active(),
+    )
+    if (result.status === 'failed') {
+      span.setAttribute('sandkeep.error.code', 'HEALTH_CHECK_FAILED')
+      span.setStatus({ code: STATUS_ERROR, message: 'HEALTH_CHECK_FAILED' })
+    }
+    span.end(now)
+  })
+  on('rehydrate', ({ sandboxId, steps, ms, reason }) => {
+    measured('sandkeep.rehydrate', ms, {
+      'sandkeep.sandbox.id': sandboxId,
+      'sandkeep.rehydrate.steps': steps,
+      'sandkeep.rehydrate.reason': reason,
+    })
+  })
+  on('pause-end', ({ sandboxId, action, ms }) => {
+    measured('sandkeep.pause', ms, { 'sandkeep.sandbox.id': sandboxId, 'sandkeep.pause.mode': action })
+  })
+  on('error', ({ phase, error }) => {
+    // A failed end action emits no pause-end: its span says what was tried and the code it failed with.
+    if (phase !== 'pause' && phase !== 'auto-pause' && phase !== 'kill') return
+    const span = tracer.startSpan(
+      'sandkeep.pause',
+      { attributes: { 'sandkeep.pause.mode': phase } },
+      active(),
+    )
+    failSpan(span, error)
+    span.end()
+  })
+  on('turn-end', ({ report, end }) => {
+    const turn = turnOf(active())
+    if (!turn || turn.ended) return
+    turn.ended = true
+    turn.span.setAttribute('sandkeep.outcome', report?.outcome ?? 'unused')
+    if (report) turn.span.setAttribute('sandkeep.sandbox.id', report.sandboxId)
+    turn.span.setAttribute('sandkeep.end.action', end.action)
+    turn.span.setAttribute('sandkeep.end.last', end.last)
+    if (end.error) {
+      turn.span.setAttribute('sandkeep.error.code', end.error.code)
+      turn.span.setStatus({ code: STATUS_ERROR, message: end.error.code })
+    }
+    turn.span.end()
+  })
+
+  return {
+    async turn(conversationId, options, begin) {
+      const parent = active()
+      const tenant = (options as { tenant?: unknown } | undefined)?.tenant
+      const span = tracer.startSpan(
+        'sandkeep.turn',
+        {
+          attributes: {
+            ...sessionAttributes({ tenant: tenant ?? 'default', conversationId }),
+            'sandkeep.turn.lazy': (options as { lazy?: unknown } | undefined)?.lazy === true,
+          },
+        },
+        parent,
+      )
+      const state: TurnState = { span, ended: false }
+      const context = api.trace.setSpan(parent, span).setValue(TURN, state)
+      try {
+        const turn = await api.context.with(context, begin)
+        turnContexts.set(turn, context)
+        return turn
+      } catch (error) {
+        // Failed before a turn existed (bad input, store down): nothing else ends this span.
+        if (!state.ended) {
+          state.ended = true
+          failSpan(span, error)
+          span.end()
+        }
+        throw error
+      }
+    },
+    async resume(turn, run) {
+      const parent = turnContexts.get(turn) ?? active()
+      const span = tracer.startSpan('sandkeep.resume', {}, parent)
+      try {
+        return await api.context.with(api.trace.setSpan(parent, span).setValue(RESUME, span), run)
+      } catch (error) {
+        failSpan(span, error)
+        const state = turnOf(parent)
+        if (state && !state.ended) failSpan(state.span, error)
+        throw error
+      } finally {
+        span.end()
+      }
+    },
+    within(turn, run) {
+      const context = turnContexts.get(turn)
+      return context ? api.context.with(context, run) : run()
+    },
+  }
+}
+
+/** The hooks when tracing is off: each runs its function as is. */
+export const noopTurnTracer: TurnTracer = {
+  turn: (_conversationId, _options, begin) => begin(),
+  resume: (_turn, run) => run(),
+  within: (_turn, run) => run(),
+}
