@@ -37,6 +37,7 @@ import {
   validateTenant,
 } from '@sandkeep/core'
 import { Redis, type RedisOptions } from 'ioredis'
+import { IN_MEMORY_PRELUDE, isInMemoryClient } from './in-memory-engine.js'
 import { checkPrefix, type SessionKeys, sessionKeys, sessionKeysByMember, tenantIndexKey } from './keys.js'
 import { recordFieldMap } from './record-fields.js'
 import { loadScripts, type ScriptFile } from './scripts.js'
@@ -49,8 +50,11 @@ import { loadScripts, type ScriptFile } from './scripts.js'
  * and on ioredis 6's `replyMapping`.
  */
 export interface RedisClient {
-  /** Connection status as ioredis reports it: 'wait', 'connecting', 'connect', 'ready', 'end'... */
-  readonly status: string
+  /**
+   * Connection status as ioredis reports it: 'wait', 'connecting', 'connect', 'ready', 'end'... Absent on
+   * ioredis-mock, which is always ready and whose Lua engine the store then adapts to.
+   */
+  readonly status?: string
   /** True on an ioredis `Cluster`; scripts then stay within one hash slot. */
   readonly isCluster?: boolean
   /** Registers a Lua script as a command method of that name (run with EVALSHA, EVAL on NOSCRIPT). */
@@ -140,7 +144,7 @@ function isRedisClient(value: unknown): value is RedisClient {
     typeof value === 'object' &&
     value !== null &&
     typeof (value as { defineCommand?: unknown }).defineCommand === 'function' &&
-    typeof (value as { status?: unknown }).status === 'string'
+    (typeof (value as { status?: unknown }).status === 'string' || isInMemoryClient(value))
   )
 }
 
@@ -207,8 +211,9 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     client ??=
       typeof source === 'string' ? createOwnedClient(source, timeoutMs, options.redisOptions) : source
     if (!clientsWithScripts.has(client)) {
+      const prelude = isInMemoryClient(client) ? IN_MEMORY_PRELUDE : ''
       for (const script of loadScripts().values()) {
-        client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua })
+        client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: prelude + script.lua })
       }
       clientsWithScripts.add(client)
     }
@@ -237,7 +242,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
 
   /** Resolves when the client can take commands; bounded by the timeout. */
   const whenReady = (redis: RedisClient, what: string): Promise<void> | undefined => {
-    if (redis.status === 'ready') return undefined
+    if (redis.status === 'ready' || redis.status === undefined) return undefined
     if (redis.status === 'end' && !owned) {
       return Promise.reject(unavailable(what, 'the client passed to the store was closed by its owner'))
     }
