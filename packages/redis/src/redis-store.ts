@@ -90,9 +90,10 @@ export interface RedisClient {
 /** Options of {@link createRedisSessionStore}. */
 export interface RedisSessionStoreOptions {
   /**
-   * A Redis URL (`redis://`, `rediss://`), or an ioredis `Redis` (standalone or Sentinel) or `Cluster` you
-   * own. Default `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`. A client you pass is never closed
-   * by the store; one the store creates from a URL is closed by `close()`.
+   * A Redis URL (`redis://`, `rediss://`), or an ioredis 5 or 6 `Redis` (standalone or Sentinel) or
+   * `Cluster` you own (RESP2 or RESP3), or an ioredis-mock client for tests without a Redis server.
+   * Default `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`. A client you pass is never closed by
+   * the store; one the store creates from a URL is closed by `close()`.
    */
   redis?: string | RedisClient
   /** Key prefix, 1 to 64 characters from `A-Z a-z 0-9 . _ : -`. Default `'sandkeep'`. */
