@@ -36,20 +36,64 @@ import {
   validateInteger,
   validateTenant,
 } from '@sandkeep/core'
-import { type Cluster, Redis, type RedisOptions } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
+import { IN_MEMORY_PRELUDE, isInMemoryClient } from './in-memory-engine.js'
 import { checkPrefix, type SessionKeys, sessionKeys, sessionKeysByMember, tenantIndexKey } from './keys.js'
 import { recordFieldMap } from './record-fields.js'
 import { loadScripts, type ScriptFile } from './scripts.js'
 
-/** An ioredis client: a standalone/Sentinel `Redis` or a `Cluster`. */
-export type RedisClient = Redis | Cluster
+/**
+ * What the store calls on a client, typed structurally so an ioredis 5 or 6 `Redis` (standalone or
+ * Sentinel) or `Cluster` fits whichever ioredis the application installed (a nominal `Redis | Cluster` of
+ * the store's own ioredis refused another major's client with TS2322). Replies the store reads are
+ * `unknown` here and checked where they are read: their shape depends on the protocol (RESP2 or RESP3)
+ * and on ioredis 6's `replyMapping`.
+ */
+export interface RedisClient {
+  /**
+   * Connection status as ioredis reports it: 'wait', 'connecting', 'connect', 'ready', 'end'... Absent on
+   * ioredis-mock, which is always ready and whose Lua engine the store then adapts to.
+   */
+  readonly status?: string
+  /** True on an ioredis `Cluster`; scripts then stay within one hash slot. */
+  readonly isCluster?: boolean
+  /** Registers a Lua script as a command method of that name (run with EVALSHA, EVAL on NOSCRIPT). */
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
+  /** Connects a client made with `lazyConnect` (or reconnects one that ended). */
+  connect(): Promise<unknown>
+  /** Listens once for the 'ready' event. */
+  once(event: 'ready', listener: () => void): unknown
+  /** Stops listening for the 'ready' event. */
+  off(event: 'ready', listener: () => void): unknown
+  /** DEL. */
+  del(...keys: string[]): Promise<number>
+  /** ZREM. */
+  zrem(key: string, ...members: string[]): Promise<number>
+  /** ZREVRANGEBYSCORE with scores: a flat list (RESP2) or [member, score] pairs (RESP3 `replyMapping`). */
+  zrevrangebyscore(
+    key: string,
+    max: string,
+    min: string,
+    withScores: 'WITHSCORES',
+    limit: 'LIMIT',
+    offset: number,
+    count: number,
+  ): Promise<unknown>
+  /** LRANGE. */
+  lrange(key: string, start: number, stop: number): Promise<unknown>
+  /** QUIT: waits for pending replies, then closes. */
+  quit(): Promise<unknown>
+  /** Closes the connection at once. */
+  disconnect(): void
+}
 
 /** Options of {@link createRedisSessionStore}. */
 export interface RedisSessionStoreOptions {
   /**
-   * A Redis URL (`redis://`, `rediss://`), or an ioredis `Redis` (standalone or Sentinel) or `Cluster` you
-   * own. Default `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`. A client you pass is never closed
-   * by the store; one the store creates from a URL is closed by `close()`.
+   * A Redis URL (`redis://`, `rediss://`), or an ioredis 5 or 6 `Redis` (standalone or Sentinel) or
+   * `Cluster` you own (RESP2 or RESP3), or an ioredis-mock client for tests without a Redis server.
+   * Default `process.env.REDIS_URL`, else `redis://127.0.0.1:6379`. A client you pass is never closed by
+   * the store; one the store creates from a URL is closed by `close()`.
    */
   redis?: string | RedisClient
   /** Key prefix, 1 to 64 characters from `A-Z a-z 0-9 . _ : -`. Default `'sandkeep'`. */
@@ -101,7 +145,7 @@ function isRedisClient(value: unknown): value is RedisClient {
     typeof value === 'object' &&
     value !== null &&
     typeof (value as { defineCommand?: unknown }).defineCommand === 'function' &&
-    typeof (value as { status?: unknown }).status === 'string'
+    (typeof (value as { status?: unknown }).status === 'string' || isInMemoryClient(value))
   )
 }
 
@@ -168,8 +212,9 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     client ??=
       typeof source === 'string' ? createOwnedClient(source, timeoutMs, options.redisOptions) : source
     if (!clientsWithScripts.has(client)) {
+      const prelude = isInMemoryClient(client) ? IN_MEMORY_PRELUDE : ''
       for (const script of loadScripts().values()) {
-        client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua })
+        client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: prelude + script.lua })
       }
       clientsWithScripts.add(client)
     }
@@ -200,7 +245,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
 
   /** Resolves when the client can take commands; bounded by the timeout. */
   const whenReady = (redis: RedisClient, what: string): Promise<void> | undefined => {
-    if (redis.status === 'ready') return undefined
+    if (redis.status === 'ready' || redis.status === undefined) return undefined
     if (redis.status === 'end' && !owned) {
       return Promise.reject(unavailable(what, 'the client passed to the store was closed by its owner'))
     }
@@ -537,22 +582,23 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       const batch = Math.min(limit + 1, 200)
       let offset = 0
       for (;;) {
-        const flat = await roundTrip('list sessions', index, (redis) =>
-          redis.zrevrangebyscore(
+        const entries = await roundTrip('list sessions', index, async (redis) =>
+          scoredMembers(
+            await redis.zrevrangebyscore(
+              index,
+              position ? String(position.score) : '+inf',
+              '-inf',
+              'WITHSCORES',
+              'LIMIT',
+              offset,
+              batch,
+            ),
             index,
-            position ? String(position.score) : '+inf',
-            '-inf',
-            'WITHSCORES',
-            'LIMIT',
-            offset,
-            batch,
           ),
         )
-        offset += flat.length / 2
+        offset += entries.length
         const candidates: Array<{ member: string; score: string }> = []
-        for (let i = 0; i < flat.length; i += 2) {
-          const member = flat[i]!
-          const score = flat[i + 1]!
+        for (const { member, score } of entries) {
           if (!position || isAfterListPosition(Number(score), member, position))
             candidates.push({ member, score })
         }
@@ -585,7 +631,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
           )
           offset -= Number(removed)
         }
-        if (found.length > limit || flat.length < batch * 2) break
+        if (found.length > limit || entries.length < batch) break
       }
       const page = found.slice(0, limit)
       const last = page.at(-1)
@@ -633,7 +679,8 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       const entries = await roundTrip('read the journal', keys.journal, (redis) =>
         redis.lrange(keys.journal, 0, -1),
       )
-      return entries.map((text) => parseJournalEntry(text, keys.journal))
+      if (!Array.isArray(entries)) throw corruptRecordError(keys.journal, 'LRANGE did not answer a list', key)
+      return entries.map((text) => parseJournalEntry(String(text), keys.journal))
     },
 
     async clearJournal(keyInput): Promise<void> {
@@ -659,6 +706,24 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       redis.disconnect()
     },
   }
+}
+
+/**
+ * Members and scores of a ZRANGE-family reply WITHSCORES: a flat [member, score, ...] list (RESP2, and
+ * RESP3 with ioredis 6's default `replyMapping: 'legacy'`) or [member, score] pairs (RESP3 with
+ * `replyMapping: 'resp3'`, where a score may arrive as a number).
+ */
+function scoredMembers(reply: unknown, where: string): Array<{ member: string; score: string }> {
+  if (!Array.isArray(reply)) throw corruptRecordError(where, 'the tenant index did not answer a list')
+  const entries: Array<{ member: string; score: string }> = []
+  if (reply.length > 0 && Array.isArray(reply[0])) {
+    for (const pair of reply as unknown[][]) entries.push({ member: String(pair[0]), score: String(pair[1]) })
+    return entries
+  }
+  for (let i = 0; i + 1 < reply.length; i += 2) {
+    entries.push({ member: String(reply[i]), score: String(reply[i + 1]) })
+  }
+  return entries
 }
 
 function createOwnedClient(url: string, timeoutMs: number, extra: RedisOptions | undefined): Redis {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { sessionStoreConformance } from '@sandkeep/core/test'
 import { Cluster } from 'ioredis'
+import { Cluster as Cluster6 } from 'ioredis6'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore, sessionKeys } from '../src/index.js'
 import { corruptWith, randomPrefix } from './helpers.js'
@@ -11,6 +12,8 @@ import { startRedisCluster, type TestCluster } from './redis-servers.js'
 const prefix = randomPrefix()
 let cluster: TestCluster
 let client: Cluster
+// Issue 16 (ioredis 6): the same contract through an ioredis 6 Cluster client, RESP3 (its default).
+let client6: Cluster6
 
 beforeAll(async () => {
   cluster = await startRedisCluster()
@@ -18,16 +21,33 @@ beforeAll(async () => {
     cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
     { redisOptions: { connectTimeout: 5_000 }, slotsRefreshTimeout: 5_000 },
   )
+  client6 = new Cluster6(
+    cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
+    { redisOptions: { connectTimeout: 5_000 }, slotsRefreshTimeout: 5_000 },
+  )
 }, 120_000)
 
 afterAll(async () => {
   await client?.quit().catch(() => {})
+  await client6?.quit().catch(() => {})
   await cluster?.stop()
 })
 
 sessionStoreConformance(
   'redis (3-master Cluster)',
   (settings) => createRedisSessionStore({ redis: client, prefix, commandTimeoutMs: 10_000, ...settings }),
+  { corruptRecord: corruptWith(() => client, prefix) },
+)
+
+it('talks RESP3 to the Cluster through ioredis 6 by default', async () => {
+  await createRedisSessionStore({ redis: client6, prefix }).get({ tenant: 't', conversationId: 'c' })
+  const hello = (await client6.nodes('master')[0]!.call('HELLO')) as unknown[]
+  expect(hello[hello.indexOf('proto') + 1]).toBe(3)
+})
+
+sessionStoreConformance(
+  'redis (3-master Cluster, ioredis 6, RESP3)',
+  (settings) => createRedisSessionStore({ redis: client6, prefix, commandTimeoutMs: 10_000, ...settings }),
   { corruptRecord: corruptWith(() => client, prefix) },
 )
 
