@@ -386,45 +386,69 @@ export async function handleFileUpload(
   const metadata = metadataFromHeaders(request)
   const declared =
     request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length'])
-  if (declared !== undefined && declared > limits.maxUploadBytes) throw tooLarge(limits)
-  // A declared length is reserved up front; a chunked body reserves as its bytes arrive.
-  let reserved = declared ?? 0
-  if (!limits.reserve(reserved)) throw busy(limits)
-  const wire =
-    declared === undefined
-      ? meter(
-          limits.maxUploadBytes,
-          () => tooLarge(limits),
-          limits,
-          (bytes) => {
-            reserved += bytes
-          },
-        )
-      : meter(limits.maxUploadBytes, () => tooLarge(limits))
   try {
-    let source: Readable = request.pipe(wire)
-    request.on('error', (error) => wire.destroy(error))
-    if (request.headers['content-encoding'] === 'gzip') {
-      const gunzip = createGunzip()
-      wire.on('error', (error) => gunzip.destroy(error))
-      const decoded = meter(limits.maxUploadBytes, () => tooLarge(limits))
-      gunzip.on('error', (error) =>
-        decoded.destroy(error instanceof HttpError ? error : new HttpError(400, 'body is not valid gzip')),
-      )
-      source = wire.pipe(gunzip).pipe(decoded)
+    if (declared !== undefined && declared > limits.maxUploadBytes) throw tooLarge(limits)
+    // A declared length is reserved up front; a chunked body reserves as its bytes arrive.
+    let reserved = declared ?? 0
+    if (!limits.reserve(reserved)) throw busy(limits)
+    try {
+      const wire =
+        declared === undefined
+          ? meter(
+              limits.maxUploadBytes,
+              () => tooLarge(limits),
+              limits,
+              (bytes) => {
+                reserved += bytes
+              },
+            )
+          : meter(limits.maxUploadBytes, () => tooLarge(limits))
+      let source: Readable = request.pipe(wire)
+      request.on('error', (error) => wire.destroy(error))
+      if (request.headers['content-encoding'] === 'gzip') {
+        const gunzip = createGunzip()
+        wire.on('error', (error) => gunzip.destroy(error))
+        const decoded = meter(limits.maxUploadBytes, () => tooLarge(limits))
+        gunzip.on('error', (error) =>
+          decoded.destroy(error instanceof HttpError ? error : new HttpError(400, 'body is not valid gzip')),
+        )
+        source = wire.pipe(gunzip).pipe(decoded)
+      }
+      const written = contentType.startsWith('multipart/form-data')
+        ? await writeMultipart(sandbox, source, request, queryPath, metadata, limits)
+        : [await writeOne(sandbox, queryPath, source, metadata)]
+      const payload = JSON.stringify(written)
+      response.writeHead(200, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+      })
+      response.end(payload)
+    } finally {
+      limits.release(reserved)
     }
-    const written = contentType.startsWith('multipart/form-data')
-      ? await writeMultipart(sandbox, source, request, queryPath, metadata, limits)
-      : [await writeOne(sandbox, queryPath, source, metadata)]
-    const payload = JSON.stringify(written)
-    response.writeHead(200, {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(payload),
-    })
-    response.end(payload)
-  } finally {
-    limits.release(reserved)
+  } catch (error) {
+    discardRest(request)
+    throw error
   }
+}
+
+/** Most bytes of a refused upload read and dropped so the client sees the answer; past it the socket closes. */
+const DISCARD_LIMIT = 64 * 1024 * 1024
+
+/**
+ * Reads and drops what is left of a refused request body: a client (undici) sends its whole body before
+ * reading the answer, so a body left unread would hang it instead of showing it the 413/429.
+ */
+function discardRest(request: IncomingMessage): void {
+  if (request.complete) return
+  request.unpipe()
+  request.removeAllListeners('data')
+  let dropped = 0
+  request.on('data', (chunk: Buffer) => {
+    dropped += chunk.length
+    if (dropped > DISCARD_LIMIT) request.socket.destroy()
+  })
+  request.resume()
 }
 
 async function writeOne(
@@ -466,13 +490,16 @@ function writeMultipart(
       return
     }
     const writes: Promise<Record<string, unknown>>[] = []
+    const parts = new Set<PassThrough>()
     let failed = false
+    // The answer waits until every part's write has given up and removed its temp file.
     const fail = (error: unknown) => {
       if (failed) return
       failed = true
       source.unpipe(parser)
       source.resume()
-      reject(error)
+      for (const part of parts) part.destroy(error instanceof Error ? error : new Error(String(error)))
+      void Promise.allSettled(writes).then(() => reject(error))
     }
     parser.on('file', (field, stream, info) => {
       if (field !== 'file' || failed) {
@@ -484,6 +511,8 @@ function writeMultipart(
       stream.on('limit', () => part.destroy(tooLarge(limits)))
       stream.on('error', (error) => part.destroy(error))
       stream.pipe(part)
+      parts.add(part)
+      part.on('close', () => parts.delete(part))
       const write = writeOne(sandbox, info.filename || queryPath, part, metadata)
       write.catch(fail)
       writes.push(write)
