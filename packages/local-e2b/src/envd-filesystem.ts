@@ -280,7 +280,9 @@ export async function handleFileDownload(
   const gzip = request.headers['accept-encoding'] === 'gzip'
   if (gzip) {
     response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' })
-    handle.createReadStream().pipe(createGzip()).pipe(response)
+    const stream = handle.createReadStream()
+    response.on('close', () => stream.destroy())
+    stream.pipe(createGzip()).pipe(response)
     return
   }
   response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': stats.size })
@@ -294,7 +296,10 @@ export async function handleFileDownload(
     const stream = handle.createReadStream({ end: stats.size - 1 })
     stream.on('error', reject)
     response.on('finish', () => resolvePipe())
-    response.on('close', () => resolvePipe())
+    response.on('close', () => {
+      stream.destroy()
+      resolvePipe()
+    })
     stream.pipe(response)
   })
 }
@@ -512,6 +517,8 @@ function writeMultipart(
       stream.on('error', (error) => part.destroy(error))
       stream.pipe(part)
       parts.add(part)
+      // The write reports the part's failure; a part whose write gave up early has nobody reading it.
+      part.on('error', () => {})
       part.on('close', () => parts.delete(part))
       const write = writeOne(sandbox, info.filename || queryPath, part, metadata)
       write.catch(fail)
