@@ -1,22 +1,47 @@
 // envd's filesystem.Filesystem service (Stat, ListDir, MakeDir, Move, Remove, WatchDir) and the plain
-// `/files` download/upload endpoints. Every path goes through resolveSandboxPath, which refuses escapes.
-import { createReadStream, type Stats, watch } from 'node:fs'
-import { lstat, mkdir, readdir, readlink, rename, rm, stat, writeFile } from 'node:fs/promises'
+// `/files` download/upload endpoints. Every path is walked race-free by SandboxFs (no check-then-open by name:
+// sandbox code may swap a component for a symlink at any time), and uploads stream to disk under the caps.
+import { type Stats, watch } from 'node:fs'
+import type { FileHandle } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { basename, dirname, join } from 'node:path'
-import { createGzip, gunzipSync } from 'node:zlib'
+import { posix } from 'node:path'
+import { PassThrough, type Readable, Transform } from 'node:stream'
+import { createGunzip, createGzip } from 'node:zlib'
+import busboy from 'busboy'
 import { ConnectError, decodeEnvelopes, openServerStream, parseJson, writeUnary } from './connect-protocol.js'
-import { PathEscapeError, resolveSandboxPath, toSandboxPath } from './paths.js'
+import { normalizeSandboxPath, PathEscapeError } from './paths.js'
 import type { Sandbox } from './sandbox.js'
+import { SandboxFs, SandboxFsError } from './sandbox-fs.js'
 
-function resolve(sandbox: Sandbox, path: unknown): string {
+function fsOf(sandbox: Sandbox): SandboxFs {
+  return new SandboxFs(sandbox.record.rootDir, () => sandbox.record.owner)
+}
+
+/** Maps a path or filesystem failure to the RPC error the SDK expects. */
+function rpcError(error: unknown, path: unknown): unknown {
+  if (error instanceof PathEscapeError) return new ConnectError('invalid_argument', error.message)
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  if (code === 'ENOENT') return new ConnectError('not_found', `path '${path}' does not exist`)
+  if (code === 'EEXIST') return new ConnectError('already_exists', `path '${path}' already exists`)
+  if (
+    code === 'ENOTDIR' ||
+    code === 'EISDIR' ||
+    code === 'ELOOP' ||
+    code === 'EINVAL' ||
+    code === 'ENOTEMPTY'
+  )
+    return new ConnectError(
+      'invalid_argument',
+      error instanceof SandboxFsError ? error.message : `${code} on '${path}'`,
+    )
+  if (code === 'ENOSPC' || code === 'EDQUOT')
+    return new ConnectError('resource_exhausted', `no space left for '${path}'`)
+  return error
+}
+
+function pathArgument(path: unknown): string {
   if (typeof path !== 'string') throw new ConnectError('invalid_argument', 'path must be a string')
-  try {
-    return resolveSandboxPath(sandbox.record.rootDir, path)
-  } catch (error) {
-    if (error instanceof PathEscapeError) throw new ConnectError('invalid_argument', error.message)
-    throw error
-  }
+  return path
 }
 
 function permissions(stats: Stats): string {
@@ -33,19 +58,26 @@ function fileType(stats: Stats): string {
   return 'FILE_TYPE_FILE'
 }
 
-/** Builds an EntryInfo for a host path (the path shown is the sandbox's). */
-export async function entryInfo(sandbox: Sandbox, hostPath: string): Promise<Record<string, unknown>> {
-  const linkStats = await lstat(hostPath)
+/**
+ * Builds an EntryInfo from the lstat of an entry shown at `sandboxPath`; a symlink is reported with the
+ * stats of its target when that resolves inside the sandbox's writable tree (else with its own).
+ */
+async function entryFromStats(
+  fs: SandboxFs,
+  sandboxPath: string,
+  linkStats: Stats,
+  readLink: () => Promise<string>,
+): Promise<Record<string, unknown>> {
   let stats = linkStats
   let symlinkTarget: string | undefined
   if (linkStats.isSymbolicLink()) {
-    symlinkTarget = await readlink(hostPath)
-    stats = await stat(hostPath).catch(() => linkStats)
+    symlinkTarget = await readLink()
+    stats = (await fs.statFollowing(sandboxPath)) ?? linkStats
   }
   const info: Record<string, unknown> = {
-    name: basename(hostPath),
+    name: posix.basename(sandboxPath),
     type: fileType(stats),
-    path: toSandboxPath(sandbox.record.rootDir, hostPath),
+    path: sandboxPath,
     size: String(stats.size),
     mode: stats.mode & 0o777,
     permissions: permissions(stats),
@@ -57,28 +89,46 @@ export async function entryInfo(sandbox: Sandbox, hostPath: string): Promise<Rec
   return info
 }
 
-async function statOrNotFound(hostPath: string, sandboxPath: string): Promise<Stats> {
+/** EntryInfo of a sandbox path (the entry itself, walked race-free). */
+export async function entryInfo(sandbox: Sandbox, path: string): Promise<Record<string, unknown>> {
+  const fs = fsOf(sandbox)
+  const shown = normalizeSandboxPath(path)
+  const located = await fs.locate(shown, { followLast: false })
   try {
-    return await stat(hostPath)
-  } catch {
-    throw new ConnectError('not_found', `path '${sandboxPath}' does not exist`)
+    const stats = await fs.lstat(located)
+    return await entryFromStats(fs, shown, stats, () => fs.readlink(located))
+  } finally {
+    await located.dir.close()
   }
 }
 
-async function listDir(sandbox: Sandbox, hostPath: string, depth: number, out: Record<string, unknown>[]) {
-  const names = await readdir(hostPath)
+async function listDir(
+  fs: SandboxFs,
+  handle: FileHandle,
+  sandboxPath: string,
+  depth: number,
+  out: Record<string, unknown>[],
+) {
+  const names = await fs.readdir(handle)
   names.sort()
   for (const name of names) {
-    const child = join(hostPath, name)
+    const child = `${sandboxPath === '/' ? '' : sandboxPath}/${name}`
     let info: Record<string, unknown>
     try {
-      info = await entryInfo(sandbox, child)
+      const stats = await fs.lstatIn(handle, name)
+      info = await entryFromStats(fs, child, stats, () => fs.readlink({ dir: handle, name, path: child }))
     } catch {
       continue
     }
     out.push(info)
     if (depth > 1 && info.type === 'FILE_TYPE_DIRECTORY' && info.symlinkTarget === undefined) {
-      await listDir(sandbox, child, depth - 1, out)
+      const sub = await fs.openChildDirectory(handle, name)
+      if (!sub) continue
+      try {
+        await listDir(fs, sub, child, depth - 1, out)
+      } finally {
+        await sub.close()
+      }
     }
   }
 }
@@ -91,26 +141,35 @@ export async function handleFilesystemRpc(
   response: ServerResponse,
   body: Buffer,
 ): Promise<void> {
+  const fs = fsOf(sandbox)
   if (method === 'WatchDir') {
     const [message] = decodeEnvelopes(body)
     const watchRequest = (message ?? {}) as { path?: unknown; recursive?: unknown; includeEntry?: unknown }
-    const hostPath = resolve(sandbox, watchRequest.path)
-    const stats = await statOrNotFound(hostPath, String(watchRequest.path))
-    if (!stats.isDirectory())
-      throw new ConnectError('invalid_argument', `path '${watchRequest.path}' is not a directory`)
+    const path = pathArgument(watchRequest.path)
+    // The watch is set on the directory held by fd, so a later swap of the path cannot retarget it.
+    const opened = await fs.openDirectory(path).catch((error) => {
+      throw rpcError(error, path)
+    })
+    const shown = normalizeSandboxPath(path)
+    let watcher: ReturnType<typeof watch>
+    try {
+      watcher = watch(fs.pathOf(opened.handle), { recursive: watchRequest.recursive === true })
+    } catch (error) {
+      await opened.handle.close()
+      throw error
+    }
     const stream = openServerStream(response)
-    const watcher = watch(hostPath, { recursive: watchRequest.recursive === true }, (eventType, filename) => {
+    watcher.on('change', (eventType, filename) => {
       if (!filename) return
       const name = filename.toString()
-      const target = join(hostPath, name)
-      void lstat(target).then(
-        async () => {
+      const target = `${shown}/${name}`
+      void entryInfo(sandbox, target).then(
+        (entry) => {
           const event: Record<string, unknown> = {
             name,
             type: eventType === 'rename' ? 'EVENT_TYPE_CREATE' : 'EVENT_TYPE_WRITE',
           }
-          if (watchRequest.includeEntry === true)
-            event.entry = await entryInfo(sandbox, target).catch(() => undefined)
+          if (watchRequest.includeEntry === true) event.entry = entry
           stream.send({ filesystem: event })
         },
         () => stream.send({ filesystem: { name, type: 'EVENT_TYPE_REMOVE' } }),
@@ -125,58 +184,58 @@ export async function handleFilesystemRpc(
     keepalive?.unref()
     stream.onClose(() => {
       watcher.close()
+      void opened.handle.close().catch(() => {})
       if (keepalive) clearInterval(keepalive)
     })
     stream.send({ start: {} })
     return
   }
   const message = (parseJson(body) ?? {}) as Record<string, unknown>
-  switch (method) {
-    case 'Stat': {
-      const hostPath = resolve(sandbox, message.path)
-      await statOrNotFound(hostPath, String(message.path))
-      writeUnary(response, { entry: await entryInfo(sandbox, hostPath) })
-      return
+  const path = () => pathArgument(message.path)
+  try {
+    switch (method) {
+      case 'Stat': {
+        writeUnary(response, { entry: await entryInfo(sandbox, path()) })
+        return
+      }
+      case 'ListDir': {
+        const depth = typeof message.depth === 'number' && message.depth > 0 ? Math.min(message.depth, 64) : 1
+        const opened = await fs.openDirectory(path())
+        try {
+          const entries: Record<string, unknown>[] = []
+          await listDir(fs, opened.handle, normalizeSandboxPath(path()), depth, entries)
+          writeUnary(response, { entries })
+        } finally {
+          await opened.handle.close()
+        }
+        return
+      }
+      case 'MakeDir': {
+        await fs.makeDir(path())
+        writeUnary(response, { entry: await entryInfo(sandbox, path()) })
+        return
+      }
+      case 'Move': {
+        const source = pathArgument(message.source)
+        const destination = pathArgument(message.destination)
+        try {
+          await fs.move(source, destination)
+        } catch (error) {
+          throw rpcError(error, (error as NodeJS.ErrnoException).code === 'ENOENT' ? source : destination)
+        }
+        writeUnary(response, { entry: await entryInfo(sandbox, destination) })
+        return
+      }
+      case 'Remove': {
+        await fs.remove(path())
+        writeUnary(response, {})
+        return
+      }
+      default:
+        throw new ConnectError('unimplemented', `filesystem.Filesystem/${method} is not supported`)
     }
-    case 'ListDir': {
-      const hostPath = resolve(sandbox, message.path)
-      const stats = await statOrNotFound(hostPath, String(message.path))
-      if (!stats.isDirectory())
-        throw new ConnectError('invalid_argument', `path '${message.path}' is not a directory`)
-      const depth = typeof message.depth === 'number' && message.depth > 0 ? Math.min(message.depth, 64) : 1
-      const entries: Record<string, unknown>[] = []
-      await listDir(sandbox, hostPath, depth, entries)
-      writeUnary(response, { entries })
-      return
-    }
-    case 'MakeDir': {
-      const hostPath = resolve(sandbox, message.path)
-      const existing = await lstat(hostPath).catch(() => undefined)
-      if (existing) throw new ConnectError('already_exists', `path '${message.path}' already exists`)
-      await mkdir(hostPath, { recursive: true })
-      writeUnary(response, { entry: await entryInfo(sandbox, hostPath) })
-      return
-    }
-    case 'Move': {
-      const source = resolve(sandbox, message.source)
-      const destination = resolve(sandbox, message.destination)
-      await statOrNotFound(source, String(message.source))
-      await mkdir(dirname(destination), { recursive: true })
-      await rename(source, destination)
-      writeUnary(response, { entry: await entryInfo(sandbox, destination) })
-      return
-    }
-    case 'Remove': {
-      const hostPath = resolve(sandbox, message.path)
-      await lstat(hostPath).catch(() => {
-        throw new ConnectError('not_found', `path '${message.path}' does not exist`)
-      })
-      await rm(hostPath, { recursive: true, force: true })
-      writeUnary(response, {})
-      return
-    }
-    default:
-      throw new ConnectError('unimplemented', `filesystem.Filesystem/${method} is not supported`)
+  } catch (error) {
+    throw rpcError(error, message.path)
   }
 }
 
@@ -185,19 +244,23 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** Extra response headers (Retry-After). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message)
   }
 }
 
-function resolveHttp(sandbox: Sandbox, path: string | null): string {
-  if (!path) throw new HttpError(400, 'query parameter path is required')
-  try {
-    return resolveSandboxPath(sandbox.record.rootDir, path)
-  } catch (error) {
-    if (error instanceof PathEscapeError) throw new HttpError(400, error.message)
-    throw error
-  }
+function httpError(error: unknown, path: string | null): unknown {
+  if (error instanceof HttpError) return error
+  if (error instanceof PathEscapeError) return new HttpError(400, error.message)
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  if (code === 'ENOENT') return new HttpError(404, `file '${path}' does not exist`)
+  if (code === 'EISDIR') return new HttpError(400, `path '${path}' is a directory`)
+  if (code === 'ENOTDIR' || code === 'ELOOP' || code === 'EINVAL')
+    return new HttpError(400, error instanceof SandboxFsError ? error.message : `${code} on '${path}'`)
+  if (code === 'ENOSPC' || code === 'EDQUOT') return new HttpError(507, `no space left for '${path}'`)
+  return error
 }
 
 /** `GET /files?path=`: the raw bytes (gzip when the client asked for it explicitly). */
@@ -208,26 +271,35 @@ export async function handleFileDownload(
   response: ServerResponse,
 ) {
   const path = url.searchParams.get('path')
-  const hostPath = resolveHttp(sandbox, path)
-  const stats = await stat(hostPath).catch(() => undefined)
-  if (!stats) throw new HttpError(404, `file '${path}' does not exist`)
-  if (stats.isDirectory()) throw new HttpError(400, `path '${path}' is a directory`)
+  if (!path) throw new HttpError(400, 'query parameter path is required')
+  const { handle, stats } = await fsOf(sandbox)
+    .openRead(path)
+    .catch((error) => {
+      throw httpError(error, path)
+    })
   const gzip = request.headers['accept-encoding'] === 'gzip'
   if (gzip) {
     response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' })
-    createReadStream(hostPath).pipe(createGzip()).pipe(response)
+    const stream = handle.createReadStream()
+    response.on('close', () => stream.destroy())
+    stream.pipe(createGzip()).pipe(response)
     return
   }
   response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': stats.size })
   if (stats.size === 0) {
+    await handle.close()
     response.end()
     return
   }
   await new Promise<void>((resolvePipe, reject) => {
-    const stream = createReadStream(hostPath)
+    // The length was taken from this fd's fstat; never send more than it announced.
+    const stream = handle.createReadStream({ end: stats.size - 1 })
     stream.on('error', reject)
     response.on('finish', () => resolvePipe())
-    response.on('close', () => resolvePipe())
+    response.on('close', () => {
+      stream.destroy()
+      resolvePipe()
+    })
     stream.pipe(response)
   })
 }
@@ -241,64 +313,227 @@ function metadataFromHeaders(request: IncomingMessage): Record<string, string> |
   return Object.keys(metadata).length > 0 ? metadata : undefined
 }
 
-async function writeOne(sandbox: Sandbox, path: string, data: Uint8Array, metadata?: Record<string, string>) {
-  const hostPath = resolveHttp(sandbox, path)
-  const existing = await stat(hostPath).catch(() => undefined)
-  if (existing?.isDirectory()) throw new HttpError(400, `path '${path}' is a directory`)
-  await mkdir(dirname(hostPath), { recursive: true })
-  await writeFile(hostPath, data)
-  const info: Record<string, unknown> = {
-    name: basename(hostPath),
-    path: toSandboxPath(sandbox.record.rootDir, hostPath),
-    type: 'file',
+/** Upload caps shared by every sandbox of one host (issue 13 item 4). */
+export class UploadLimits {
+  #inFlight = 0
+  constructor(
+    /** Most bytes one upload request may carry (on the wire and after gzip decoding). */
+    readonly maxUploadBytes: number,
+    /** Most upload bytes in flight across the host at once. */
+    readonly maxConcurrentUploadBytes: number,
+  ) {}
+
+  /** Bytes of uploads currently reserved. */
+  get inFlight(): number {
+    return this.#inFlight
   }
-  if (metadata) info.metadata = metadata
-  return info
+
+  /** Reserves `bytes` of the concurrent budget; false when that would pass it. */
+  reserve(bytes: number): boolean {
+    if (this.#inFlight + bytes > this.maxConcurrentUploadBytes) return false
+    this.#inFlight += bytes
+    return true
+  }
+
+  release(bytes: number): void {
+    this.#inFlight = Math.max(0, this.#inFlight - bytes)
+  }
 }
 
-/** `POST /files?path=`: multipart (`file` parts named by their path) or a raw octet-stream body. */
+function tooLarge(limits: UploadLimits): HttpError {
+  return new HttpError(413, `upload is larger than the host's limit of ${limits.maxUploadBytes} bytes`)
+}
+
+function busy(limits: UploadLimits): HttpError {
+  return new HttpError(
+    429,
+    `the host already receives ${limits.maxConcurrentUploadBytes} bytes of uploads; retry shortly`,
+    { 'retry-after': '1' },
+  )
+}
+
+/** Counts bytes through and fails past `max`; with `limits`, also reserves concurrent budget as they come. */
+function meter(
+  max: number,
+  onOver: () => HttpError,
+  limits?: UploadLimits,
+  onReserved?: (n: number) => void,
+) {
+  let total = 0
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      total += chunk.length
+      if (total > max) return callback(onOver())
+      if (limits) {
+        if (!limits.reserve(chunk.length)) return callback(busy(limits))
+        onReserved?.(chunk.length)
+      }
+      callback(null, chunk)
+    },
+  })
+}
+
+/**
+ * `POST /files?path=`: multipart (`file` parts named by their path) or a raw octet-stream body, streamed from
+ * the request to disk (never buffered whole), each file into a temp file renamed into place when complete.
+ * The request is refused with 413 past `maxUploadBytes` and 429 (Retry-After) past the host's concurrent
+ * budget. The body is not consumed yet when this is called.
+ */
 export async function handleFileUpload(
   sandbox: Sandbox,
   url: URL,
   request: IncomingMessage,
   response: ServerResponse,
-  body: Buffer,
+  limits: UploadLimits,
 ) {
   const contentType = request.headers['content-type'] ?? ''
   const queryPath = url.searchParams.get('path')
   const metadata = metadataFromHeaders(request)
-  const written: Record<string, unknown>[] = []
-  let data = body
-  if (request.headers['content-encoding'] === 'gzip') {
+  const declared =
+    request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length'])
+  try {
+    if (declared !== undefined && declared > limits.maxUploadBytes) throw tooLarge(limits)
+    // A declared length is reserved up front; a chunked body reserves as its bytes arrive.
+    let reserved = declared ?? 0
+    if (!limits.reserve(reserved)) throw busy(limits)
     try {
-      data = gunzipSync(body)
-    } catch {
-      throw new HttpError(400, 'body is not valid gzip')
+      const wire =
+        declared === undefined
+          ? meter(
+              limits.maxUploadBytes,
+              () => tooLarge(limits),
+              limits,
+              (bytes) => {
+                reserved += bytes
+              },
+            )
+          : meter(limits.maxUploadBytes, () => tooLarge(limits))
+      let source: Readable = request.pipe(wire)
+      request.on('error', (error) => wire.destroy(error))
+      if (request.headers['content-encoding'] === 'gzip') {
+        const gunzip = createGunzip()
+        wire.on('error', (error) => gunzip.destroy(error))
+        const decoded = meter(limits.maxUploadBytes, () => tooLarge(limits))
+        gunzip.on('error', (error) =>
+          decoded.destroy(error instanceof HttpError ? error : new HttpError(400, 'body is not valid gzip')),
+        )
+        source = wire.pipe(gunzip).pipe(decoded)
+      }
+      const written = contentType.startsWith('multipart/form-data')
+        ? await writeMultipart(sandbox, source, request, queryPath, metadata, limits)
+        : [await writeOne(sandbox, queryPath, source, metadata)]
+      const payload = JSON.stringify(written)
+      response.writeHead(200, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+      })
+      response.end(payload)
+    } finally {
+      limits.release(reserved)
     }
+  } catch (error) {
+    discardRest(request)
+    throw error
   }
-  if (contentType.startsWith('multipart/form-data')) {
-    let form: FormData
-    try {
-      form = await new Response(data, { headers: { 'content-type': contentType } }).formData()
-    } catch {
-      throw new HttpError(400, 'malformed multipart body')
-    }
-    const parts = form.getAll('file')
-    if (parts.length === 0) throw new HttpError(400, 'multipart body has no file part')
-    for (const part of parts) {
-      if (typeof part === 'string') throw new HttpError(400, 'file part must be a file')
-      const path = (parts.length === 1 && queryPath) || part.name || queryPath
-      if (!path) throw new HttpError(400, 'file part has no path')
-      written.push(await writeOne(sandbox, path, new Uint8Array(await part.arrayBuffer()), metadata))
-    }
-  } else {
-    if (!queryPath) throw new HttpError(400, 'query parameter path is required')
-    written.push(await writeOne(sandbox, queryPath, data, metadata))
-  }
-  const payload = JSON.stringify(written)
-  response.writeHead(200, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(payload),
+}
+
+/** Most bytes of a refused upload read and dropped so the client sees the answer; past it the socket closes. */
+const DISCARD_LIMIT = 64 * 1024 * 1024
+
+/**
+ * Reads and drops what is left of a refused request body: a client (undici) sends its whole body before
+ * reading the answer, so a body left unread would hang it instead of showing it the 413/429.
+ */
+function discardRest(request: IncomingMessage): void {
+  if (request.complete) return
+  request.unpipe()
+  request.removeAllListeners('data')
+  let dropped = 0
+  request.on('data', (chunk: Buffer) => {
+    dropped += chunk.length
+    if (dropped > DISCARD_LIMIT) request.socket.destroy()
   })
-  response.end(payload)
+  request.resume()
+}
+
+async function writeOne(
+  sandbox: Sandbox,
+  path: string | null,
+  source: Readable,
+  metadata: Record<string, string> | undefined,
+): Promise<Record<string, unknown>> {
+  if (!path) throw new HttpError(400, 'query parameter path is required')
+  const written = await fsOf(sandbox)
+    .writeStream(path, source)
+    .catch((error) => {
+      throw httpError(error, path)
+    })
+  const info: Record<string, unknown> = { name: posix.basename(written), path: written, type: 'file' }
+  if (metadata) info.metadata = metadata
+  return info
+}
+
+function writeMultipart(
+  sandbox: Sandbox,
+  source: Readable,
+  request: IncomingMessage,
+  queryPath: string | null,
+  metadata: Record<string, string> | undefined,
+  limits: UploadLimits,
+): Promise<Record<string, unknown>[]> {
+  return new Promise((resolve, reject) => {
+    let parser: busboy.Busboy
+    try {
+      // preservePath: the SDK names each part by its full sandbox path.
+      parser = busboy({
+        headers: request.headers,
+        preservePath: true,
+        limits: { fileSize: limits.maxUploadBytes },
+      })
+    } catch {
+      reject(new HttpError(400, 'malformed multipart body'))
+      return
+    }
+    const writes: Promise<Record<string, unknown>>[] = []
+    const parts = new Set<PassThrough>()
+    let failed = false
+    // The answer waits until every part's write has given up and removed its temp file.
+    const fail = (error: unknown) => {
+      if (failed) return
+      failed = true
+      source.unpipe(parser)
+      source.resume()
+      for (const part of parts) part.destroy(error instanceof Error ? error : new Error(String(error)))
+      void Promise.allSettled(writes).then(() => reject(error))
+    }
+    parser.on('file', (field, stream, info) => {
+      if (field !== 'file' || failed) {
+        stream.resume()
+        return
+      }
+      // busboy truncates a part at `fileSize` and says so; the write must fail, not keep a prefix.
+      const part = new PassThrough()
+      stream.on('limit', () => part.destroy(tooLarge(limits)))
+      stream.on('error', (error) => part.destroy(error))
+      stream.pipe(part)
+      parts.add(part)
+      // The write reports the part's failure; a part whose write gave up early has nobody reading it.
+      part.on('error', () => {})
+      part.on('close', () => parts.delete(part))
+      const write = writeOne(sandbox, info.filename || queryPath, part, metadata)
+      write.catch(fail)
+      writes.push(write)
+    })
+    parser.on('error', () => fail(new HttpError(400, 'malformed multipart body')))
+    parser.on('close', () => {
+      if (failed) return
+      if (writes.length === 0) {
+        fail(new HttpError(400, 'multipart body has no file part'))
+        return
+      }
+      Promise.all(writes).then(resolve, fail)
+    })
+    source.on('error', fail)
+    source.pipe(parser)
+  })
 }

@@ -1,5 +1,4 @@
 // envd's process.Process service: Start, Connect, List, SendInput, CloseStdin, SendSignal.
-import { existsSync, statSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   ConnectError,
@@ -12,6 +11,7 @@ import {
 import type { HostEventLog } from './events.js'
 import { normalizeSandboxPath, type PathEscapeError, SANDBOX_HOME } from './paths.js'
 import type { ManagedProcess, ProcessConfig, Sandbox } from './sandbox.js'
+import { SandboxFs } from './sandbox-fs.js'
 
 /** The environment every sandbox process starts from (nothing of the host's own environment leaks in). */
 export function baseEnvironment(): Record<string, string> {
@@ -113,8 +113,9 @@ export async function startProcess(
     cwd === '/tmp' ||
     cwd.startsWith('/tmp/')
   ) {
-    const host = sandbox.record.rootDir + cwd
-    if (!existsSync(host) || !statSync(host).isDirectory()) {
+    // Walked race-free like every file operation: a swapped symlink must not make the host stat its own dirs.
+    const stats = await new SandboxFs(sandbox.record.rootDir).statFollowing(cwd)
+    if (!stats?.isDirectory()) {
       throw new ConnectError('invalid_argument', `cwd '${cwd}' does not exist`)
     }
   }

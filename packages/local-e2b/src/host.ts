@@ -19,7 +19,13 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
 import { ConnectError, openServerStream, writeUnaryError } from './connect-protocol.js'
-import { HttpError, handleFileDownload, handleFilesystemRpc, handleFileUpload } from './envd-filesystem.js'
+import {
+  HttpError,
+  handleFileDownload,
+  handleFilesystemRpc,
+  handleFileUpload,
+  UploadLimits,
+} from './envd-filesystem.js'
 import { baseEnvironment, handleProcessRpc, startProcess } from './envd-process.js'
 import { type HostEvent, HostEventLog } from './events.js'
 import {
@@ -46,7 +52,6 @@ export const ENVD_VERSION = '0.6.4'
 const ENVD_PORT = 49983
 const INTERPRETER_PORT = 49999
 const JSON_LIMIT = 1024 * 1024
-const UPLOAD_LIMIT = 256 * 1024 * 1024
 const BASE_TEMPLATES = ['base', 'code-interpreter-v1', 'code-interpreter', 'code-interpreter-beta']
 
 /** Sandbox-level faults and request-level fault rules (also reachable under `/_local/`). */
@@ -259,6 +264,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const stateDir = realpathSync(settings.stateDir ?? mkdtempSync(join(tmpdir(), 'sandkeep-local-e2b-')))
   mkdirSync(join(stateDir, 'sandboxes'), { recursive: true })
   const apiKey = settings.apiKey ?? `e2b_${randomBytes(20).toString('hex')}`
+  const uploads = new UploadLimits(settings.maxUploadBytes, settings.maxConcurrentUploadBytes)
   const events = new HostEventLog()
   const rules = new FaultRules()
   const sandboxes = new Map<string, Sandbox>()
@@ -857,7 +863,9 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       sendError(response, 502, `nothing listens on port ${port} of sandbox ${sandboxId}`)
       return
     }
-    const body = await readBody(request, url.pathname === '/files' ? UPLOAD_LIMIT : JSON_LIMIT * 16)
+    // Uploads stream from the request to disk (handleFileUpload), everything else is small and read whole.
+    const isUpload = url.pathname === '/files' && request.method === 'POST' && port === ENVD_PORT
+    const body = isUpload ? Buffer.alloc(0) : await readBody(request, JSON_LIMIT * 16)
     if (sandbox.record.state === 'paused') {
       if (!sandbox.record.autoResume) {
         sendError(response, 502, `sandbox ${sandboxId} is paused; connect to resume it`)
@@ -890,7 +898,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       }
       if (url.pathname === '/files') {
         if (request.method === 'GET') return await handleFileDownload(sandbox, url, request, response)
-        if (request.method === 'POST') return await handleFileUpload(sandbox, url, request, response, body)
+        if (request.method === 'POST') return await handleFileUpload(sandbox, url, request, response, uploads)
       }
       sendError(response, 404, `no envd route ${request.method} ${url.pathname}`)
     } catch (error) {
@@ -900,7 +908,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
         return
       }
       if (error instanceof HttpError) {
-        sendError(response, error.status, error.message)
+        sendJson(response, error.status, { code: error.status, message: error.message }, error.headers)
         return
       }
       throw error
@@ -1144,7 +1152,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
         return
       }
       if (error instanceof HttpError) {
-        sendError(response, error.status, error.message)
+        sendJson(response, error.status, { code: error.status, message: error.message }, error.headers)
         return
       }
       if (SandkeepError.isInstance(error)) {

@@ -34,4 +34,19 @@ describe('resolveOptions', () => {
     }
     expect(resolveOptions({ hostname: '0.0.0.0', allowRemote: true }).hostname).toBe('0.0.0.0')
   })
+  it('upload caps (issue 13 item 4): 1 GiB per request and 4 GiB in flight by default, checked', () => {
+    expect(resolveOptions()).toMatchObject({
+      maxUploadBytes: 1024 ** 3,
+      maxConcurrentUploadBytes: 4 * 1024 ** 3,
+    })
+    expect(resolveOptions({ maxUploadBytes: 8 * 1024 ** 3 }).maxConcurrentUploadBytes).toBe(8 * 1024 ** 3)
+    for (const bad of [
+      { maxUploadBytes: 0 },
+      { maxUploadBytes: 1.5 },
+      { maxConcurrentUploadBytes: -1 },
+      { maxUploadBytes: 2048, maxConcurrentUploadBytes: 1024 },
+    ]) {
+      expect(() => resolveOptions(bad as never), JSON.stringify(bad)).toThrow(SandkeepError)
+    }
+  })
 })

@@ -28,6 +28,10 @@ export interface LocalE2BOptions {
   templates?: string[]
   /** Where warnings go (default `console.warn`). */
   logger?: (line: string) => void
+  /** Most bytes one `/files` upload may carry; past it the host answers 413 and keeps no partial file (default 1 GiB). */
+  maxUploadBytes?: number
+  /** Most upload bytes in flight across the host; past it uploads get 429 + Retry-After (default 4 GiB). */
+  maxConcurrentUploadBytes?: number
 }
 
 /** Options after defaults. */
@@ -44,6 +48,8 @@ export interface ResolvedOptions {
   isolation: 'auto' | 'bubblewrap' | 'none'
   templates: string[]
   logger: (line: string) => void
+  maxUploadBytes: number
+  maxConcurrentUploadBytes: number
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]'])
@@ -65,6 +71,8 @@ const KNOWN_KEYS = new Set([
   'isolation',
   'templates',
   'logger',
+  'maxUploadBytes',
+  'maxConcurrentUploadBytes',
 ])
 
 /** Checks and completes the options; throws SandkeepError INVALID_ARGUMENT before any side effect. */
@@ -125,6 +133,7 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
   }
   if (options.logger !== undefined && typeof options.logger !== 'function')
     throw invalid('logger must be a function')
+  const { maxUploadBytes, maxConcurrentUploadBytes } = resolveUploadLimits(options)
   return {
     port,
     hostname,
@@ -138,5 +147,22 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
     isolation,
     templates,
     logger: options.logger ?? ((line) => console.warn(line)),
+    maxUploadBytes,
+    maxConcurrentUploadBytes,
   }
+}
+
+/**
+ * Upload caps (issue 13 item 4). Uploads stream to disk, so these bound disk churn and request size, not
+ * memory: 1 GiB per request is half the default sandbox disk and above any file an agent turn moves; the
+ * concurrent budget (4 uploads of the maximum) keeps one tenant from monopolizing the host's disk bandwidth.
+ */
+function resolveUploadLimits(options: LocalE2BOptions) {
+  const maxUploadBytes = options.maxUploadBytes ?? 1024 ** 3
+  if (!Number.isSafeInteger(maxUploadBytes) || maxUploadBytes < 1)
+    throw invalid('maxUploadBytes must be a positive integer')
+  const maxConcurrentUploadBytes = options.maxConcurrentUploadBytes ?? Math.max(4 * 1024 ** 3, maxUploadBytes)
+  if (!Number.isSafeInteger(maxConcurrentUploadBytes) || maxConcurrentUploadBytes < maxUploadBytes)
+    throw invalid('maxConcurrentUploadBytes must be an integer of at least maxUploadBytes')
+  return { maxUploadBytes, maxConcurrentUploadBytes }
 }

@@ -51,6 +51,7 @@ export function isWritableSandboxPath(path: string): boolean {
  * Resolves a sandbox path to the host path under `rootDir` (the directory holding `home/user` and `tmp`).
  * Refuses paths outside the writable roots and paths whose existing part resolves (through symlinks)
  * outside `rootDir`. The final component may be missing (for writes and makeDir).
+ * A check only, not race-free: anything that opens a sandbox path goes through SandboxFs (sandbox-fs.ts).
  */
 export function resolveSandboxPath(rootDir: string, input: string, cwd?: string): string {
   const path = normalizeSandboxPath(input, cwd)
