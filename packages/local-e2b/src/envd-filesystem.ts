@@ -1,13 +1,30 @@
 // envd's filesystem.Filesystem service (Stat, ListDir, MakeDir, Move, Remove, WatchDir) and the plain
 // `/files` download/upload endpoints. Every path goes through resolveSandboxPath, which refuses escapes.
 import { createReadStream, type Stats, watch } from 'node:fs'
-import { lstat, mkdir, readdir, readlink, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { lchown, lstat, mkdir, readdir, readlink, rename, rm, stat, writeFile } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { basename, dirname, join } from 'node:path'
 import { createGzip, gunzipSync } from 'node:zlib'
 import { ConnectError, decodeEnvelopes, openServerStream, parseJson, writeUnary } from './connect-protocol.js'
 import { PathEscapeError, resolveSandboxPath, toSandboxPath } from './paths.js'
 import type { Sandbox } from './sandbox.js'
+
+/**
+ * Hands what the host just created (`firstCreated` down to `hostPath`) to the sandbox's user, whose
+ * processes could not write it otherwise. Interim: the race-free file operations replace this.
+ */
+async function giveToOwner(
+  sandbox: Sandbox,
+  hostPath: string,
+  firstCreated: string | undefined,
+): Promise<void> {
+  const owner = sandbox.record.owner
+  if (!owner || firstCreated === undefined) return
+  for (let path = hostPath; path.length >= firstCreated.length; path = dirname(path)) {
+    await lchown(path, owner.uid, owner.gid)
+    if (path === firstCreated) break
+  }
+}
 
 function resolve(sandbox: Sandbox, path: unknown): string {
   if (typeof path !== 'string') throw new ConnectError('invalid_argument', 'path must be a string')
@@ -153,7 +170,7 @@ export async function handleFilesystemRpc(
       const hostPath = resolve(sandbox, message.path)
       const existing = await lstat(hostPath).catch(() => undefined)
       if (existing) throw new ConnectError('already_exists', `path '${message.path}' already exists`)
-      await mkdir(hostPath, { recursive: true })
+      await giveToOwner(sandbox, hostPath, await mkdir(hostPath, { recursive: true }))
       writeUnary(response, { entry: await entryInfo(sandbox, hostPath) })
       return
     }
@@ -161,7 +178,7 @@ export async function handleFilesystemRpc(
       const source = resolve(sandbox, message.source)
       const destination = resolve(sandbox, message.destination)
       await statOrNotFound(source, String(message.source))
-      await mkdir(dirname(destination), { recursive: true })
+      await giveToOwner(sandbox, dirname(destination), await mkdir(dirname(destination), { recursive: true }))
       await rename(source, destination)
       writeUnary(response, { entry: await entryInfo(sandbox, destination) })
       return
@@ -245,8 +262,9 @@ async function writeOne(sandbox: Sandbox, path: string, data: Uint8Array, metada
   const hostPath = resolveHttp(sandbox, path)
   const existing = await stat(hostPath).catch(() => undefined)
   if (existing?.isDirectory()) throw new HttpError(400, `path '${path}' is a directory`)
-  await mkdir(dirname(hostPath), { recursive: true })
+  await giveToOwner(sandbox, dirname(hostPath), await mkdir(dirname(hostPath), { recursive: true }))
   await writeFile(hostPath, data)
+  await giveToOwner(sandbox, hostPath, hostPath)
   const info: Record<string, unknown> = {
     name: basename(hostPath),
     path: toSandboxPath(sandbox.record.rootDir, hostPath),
