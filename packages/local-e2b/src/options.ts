@@ -45,7 +45,10 @@ export interface LocalE2BOptions {
   maxSandboxes?: number
   /** Sandbox timeout when create/connect gives none (ms, default 300_000, E2B's default). */
   defaultTimeoutMs?: number
-  /** `auto` (default): bubblewrap when usable, else unisolated with a warning. */
+  /**
+   * `auto` (default) and `bubblewrap`: bubblewrap, and without it (or without root) startLocalE2B throws
+   * CAPABILITY_UNSUPPORTED; `none`: unisolated, with a loud warning (sandbox code runs as this user, here).
+   */
   isolation?: 'auto' | 'bubblewrap' | 'none'
   /** Extra template ids accepted by create (besides `base` and the code-interpreter templates). */
   templates?: string[]

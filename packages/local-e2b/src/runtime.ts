@@ -21,6 +21,7 @@ import {
 } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
 import { enterHelperPath } from './enter-helper.js'
 import { SANDBOX_HOME } from './paths.js'
 
@@ -233,12 +234,16 @@ function probeBase(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSuppor
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
   let isolation: RuntimeSupport['isolation'] = 'none'
   if (wantIsolation !== 'none') {
-    const usable = isRoot && which('bwrap') && which('nsenter') && which('setpriv')
+    // SANDKEEP_LOCAL_E2B_NO_BWRAP=1 plays a machine without bubblewrap, for the test of the refusal below.
+    const bwrap = process.env.SANDKEEP_LOCAL_E2B_NO_BWRAP === '1' ? undefined : which('bwrap')
+    const usable = isRoot && bwrap && which('nsenter') && which('setpriv')
     if (usable) isolation = 'bubblewrap'
-    else if (wantIsolation === 'bubblewrap') {
-      throw new Error(
-        'isolation "bubblewrap" needs root plus bwrap, nsenter and setpriv on PATH (apt-get install bubblewrap util-linux)',
-      )
+    else {
+      // Unisolated, sandbox code runs as this user on this machine: only when asked for by name.
+      throw new SandkeepError({
+        code: SandkeepErrorCode.CAPABILITY_UNSUPPORTED,
+        message: `isolation "${wantIsolation}" needs root plus bwrap, nsenter and setpriv on PATH (apt-get install bubblewrap util-linux); to run sandboxes unisolated on this machine anyway, pass isolation: 'none'`,
+      })
     }
   }
   if (!isRoot)
