@@ -569,6 +569,8 @@ export class SandboxRuntime {
           )
       }
     }
+    // The root itself is bwrap's tmpfs: read-only too, so that even a root template writes only its own dirs.
+    args.push('--remount-ro', '/')
     // bwrap reports its child's pid before the child finished building the mount namespace; entering it then
     // would land in a half-built root. The init therefore says `ready` on fd 4 once it runs inside the
     // finished sandbox, and only then may processes enter.

@@ -102,7 +102,21 @@ describe('issue 13 item 2: a minimal /etc and an unprivileged user', () => {
     expect(identity.exitCode).not.toBe(0)
     expect((await sandbox.commands.run('id -u', { user: 'root' })).stdout).toBe('0\n')
     // Without CAP_SYS_ADMIN and CAP_DAC_OVERRIDE root can neither remount nor write the system.
-    expect((await run(sandbox, 'mount -o remount,rw /etc || touch /usr/x')).exitCode).not.toBe(0)
+    // Writing the value it already has: harmless should the cover ever fail.
+    const sysctl = 'cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern'
+    for (const attempt of [
+      sysctl,
+      'mount -o remount,rw /etc',
+      'touch /usr/x',
+      'touch /x',
+      'touch /etc/x',
+      'cat /etc/shadow',
+    ]) {
+      expect((await run(sandbox, attempt)).exitCode, attempt).not.toBe(0)
+    }
+    expect((await run(sandbox, 'touch /home/user/x /tmp/x /var/tmp/x /dev/shm/x && echo ok')).stdout).toBe(
+      'ok\n',
+    )
     await sandbox.kill()
   })
 })
