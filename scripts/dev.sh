@@ -36,7 +36,7 @@ ensure_bubblewrap() {
   command -v bwrap >/dev/null 2>&1 && return 0
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "dev.sh: installing bubblewrap for sandbox isolation" >&2
-    (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "dev.sh: bubblewrap could not be installed; sandboxes run unisolated" >&2
+    (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "dev.sh: bubblewrap could not be installed; local-e2b refuses to start without it unless isolation none is asked for" >&2
   fi
 }
 

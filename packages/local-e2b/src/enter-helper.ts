@@ -1,6 +1,7 @@
 // A tiny C launcher that does in one exec what the shell chain (sh → nsenter → setpriv → sh) does in four:
-// join the sandbox's freezer cgroup, enter its namespaces, fork into its pid namespace, chdir, drop every
-// capability, report the sandbox pid on fd 3, exec the command. Compiled once per machine when a C compiler
+// join the sandbox's cgroups (freezer, and the limit hierarchies on a hybrid cgroup machine), enter its
+// namespaces, fork into its pid namespace, drop every capability and switch to the sandbox's user, chdir,
+// report the sandbox pid on fd 3, exec the command. Compiled once per machine when a C compiler
 // is present (cached by content hash); without one the host keeps the shell chain.
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -8,10 +9,14 @@ import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-/** C source of the launcher. Usage: `sandkeep-enter <cgroup dir|-> <target pid|-> <cwd> <cmd> [args...]`. */
+/**
+ * C source of the launcher. Usage: `sandkeep-enter <cgroup dirs|-> <target pid|-> <uid:gid|-> <cwd> <cmd> [args...]`;
+ * the cgroup dirs are colon-separated, the first is forked into, the others are joined first.
+ */
 export const ENTER_SOURCE = String.raw`#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -57,15 +62,41 @@ static pid_t fork_into(int cgroup) {
   return fork();
 }
 
+static void join_cgroup(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+  int procs = open(path, O_WRONLY | O_CLOEXEC);
+  if (procs < 0) fail(path);
+  char pid[32];
+  int length = snprintf(pid, sizeof pid, "%d", (int)getpid());
+  if (write(procs, pid, length) != length) fail(path);
+  close(procs);
+}
+
 int main(int argc, char **argv) {
-  if (argc < 5) {
-    fprintf(stderr, "usage: sandkeep-enter <cgroup dir|-> <pid|-> <cwd> <cmd> [args...]\n");
+  if (argc < 6) {
+    fprintf(stderr, "usage: sandkeep-enter <cgroup dirs|-> <pid|-> <uid:gid|-> <cwd> <cmd> [args...]\n");
     return 126;
   }
   int cgroup = -1;
   if (strcmp(argv[1], "-") != 0) {
+    /* The limit hierarchies (cgroup v1 pids, memory, cpu) are joined by this process, so that the fork below
+       already counts against the sandbox's pids.max; the first directory (the freezer) is forked into. */
+    char *rest = strchr(argv[1], ':');
+    if (rest) *rest++ = 0;
+    while (rest && *rest) {
+      char *next = strchr(rest, ':');
+      if (next) *next++ = 0;
+      join_cgroup(rest);
+      rest = next;
+    }
     cgroup = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (cgroup < 0) fail("open cgroup");
+  }
+  long uid = -1, gid = -1;
+  if (strcmp(argv[3], "-") != 0 && sscanf(argv[3], "%ld:%ld", &uid, &gid) != 2) {
+    fprintf(stderr, "sandkeep-enter: bad uid:gid %s\n", argv[3]);
+    return 126;
   }
   if (strcmp(argv[2], "-") != 0) {
     /* The mount namespace last: the others are opened through the host's /proc. */
@@ -85,13 +116,19 @@ int main(int argc, char **argv) {
   pid_t child = fork_into(cgroup);
   if (child < 0) fail("fork");
   if (child == 0) {
-    if (chdir(argv[3]) < 0) fail("cwd");
     for (int cap = 0; cap < 64; cap++) prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    if (uid >= 0) {
+      /* setuid from root to another uid clears the permitted and effective capabilities too. */
+      if (setgroups(0, NULL) < 0) fail("setgroups");
+      if (setgid((gid_t)gid) < 0) fail("setgid");
+      if (setuid((uid_t)uid) < 0) fail("setuid");
+    }
+    if (chdir(argv[4]) < 0) fail("cwd");
     dprintf(3, "%d\n", (int)getpid());
     close(3);
-    execvp(argv[4], argv + 4);
-    fprintf(stderr, "sandkeep-enter: exec %s: %s\n", argv[4], strerror(errno));
+    execvp(argv[5], argv + 5);
+    fprintf(stderr, "sandkeep-enter: exec %s: %s\n", argv[5], strerror(errno));
     _exit(127);
   }
   close(3);

@@ -234,6 +234,14 @@ function headerNumber(request: IncomingMessage, name: string): number {
 }
 
 /** Serves `/process.Process/<method>`. */
+/** The user an envd request names (`Authorization: Basic base64(user:)`), if any. */
+function requestedUser(request: IncomingMessage): string | undefined {
+  const header = request.headers.authorization
+  if (typeof header !== 'string' || !header.startsWith('Basic ')) return undefined
+  const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8')
+  return decoded.slice(0, Math.max(0, decoded.indexOf(':')))
+}
+
 export async function handleProcessRpc(
   method: string,
   sandbox: Sandbox,
@@ -250,6 +258,14 @@ export async function handleProcessRpc(
         throw new ConnectError('unimplemented', 'pty is not supported by the local host')
       }
       const config = parseProcessConfig(start.process)
+      // E2B runs `user: 'root'` commands as root. Here root exists only in a sandbox whose template asks for it
+      // (uid 0, still without capabilities); elsewhere the request is refused rather than quietly run as `user`.
+      if (requestedUser(request) === 'root' && sandbox.record.owner) {
+        throw new ConnectError(
+          'permission_denied',
+          "this sandbox runs as 'user'; root needs a template with user: 'root' (startLocalE2B templateOptions or user)",
+        )
+      }
       const options: StartProcessOptions = {
         config,
         stdin: start.stdin === true,

@@ -38,13 +38,7 @@ import {
 import type { CodeInterpreter, CreateCodeInterpreter } from './interpreter/types.js'
 import { type LocalE2BOptions, type ResolvedOptions, resolveOptions } from './options.js'
 import { SANDBOX_HOME } from './paths.js'
-import {
-  probeRuntimeSupport,
-  type RuntimeSupport,
-  SANDBOX_KERNEL_DIR,
-  SANDBOX_PROFILE,
-  SandboxRuntime,
-} from './runtime.js'
+import { probeRuntimeSupport, type RuntimeSupport, SANDBOX_KERNEL_DIR, SandboxRuntime } from './runtime.js'
 import { newToken, type PauseMode, Sandbox, type SandboxRecord, type SandboxView } from './sandbox.js'
 
 /** envd version reported to the SDK; gates its features (0.6.4 = metadata, watch entries, octet uploads). */
@@ -270,7 +264,11 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const sandboxes = new Map<string, Sandbox>()
   const pendingIdChanges = new Map<string, string | undefined>()
   const retentionTimers = new Map<string, NodeJS.Timeout>()
-  const templates = new Set([...BASE_TEMPLATES, ...settings.templates])
+  const templates = new Set([
+    ...BASE_TEMPLATES,
+    ...settings.templates,
+    ...Object.keys(settings.templateOptions),
+  ])
   const createInterpreter = await loadInterpreterFactory()
   const kernelDir = kernelHostDir()
   let closed = false
@@ -282,8 +280,6 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   }
 
   const registryPath = join(stateDir, 'registry.json')
-  const profilePath = join(stateDir, 'sandbox-profile')
-  writeFileSync(profilePath, SANDBOX_PROFILE)
 
   function saveRegistry(): void {
     const records = [...sandboxes.values()].map((sandbox) => sandbox.record)
@@ -293,6 +289,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   }
 
   function makeSandbox(record: SandboxRecord): Sandbox {
+    const template = settings.templateOptions[record.templateId]
     const runtime = new SandboxRuntime({
       id: record.sandboxId,
       rootDir: record.rootDir,
@@ -300,8 +297,13 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       allowInternet: record.allowInternetAccess,
       kernelHostDir: kernelDir,
       pidFloor: () => record.lastPid ?? 0,
-      profilePath,
+      user: template?.user ?? settings.user,
+      limits: template?.limits ?? settings.limits,
+      logger: settings.logger,
     })
+    // What the host creates for the sandbox (uploads, directories) belongs to the sandbox's user.
+    if (runtime.owner) record.owner = runtime.owner
+    else delete record.owner
     return new Sandbox(record, runtime, events, settings.pauseMode)
   }
 
@@ -459,7 +461,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     sandbox.processes.clear()
     await sandbox.interpreter?.close().catch(() => {})
     await sandbox.runtime.destroy()
-    rmSync(sandbox.record.rootDir, { recursive: true, force: true })
+    sandbox.runtime.removeStorage()
     events.record('sandbox-kill', sandbox.id, { reason })
   }
 
@@ -624,8 +626,8 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     try {
       await sandbox.runtime.boot()
     } catch (error) {
-      rmSync(rootDir, { recursive: true, force: true })
       await sandbox.runtime.destroy().catch(() => {})
+      sandbox.runtime.removeStorage()
       throw new RestError(500, `could not start the sandbox: ${(error as Error).message}`)
     }
     sandboxes.set(sandboxId, sandbox)

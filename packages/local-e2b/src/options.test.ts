@@ -1,6 +1,7 @@
 import { SandkeepError } from '@sandkeep/core'
 import { describe, expect, it } from 'vitest'
 import { resolveOptions } from './options.js'
+import { DEFAULT_LIMITS } from './runtime.js'
 
 describe('resolveOptions', () => {
   it('applies defaults', () => {
@@ -23,6 +24,14 @@ describe('resolveOptions', () => {
       { apiKey: 'short' },
       { apiKey: 'has space in it' },
       { nope: true },
+      { user: 'admin' },
+      { limits: { pids: 0 } },
+      { limits: { memoryBytes: 1.5 } },
+      { limits: { disk: 1 } },
+      { limits: { cpuWeight: 20_000 } },
+      { templateOptions: { x: { user: 'nobody' } } },
+      { templateOptions: { x: { limits: { pids: -1 } } } },
+      { templateOptions: { x: { shell: 'zsh' } } },
     ]) {
       let caught: unknown
       try {
@@ -48,5 +57,19 @@ describe('resolveOptions', () => {
     ]) {
       expect(() => resolveOptions(bad as never), JSON.stringify(bad)).toThrow(SandkeepError)
     }
+  })
+
+  it('issue 13: sandbox user and limits default to user, 512 pids, 1 GiB, 2 GiB; templates inherit them', () => {
+    const resolved = resolveOptions({
+      limits: { pids: 64 },
+      templateOptions: { admin: { user: 'root', limits: { memoryBytes: 64 * 1024 * 1024 } } },
+    })
+    expect(resolved.user).toBe('user')
+    expect(resolved.limits).toEqual({ ...DEFAULT_LIMITS, pids: 64 })
+    expect(DEFAULT_LIMITS).toMatchObject({ pids: 512, memoryBytes: 2 ** 30, diskBytes: 2 * 2 ** 30 })
+    expect(resolved.templateOptions.admin).toEqual({
+      user: 'root',
+      limits: { ...DEFAULT_LIMITS, pids: 64, memoryBytes: 64 * 1024 * 1024 },
+    })
   })
 })

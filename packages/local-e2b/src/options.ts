@@ -1,6 +1,29 @@
 // Options of startLocalE2B, checked before anything is started.
 import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
+import { DEFAULT_LIMITS, type SandboxLimits, type SandboxUser } from './runtime.js'
 import { type PauseMode, parsePauseMode } from './sandbox.js'
+
+/** Per-sandbox resource limits; every field optional, defaults in the README's "Security model". */
+export interface SandboxLimitsOptions {
+  /** Most processes and threads at once (default 512); a fork past it fails with EAGAIN. */
+  pids?: number
+  /** Memory in bytes (default 1 GiB, E2B's default sandbox); past it the kernel OOM-kills the sandbox's process. */
+  memoryBytes?: number
+  /** CPU weight from 1 to 10000 (default 100, an equal share with every other sandbox). */
+  cpuWeight?: number
+  /** Disk for /home/user and /tmp in bytes (default 2 GiB); a write past it fails with ENOSPC. 0: no cap. */
+  diskBytes?: number
+  /** Size of each private tmpfs, /var/tmp and /dev/shm, in bytes (default 256 MiB). */
+  tmpfsBytes?: number
+}
+
+/** What one template changes about its sandboxes. */
+export interface TemplateOptions {
+  /** Who its processes run as (default: the host's `user` option). */
+  user?: SandboxUser
+  /** Limits over the host's `limits`. */
+  limits?: SandboxLimitsOptions
+}
 
 /** Options of {@link startLocalE2B}. */
 export interface LocalE2BOptions {
@@ -22,7 +45,10 @@ export interface LocalE2BOptions {
   maxSandboxes?: number
   /** Sandbox timeout when create/connect gives none (ms, default 300_000, E2B's default). */
   defaultTimeoutMs?: number
-  /** `auto` (default): bubblewrap when usable, else unisolated with a warning. */
+  /**
+   * `auto` (default) and `bubblewrap`: bubblewrap, and without it (or without root) startLocalE2B throws
+   * CAPABILITY_UNSUPPORTED; `none`: unisolated, with a loud warning (sandbox code runs as this user, here).
+   */
   isolation?: 'auto' | 'bubblewrap' | 'none'
   /** Extra template ids accepted by create (besides `base` and the code-interpreter templates). */
   templates?: string[]
@@ -32,6 +58,15 @@ export interface LocalE2BOptions {
   maxUploadBytes?: number
   /** Most upload bytes in flight across the host; past it uploads get 429 + Retry-After (default 4 GiB). */
   maxConcurrentUploadBytes?: number
+  /**
+   * Who sandbox processes run as (isolated mode): `user` (default, E2B's unprivileged user, home /home/user)
+   * or `root` (uid 0 inside the sandbox, still without any capability).
+   */
+  user?: SandboxUser
+  /** Resource limits of every sandbox (see {@link SandboxLimitsOptions} for the defaults). */
+  limits?: SandboxLimitsOptions
+  /** Per template id: its user and limits (the ids are accepted by create, like `templates`). */
+  templateOptions?: Record<string, TemplateOptions>
 }
 
 /** Options after defaults. */
@@ -50,6 +85,9 @@ export interface ResolvedOptions {
   logger: (line: string) => void
   maxUploadBytes: number
   maxConcurrentUploadBytes: number
+  user: SandboxUser
+  limits: SandboxLimits
+  templateOptions: Record<string, { user: SandboxUser; limits: SandboxLimits }>
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]'])
@@ -73,6 +111,9 @@ const KNOWN_KEYS = new Set([
   'logger',
   'maxUploadBytes',
   'maxConcurrentUploadBytes',
+  'user',
+  'limits',
+  'templateOptions',
 ])
 
 /** Checks and completes the options; throws SandkeepError INVALID_ARGUMENT before any side effect. */
@@ -134,7 +175,11 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
   if (options.logger !== undefined && typeof options.logger !== 'function')
     throw invalid('logger must be a function')
   const { maxUploadBytes, maxConcurrentUploadBytes } = resolveUploadLimits(options)
+  const { user, limits, templateOptions } = resolveSandboxSettings(options)
   return {
+    user,
+    limits,
+    templateOptions,
     port,
     hostname,
     allowRemote,
@@ -165,4 +210,60 @@ function resolveUploadLimits(options: LocalE2BOptions) {
   if (!Number.isSafeInteger(maxConcurrentUploadBytes) || maxConcurrentUploadBytes < maxUploadBytes)
     throw invalid('maxConcurrentUploadBytes must be an integer of at least maxUploadBytes')
   return { maxUploadBytes, maxConcurrentUploadBytes }
+}
+
+const LIMIT_RANGES: Record<keyof SandboxLimits, [number, number]> = {
+  pids: [8, 4_194_304],
+  memoryBytes: [16 * 1024 * 1024, Number.MAX_SAFE_INTEGER],
+  cpuWeight: [1, 10_000],
+  diskBytes: [0, Number.MAX_SAFE_INTEGER],
+  tmpfsBytes: [1024 * 1024, Number.MAX_SAFE_INTEGER],
+}
+
+function resolveUser(value: unknown, what: string): SandboxUser | undefined {
+  if (value === undefined) return undefined
+  if (value !== 'user' && value !== 'root') throw invalid(`${what} must be "user" or "root"`)
+  return value
+}
+
+function resolveLimits(value: unknown, base: SandboxLimits, what: string): SandboxLimits {
+  if (value === undefined) return base
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw invalid(`${what} must be an object`)
+  const limits = { ...base }
+  for (const [key, number] of Object.entries(value)) {
+    const range = LIMIT_RANGES[key as keyof SandboxLimits]
+    if (!range) throw invalid(`${what}: unknown limit "${key}"`)
+    if (!Number.isSafeInteger(number) || number < range[0] || number > range[1]) {
+      throw invalid(`${what}.${key} must be an integer from ${range[0]} to ${range[1]}`)
+    }
+    limits[key as keyof SandboxLimits] = number
+  }
+  return limits
+}
+
+/** The sandbox user and limits, host-wide and per template. */
+function resolveSandboxSettings(
+  options: LocalE2BOptions,
+): Pick<ResolvedOptions, 'user' | 'limits' | 'templateOptions'> {
+  const user = resolveUser(options.user, 'user') ?? 'user'
+  const limits = resolveLimits(options.limits, DEFAULT_LIMITS, 'limits')
+  const templateOptions: ResolvedOptions['templateOptions'] = {}
+  const given = options.templateOptions ?? {}
+  if (typeof given !== 'object' || given === null || Array.isArray(given))
+    throw invalid('templateOptions must be an object keyed by template id')
+  for (const [templateId, template] of Object.entries(given)) {
+    if (!templateId) throw invalid('templateOptions keys must be non-empty template ids')
+    if (typeof template !== 'object' || template === null)
+      throw invalid(`templateOptions.${templateId} must be an object`)
+    for (const key of Object.keys(template)) {
+      if (key !== 'user' && key !== 'limits')
+        throw invalid(`templateOptions.${templateId}: unknown option "${key}"`)
+    }
+    templateOptions[templateId] = {
+      user: resolveUser(template.user, `templateOptions.${templateId}.user`) ?? user,
+      limits: resolveLimits(template.limits, limits, `templateOptions.${templateId}.limits`),
+    }
+  }
+  return { user, limits, templateOptions }
 }

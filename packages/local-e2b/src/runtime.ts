@@ -3,8 +3,10 @@
 // started by one command is then reachable on loopback by the next. Every process is placed in the
 // sandbox's freezer cgroup before it execs anything, so a pause freezes all of them at once (SIGSTOP of
 // the tracked process groups when no freezer is writable).
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process'
 import {
+  chmodSync,
+  chownSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -12,11 +14,14 @@ import {
   readFileSync,
   readlinkSync,
   rmdirSync,
+  rmSync,
   statSync,
+  truncateSync,
   writeFileSync,
 } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
 import { enterHelperPath } from './enter-helper.js'
 import { SANDBOX_HOME } from './paths.js'
 
@@ -36,9 +41,148 @@ export interface RuntimeSupport {
   cgroupParent?: string
   /** The compiled one-exec launcher (see enter-helper.ts); the shell chain is used without it. */
   enterHelper?: string
+  /**
+   * Parent cgroup directories that enforce limits (pids, memory, cpu), besides the freezer's: cgroup v1
+   * hierarchies on a hybrid machine. Empty when the freezer's cgroup v2 itself carries the controllers.
+   */
+  limitParents: Partial<Record<LimitController, string>>
+  /** True when the freezer's cgroup v2 has the pids, memory and cpu controllers enabled for its children. */
+  limitsInFreezerCgroup: boolean
+  /** True when a sandbox's disk can be a loop-mounted ext4 image of a fixed size (root, mkfs.ext4, mount). */
+  diskImages: boolean
 }
 
-const SYSTEM_DIRECTORIES = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc']
+/** cgroup controllers the per-sandbox limits use. */
+export type LimitController = 'pids' | 'memory' | 'cpu'
+
+/** Resource limits of one sandbox; the kernel answers a sandbox past one (EAGAIN, OOM kill, ENOSPC). */
+export interface SandboxLimits {
+  /** Most processes and threads at once (cgroup pids.max). */
+  pids: number
+  /** Memory in bytes (cgroup memory.max / memory.limit_in_bytes), swap excluded. */
+  memoryBytes: number
+  /** CPU weight, 1 to 10000, 100 = an equal share (cgroup cpu.weight; cpu.shares = weight * 1024 / 100 on v1). */
+  cpuWeight: number
+  /** Size in bytes of the disk holding /home/user and /tmp (a loop-mounted ext4 image). */
+  diskBytes: number
+  /** Size in bytes of each of the sandbox's private tmpfs /var/tmp and /dev/shm. */
+  tmpfsBytes: number
+}
+
+/** Defaults: E2B's default sandbox size (1 GiB of memory) and a 2 GiB disk. */
+export const DEFAULT_LIMITS: SandboxLimits = {
+  pids: 512,
+  memoryBytes: 1024 * 1024 * 1024,
+  cpuWeight: 100,
+  diskBytes: 2 * 1024 * 1024 * 1024,
+  tmpfsBytes: 256 * 1024 * 1024,
+}
+
+/**
+ * Host uid and gid of a sandbox's `user`: far above any real account (Debian hands out from 1000, and
+ * subordinate id ranges of user namespaces start at 100000 with 65536 ids each), so a sandbox process owns
+ * nothing of the host's.
+ */
+export const SANDBOX_USER_ID = 1_500_000
+
+/** Who a sandbox's processes run as: E2B's `user`, or uid 0 without capabilities when the template asks. */
+export type SandboxUser = 'user' | 'root'
+
+const SYSTEM_DIRECTORIES = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']
+
+/**
+ * Entries of the host's /etc a sandbox sees: the dynamic loader's cache, TLS roots, alternatives (python3,
+ * editors), the interpreters' site configuration, name-service tables, time zone. Nothing with credentials.
+ */
+const HOST_ETC_ALLOWED = [
+  'alternatives',
+  'bash.bashrc',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'debian_version',
+  'ethertypes',
+  'gai.conf',
+  'host.conf',
+  'inputrc',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'locale.alias',
+  'localtime',
+  'magic',
+  'magic.mime',
+  'mime.types',
+  'networks',
+  'os-release',
+  'profile.d',
+  'protocols',
+  'python3',
+  'services',
+  'shells',
+  'ssl',
+  'terminfo',
+  'timezone',
+]
+
+/** The host /etc entries bound into a sandbox (the allowed ones that exist, plus python3.X directories). */
+function hostEtcEntries(): string[] {
+  let names: string[]
+  try {
+    names = readdirSync('/etc')
+  } catch {
+    return []
+  }
+  return names.filter((name) => HOST_ETC_ALLOWED.includes(name) || /^python3\.\d+$/.test(name))
+}
+
+/** The generated part of a sandbox's /etc: its own users, hosts and name service, the lean profile. */
+export function sandboxEtcFiles(): Record<string, string> {
+  const id = SANDBOX_USER_ID
+  let resolv = 'nameserver 127.0.0.1\n'
+  try {
+    // Name servers only: the host's file may carry search domains and options that say where it runs.
+    const servers = readFileSync('/etc/resolv.conf', 'utf8')
+      .split('\n')
+      .filter((line) => /^nameserver\s/.test(line))
+    if (servers.length > 0) resolv = `${servers.join('\n')}\n`
+  } catch {}
+  return {
+    passwd: [
+      'root:x:0:0:root:/root:/bin/bash',
+      // A root template still names its files' owner `user` (the host may have created them as it).
+      `user:x:${id}:${id}:user:/home/user:/bin/bash`,
+      'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin',
+      '',
+    ].join('\n'),
+    group: ['root:x:0:', `user:x:${id}:`, 'nogroup:x:65534:', ''].join('\n'),
+    hosts: '127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n',
+    hostname: 'sandbox\n',
+    'resolv.conf': resolv,
+    'nsswitch.conf':
+      'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n',
+    profile: SANDBOX_PROFILE,
+  }
+}
+
+/** First file descriptor of the files handed to bwrap (0-2 stdio, 3 info, 4 ready). */
+const DATA_FD_BASE = 5
+
+/** `sh -c` script: join the N cgroups named first (their cgroup.procs files), then exec the rest. */
+const JOIN_CGROUPS =
+  'n=$0; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 126; shift; n=$((n - 1)); done; exec "$@"'
+
+function isMountPoint(path: string): boolean {
+  try {
+    return statSync(path).dev !== statSync(dirname(path)).dev
+  } catch {
+    return false
+  }
+}
+
+/** The disk image of a sandbox, beside its directory. */
+function diskImageOf(rootDir: string): string {
+  return `${rootDir}.img`
+}
 
 function which(binary: string): string | undefined {
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
@@ -56,6 +200,7 @@ function which(binary: string): string | undefined {
 export function probeRuntimeSupport(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSupport {
   const support = probeBase(wantIsolation)
   if (support.cgroupParent) removeStaleCgroups(support.cgroupParent)
+  for (const parent of Object.values(support.limitParents)) removeStaleCgroups(parent)
   const helper = process.env.SANDKEEP_LOCAL_E2B_NO_HELPER === '1' ? undefined : enterHelperPath()
   if (helper) support.enterHelper = helper
   return support
@@ -89,15 +234,27 @@ function probeBase(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSuppor
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
   let isolation: RuntimeSupport['isolation'] = 'none'
   if (wantIsolation !== 'none') {
-    const usable = isRoot && which('bwrap') && which('nsenter') && which('setpriv')
+    // SANDKEEP_LOCAL_E2B_NO_BWRAP=1 plays a machine without bubblewrap, for the test of the refusal below.
+    const bwrap = process.env.SANDKEEP_LOCAL_E2B_NO_BWRAP === '1' ? undefined : which('bwrap')
+    const usable = isRoot && bwrap && which('nsenter') && which('setpriv')
     if (usable) isolation = 'bubblewrap'
-    else if (wantIsolation === 'bubblewrap') {
-      throw new Error(
-        'isolation "bubblewrap" needs root plus bwrap, nsenter and setpriv on PATH (apt-get install bubblewrap util-linux)',
-      )
+    else {
+      // Unisolated, sandbox code runs as this user on this machine: only when asked for by name.
+      throw new SandkeepError({
+        code: SandkeepErrorCode.CAPABILITY_UNSUPPORTED,
+        message: `isolation "${wantIsolation}" needs root plus bwrap, nsenter and setpriv on PATH (apt-get install bubblewrap util-linux); to run sandboxes unisolated on this machine anyway, pass isolation: 'none'`,
+      })
     }
   }
-  if (!isRoot) return { isolation, freezer: 'signals' }
+  if (!isRoot)
+    return {
+      isolation,
+      freezer: 'signals',
+      limitParents: {},
+      limitsInFreezerCgroup: false,
+      diskImages: false,
+    }
+  const limitFields = { limitParents: {}, limitsInFreezerCgroup: false, diskImages: probeDiskImages() }
   // cgroup v2 first: its freeze needs no controller, and the launcher can fork straight into a v2 cgroup
   // (clone3 CLONE_INTO_CGROUP), whereas joining a cgroup by writing cgroup.procs waits for an RCU grace
   // period (10-20 ms per process on a busy machine). v1's freezer is the fallback. SANDKEEP_LOCAL_E2B_FREEZER
@@ -117,10 +274,55 @@ function probeBase(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSuppor
       const parent = join(root, 'sandkeep')
       mkdirSync(parent, { recursive: true })
       if (kind === 'cgroup-v2' && !existsSync(join(parent, 'cgroup.freeze'))) continue
-      return { isolation, freezer: kind, cgroupParent: parent }
+      return {
+        isolation,
+        freezer: kind,
+        cgroupParent: parent,
+        ...limitFields,
+        ...probeLimits(kind, root, parent),
+      }
     } catch {}
   }
-  return { isolation, freezer: 'signals' }
+  return { isolation, freezer: 'signals', ...limitFields, ...probeLimits(undefined, undefined, undefined) }
+}
+
+const LIMIT_CONTROLLERS: LimitController[] = ['pids', 'memory', 'cpu']
+
+/**
+ * Where the limits live. A pure cgroup v2 machine: the freezer's own cgroup, once the controllers are enabled
+ * for its children. A hybrid machine (v2 mounted beside v1, the controllers bound to v1): one v1 cgroup per
+ * controller, which every process joins besides the freezer's.
+ */
+function probeLimits(
+  freezer: FreezerKind | undefined,
+  root: string | undefined,
+  parent: string | undefined,
+): Pick<RuntimeSupport, 'limitParents' | 'limitsInFreezerCgroup'> {
+  if (freezer === 'cgroup-v2' && root && parent) {
+    try {
+      const available = readFileSync(join(root, 'cgroup.controllers'), 'utf8').split(/\s+/)
+      if (LIMIT_CONTROLLERS.every((name) => available.includes(name))) {
+        for (const dir of [root, parent])
+          writeFileSync(join(dir, 'cgroup.subtree_control'), '+pids +memory +cpu')
+        return { limitParents: {}, limitsInFreezerCgroup: true }
+      }
+    } catch {}
+  }
+  const limitParents: Partial<Record<LimitController, string>> = {}
+  for (const name of LIMIT_CONTROLLERS) {
+    const hierarchy = join('/sys/fs/cgroup', name)
+    if (!existsSync(join(hierarchy, 'cgroup.procs'))) continue
+    try {
+      const dir = join(hierarchy, 'sandkeep')
+      mkdirSync(dir, { recursive: true })
+      limitParents[name] = dir
+    } catch {}
+  }
+  return { limitParents, limitsInFreezerCgroup: false }
+}
+
+function probeDiskImages(): boolean {
+  return Boolean(which('mkfs.ext4') && which('mount') && which('umount') && existsSync('/dev/loop-control'))
 }
 
 /** Options of one sandbox's runtime. */
@@ -140,8 +342,12 @@ export interface SandboxRuntimeOptions {
    * would restart at 2; continuing above this keeps a restarted process from reusing an old process's pid.
    */
   pidFloor?: () => number
-  /** Host file bound read-only over the sandbox's /etc/profile (see {@link SANDBOX_PROFILE}). */
-  profilePath?: string
+  /** Who processes run as (isolated mode; default `user`). */
+  user?: SandboxUser
+  /** Resource limits (default {@link DEFAULT_LIMITS}). */
+  limits?: SandboxLimits
+  /** Where warnings go. */
+  logger?: (line: string) => void
 }
 
 /** The sandbox's /etc/profile: PATH plus /etc/profile.d, without the host profile's per-login subshells. */
@@ -187,6 +393,8 @@ export class SandboxRuntime {
   readonly #groups = new Set<number>()
   #frozen = false
   #cgroup: string | undefined
+  readonly #limitDirs: string[] = []
+  #diskMounted = false
 
   constructor(options: SandboxRuntimeOptions) {
     this.#options = options
@@ -218,8 +426,65 @@ export class SandboxRuntime {
       const dir = join(parent, this.#options.id)
       mkdirSync(dir, { recursive: true })
       this.#cgroup = dir
+      this.#applyLimits(dir)
     }
     return this.#cgroup
+  }
+
+  /** Limits through the cgroups; a machine without a controller keeps going without that limit. */
+  #applyLimits(freezerDir: string): void {
+    const { support } = this.#options
+    const limits = this.#limits()
+    const write = (dir: string, file: string, value: string) => {
+      try {
+        writeFileSync(join(dir, file), value)
+      } catch (error) {
+        this.#options.logger?.(
+          `[sandkeep-local-e2b] could not set ${file} of sandbox ${this.#options.id}: ${(error as Error).message}`,
+        )
+      }
+    }
+    if (support.limitsInFreezerCgroup) {
+      write(freezerDir, 'pids.max', String(limits.pids))
+      write(freezerDir, 'memory.max', String(limits.memoryBytes))
+      // Swap would let a sandbox past its memory limit slow the whole machine down instead of being killed.
+      if (existsSync(join(freezerDir, 'memory.swap.max'))) write(freezerDir, 'memory.swap.max', '0')
+      write(freezerDir, 'cpu.weight', String(limits.cpuWeight))
+      return
+    }
+    for (const [controller, parent] of Object.entries(support.limitParents) as Array<
+      [LimitController, string]
+    >) {
+      const dir = join(parent, this.#options.id)
+      try {
+        mkdirSync(dir, { recursive: true })
+      } catch {
+        continue
+      }
+      this.#limitDirs.push(dir)
+      if (controller === 'pids') write(dir, 'pids.max', String(limits.pids))
+      else if (controller === 'memory') {
+        write(dir, 'memory.limit_in_bytes', String(limits.memoryBytes))
+        if (existsSync(join(dir, 'memory.memsw.limit_in_bytes')))
+          write(dir, 'memory.memsw.limit_in_bytes', String(limits.memoryBytes))
+      } else write(dir, 'cpu.shares', String(Math.max(2, Math.round((limits.cpuWeight * 1024) / 100))))
+    }
+  }
+
+  #limits(): SandboxLimits {
+    return this.#options.limits ?? DEFAULT_LIMITS
+  }
+
+  /** Host uid/gid of the sandbox's processes (isolated mode), undefined for root. */
+  get owner(): { uid: number; gid: number } | undefined {
+    if (this.#options.support.isolation !== 'bubblewrap' || this.#options.user === 'root') return undefined
+    return { uid: SANDBOX_USER_ID, gid: SANDBOX_USER_ID }
+  }
+
+  /** Cgroup `cgroup.procs` files a process joins: the freezer's first, then the limit hierarchies'. */
+  #procsFiles(cgroup: string | undefined): string[] {
+    if (!cgroup) return []
+    return [cgroup, ...this.#limitDirs].map((dir) => join(dir, 'cgroup.procs'))
   }
 
   /** Starts the sandbox's namespace (isolated mode). Idempotent; concurrent callers share one boot. */
@@ -236,13 +501,21 @@ export class SandboxRuntime {
 
   async #bootNamespace(): Promise<void> {
     const { rootDir, allowInternet, kernelHostDir } = this.#options
+    this.#ensureDisk()
     mkdirSync(join(rootDir, 'home/user'), { recursive: true })
-    mkdirSync(join(rootDir, 'tmp'), { recursive: true, mode: 0o1777 })
+    mkdirSync(join(rootDir, 'tmp'), { recursive: true })
+    // mkdir's mode passes through the umask; /tmp must be world-writable and sticky for `user`.
+    chmodSync(join(rootDir, 'tmp'), 0o1777)
+    const owner = this.owner
+    if (owner) chownSync(join(rootDir, 'home/user'), owner.uid, owner.gid)
+    const limits = this.#limits()
     const args = [
       '--unshare-pid',
       '--unshare-ipc',
       '--unshare-uts',
       '--die-with-parent',
+      '--cap-drop',
+      'ALL',
       '--hostname',
       'sandbox',
     ]
@@ -257,16 +530,47 @@ export class SandboxRuntime {
       if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir)
       else if (stat.isDirectory()) args.push('--ro-bind', dir, dir)
     }
-    // The SDK runs every command as `bash -l -c`: a login shell reads /etc/profile, whose `$(id -u)` costs
-    // a fork+exec per command. The sandbox gets a lean profile with the same effect for its root user.
-    if (this.#options.profilePath) args.push('--ro-bind', this.#options.profilePath, '/etc/profile')
+    // Files handed to bwrap through pipes (--ro-bind-data) instead of host paths: nothing in the sandbox's
+    // mount table then names a host directory.
+    const data: string[] = []
+    const bindData = (content: string, destination: string) => {
+      args.push('--perms', '0644', '--ro-bind-data', String(DATA_FD_BASE + data.length), destination)
+      data.push(content)
+    }
+    // A minimal /etc: the generated identity files plus what the interpreters and TLS need from the host's,
+    // never shadow, gshadow, ssh keys or the host's package-manager credentials (pip.conf, npmrc, gitconfig).
+    args.push('--tmpfs', '/etc')
+    for (const [name, content] of Object.entries(sandboxEtcFiles())) {
+      bindData(content, `/etc/${name}`)
+    }
+    for (const name of hostEtcEntries()) {
+      const path = join('/etc', name)
+      const stat = lstatSync(path)
+      if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path)
+      else args.push('--ro-bind', path, path)
+    }
+    args.push('--remount-ro', '/etc')
+    // The disk image holds home and /tmp: its mount root is the image, so the binds name `/home/user` and
+    // `/tmp` of the image, not the host directory they live in.
     args.push('--tmpfs', '/home', '--bind', join(rootDir, 'home/user'), SANDBOX_HOME)
-    args.push('--bind', join(rootDir, 'tmp'), '/tmp', '--tmpfs', '/var', '--dir', '/var/tmp')
+    args.push('--bind', join(rootDir, 'tmp'), '/tmp', '--tmpfs', '/var')
+    args.push('--perms', '1777', '--size', String(limits.tmpfsBytes), '--tmpfs', '/var/tmp')
     args.push('--proc', '/proc', '--dev', '/dev')
-    // Sandbox processes are uid 0 without capabilities, and uid 0 may still write most sysctls (core_pattern
-    // would run a program on the host) and /proc/sysrq-trigger: cover them read-only.
+    args.push('--perms', '1777', '--size', String(limits.tmpfsBytes), '--tmpfs', '/dev/shm')
+    // Sandbox processes lack every capability, and a root template's uid 0 may still write most sysctls
+    // (core_pattern would run a program on the host) and /proc/sysrq-trigger: cover them read-only.
     for (const dir of PROC_COVERS) if (existsSync(dir)) args.push('--ro-bind', dir, dir)
-    if (kernelHostDir && existsSync(kernelHostDir)) args.push('--ro-bind', kernelHostDir, SANDBOX_KERNEL_DIR)
+    if (kernelHostDir && existsSync(kernelHostDir)) {
+      for (const entry of readdirSync(kernelHostDir, { withFileTypes: true })) {
+        if (entry.isFile())
+          bindData(
+            readFileSync(join(kernelHostDir, entry.name), 'utf8'),
+            `${SANDBOX_KERNEL_DIR}/${entry.name}`,
+          )
+      }
+    }
+    // The root itself is bwrap's tmpfs: read-only too, so that even a root template writes only its own dirs.
+    args.push('--remount-ro', '/')
     // bwrap reports its child's pid before the child finished building the mount namespace; entering it then
     // would land in a half-built root. The init therefore says `ready` on fd 4 once it runs inside the
     // finished sandbox, and only then may processes enter.
@@ -274,10 +578,16 @@ export class SandboxRuntime {
     const cgroup = this.#cgroupDir()
     const [command, commandArgs] = this.#wrapInCgroup(cgroup, 'bwrap', args)
     const init = spawn(command, commandArgs, {
-      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe', ...data.map(() => 'pipe' as const)],
       detached: true,
       env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
     }) as unknown as ChildProcessWithoutNullStreams
+    // Each file is far below a pipe's buffer; bwrap reads them while it builds the mount namespace.
+    data.forEach((content, index) => {
+      const stream = init.stdio[DATA_FD_BASE + index] as NodeJS.WritableStream
+      stream.on('error', () => {})
+      stream.end(content)
+    })
     const readyStream = init.stdio[4] as NodeJS.ReadableStream
     const ready = new Promise<void>((resolve, reject) => {
       let text = ''
@@ -351,10 +661,63 @@ export class SandboxRuntime {
   }
 
   #wrapInCgroup(cgroup: string | undefined, command: string, args: string[]): [string, string[]] {
-    if (!cgroup) return [command, args]
-    const procs = join(cgroup, 'cgroup.procs')
-    // The shell joins the cgroup and then execs, so every descendant is born inside it (no race with forks).
-    return ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', procs, command, ...args]]
+    const procs = this.#procsFiles(cgroup)
+    if (procs.length === 0) return [command, args]
+    // The shell joins the cgroups and then execs, so every descendant is born inside them (no race with forks).
+    return ['/bin/sh', ['-c', JOIN_CGROUPS, String(procs.length), ...procs, command, ...args]]
+  }
+
+  /**
+   * Gives the sandbox a disk of its own size: an ext4 image loop-mounted over `rootDir`, so that a full disk
+   * is the sandbox's ENOSPC and not the host's. The image sits beside `rootDir` and outlives pauses, cold
+   * boots and host restarts; {@link removeStorage} deletes it.
+   */
+  #ensureDisk(): void {
+    const { rootDir, support } = this.#options
+    const bytes = this.#limits().diskBytes
+    if (support.isolation !== 'bubblewrap' || !support.diskImages || bytes <= 0) return
+    if (isMountPoint(rootDir)) {
+      this.#diskMounted = true
+      return
+    }
+    const image = diskImageOf(rootDir)
+    if (!existsSync(image)) {
+      // A sandbox made before disk images existed keeps its files on the host's disk rather than losing them.
+      const home = join(rootDir, 'home/user')
+      if (existsSync(home) && readdirSync(home).length > 0) return
+      writeFileSync(image, '')
+      truncateSync(image, bytes)
+      execFileSync('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'nodiscard', image], {
+        stdio: 'ignore',
+        timeout: 30_000,
+      })
+    }
+    mkdirSync(rootDir, { recursive: true })
+    execFileSync('mount', ['-o', 'loop,nosuid,nodev', image, rootDir], { stdio: 'pipe', timeout: 30_000 })
+    this.#diskMounted = true
+  }
+
+  #unmountDisk(): void {
+    const { rootDir } = this.#options
+    if (!this.#diskMounted && !(existsSync(diskImageOf(rootDir)) && isMountPoint(rootDir))) return
+    this.#diskMounted = false
+    try {
+      execFileSync('umount', [rootDir], { stdio: 'ignore', timeout: 30_000 })
+    } catch {
+      // A process still holds a file open: detach now, the kernel frees the loop device once it is released.
+      try {
+        execFileSync('umount', ['-l', rootDir], { stdio: 'ignore', timeout: 30_000 })
+      } catch {}
+    }
+  }
+
+  /** Deletes the sandbox's files (its directory and disk image); call after {@link destroy}. */
+  removeStorage(): void {
+    this.#unmountDisk()
+    const { rootDir } = this.#options
+    // Never recurse into a still-mounted image: that would wipe it without freeing anything.
+    if (!isMountPoint(rootDir)) rmSync(rootDir, { recursive: true, force: true })
+    rmSync(diskImageOf(rootDir), { force: true })
   }
 
   /**
@@ -378,11 +741,14 @@ export class SandboxRuntime {
     const helper = this.#options.support.enterHelper
     if (helper) {
       const isolated = this.#options.support.isolation === 'bubblewrap'
+      const procs = this.#procsFiles(cgroup).map(dirname)
+      const owner = this.owner
       full = [
         helper,
         [
-          cgroup ?? '-',
+          procs.length > 0 ? procs.join(':') : '-',
           isolated ? String(this.#initPid) : '-',
+          owner ? `${owner.uid}:${owner.gid}` : '-',
           isolated ? options.cwd : this.hostPathOf(options.cwd),
           command,
           ...args,
@@ -402,6 +768,7 @@ export class SandboxRuntime {
         '-w',
         '--',
         'setpriv',
+        ...(this.owner ? [`--reuid=${this.owner.uid}`, `--regid=${this.owner.gid}`, '--clear-groups'] : []),
         '--bounding-set=-all',
         '--inh-caps=-all',
         '--no-new-privs',
@@ -615,6 +982,12 @@ export class SandboxRuntime {
       }
       await this.#waitFor(removed, 500).catch(() => {})
     }
+    for (const dir of this.#limitDirs.splice(0)) {
+      try {
+        rmdirSync(dir)
+      } catch {}
+    }
+    this.#unmountDisk()
   }
 
   /** CPU time (clock ticks, user + system) used so far by the sandbox's live processes. */

@@ -1,0 +1,168 @@
+// Issue 13 items 2 and 5 and the refusal to run unisolated unasked: what code inside a sandbox can see of
+// the host (its /etc, its paths) and who it runs as, tried through the unmodified SDKs as a user would.
+import { statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
+import { SandkeepError } from '@sandkeep/core'
+import { Sandbox } from 'e2b'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SANDBOX_USER_ID, startLocalE2B } from '../src/index.js'
+import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
+
+/** Runs a command and returns its result even when it exits non-zero. */
+async function run(sandbox: Sandbox, command: string, options: { user?: 'root' | 'user' } = {}) {
+  try {
+    return await sandbox.commands.run(command, options)
+  } catch (error) {
+    const result = (error as { result?: { exitCode: number; stdout: string; stderr: string } }).result
+    if (!result) throw error
+    return result
+  }
+}
+
+describe('issue 13 item 2: a minimal /etc and an unprivileged user', () => {
+  let t: TestHost
+  beforeAll(async () => {
+    t = await startTestHost({ templateOptions: { 'root-box': { user: 'root' } } })
+  })
+  afterAll(async () => {
+    await stopTestHost(t)
+  })
+
+  it('runs commands as `user` without capabilities, in a /etc without shadow or host credentials', async () => {
+    const sandbox = await Sandbox.create(t.opts)
+    const identity = await run(sandbox, 'id -un; id -u; id -gn; grep CapEff /proc/self/status')
+    expect(identity.stdout.split('\n').slice(0, 3)).toEqual(['user', String(SANDBOX_USER_ID), 'user'])
+    expect(identity.stdout).toMatch(/CapEff:\s+0{16}/)
+    const etc = await run(sandbox, 'ls -A /etc')
+    const names = etc.stdout.split('\n')
+    for (const secret of [
+      'shadow',
+      'gshadow',
+      'shadow-',
+      'gshadow-',
+      'ssh',
+      'pip.conf',
+      'npmrc',
+      'gitconfig',
+      'subuid',
+    ]) {
+      expect(names).not.toContain(secret)
+    }
+    expect(names).toEqual(
+      expect.arrayContaining(['passwd', 'group', 'hosts', 'resolv.conf', 'nsswitch.conf']),
+    )
+    expect((await run(sandbox, 'cat /etc/shadow')).exitCode).not.toBe(0)
+    // /etc is read-only, even for what the sandbox's files could name.
+    expect((await run(sandbox, 'echo x >> /etc/passwd')).exitCode).not.toBe(0)
+    expect((await run(sandbox, 'touch /etc/new')).exitCode).not.toBe(0)
+    // The interpreters, TLS roots and pip still work with it.
+    const tools = await run(
+      sandbox,
+      "python3 -c \"import ssl; ssl.create_default_context(); print('py ok')\" && node -e \"require('tls').rootCertificates.length && console.log('node ok')\" && pip --version >/dev/null && echo pip ok && getent passwd user",
+    )
+    expect(tools.stdout).toBe(
+      `py ok\nnode ok\npip ok\nuser:x:${SANDBOX_USER_ID}:${SANDBOX_USER_ID}:user:/home/user:/bin/bash\n`,
+    )
+    // The host's processes (root) are not the sandbox's: nothing of the host's file tree is writable.
+    expect((await run(sandbox, 'touch /usr/x; touch /x')).exitCode).not.toBe(0)
+    await sandbox.kill()
+  })
+
+  it('gives the home and what the host writes for the sandbox to `user`; refuses root commands', async () => {
+    const sandbox = await Sandbox.create(t.opts)
+    const home = t.host.getSandbox(sandbox.sandboxId)?.homeDir
+    expect(home && statSync(home).uid).toBe(SANDBOX_USER_ID)
+    await sandbox.files.write('/home/user/sub/uploaded.txt', 'up')
+    await sandbox.files.makeDir('/home/user/made')
+    const owned = await run(
+      sandbox,
+      'stat -c %U sub sub/uploaded.txt made && echo more >> sub/uploaded.txt && touch made/x /tmp/x && echo ok',
+    )
+    expect(owned.stdout).toBe('user\nuser\nuser\nok\n')
+    // E2B runs `user: 'root'` as root; here root needs a template that asks for it.
+    await expect(sandbox.commands.run('id -u', { user: 'root' })).rejects.toThrow(/root/)
+    expect((await sandbox.commands.run('id -un', { user: 'user' })).stdout).toBe('user\n')
+    await sandbox.kill()
+  })
+
+  it('runs the code interpreter kernels as `user`', async () => {
+    const sandbox = await CodeSandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
+    expect((await sandbox.runCode('import os; os.getuid()')).text).toBe(String(SANDBOX_USER_ID))
+    expect((await sandbox.runCode('process.getuid()', { language: 'javascript' })).text).toBe(
+      String(SANDBOX_USER_ID),
+    )
+    await sandbox.kill()
+  })
+
+  it('runs a template that asks for root as uid 0, still without capabilities or host secrets', async () => {
+    const sandbox = await Sandbox.create('root-box', t.opts)
+    const identity = await run(sandbox, 'id -u; grep CapEff /proc/self/status; cat /etc/shadow')
+    expect(identity.stdout).toMatch(/^0\nCapEff:\s+0{16}\n$/)
+    expect(identity.exitCode).not.toBe(0)
+    expect((await sandbox.commands.run('id -u', { user: 'root' })).stdout).toBe('0\n')
+    // Without CAP_SYS_ADMIN and CAP_DAC_OVERRIDE root can neither remount nor write the system.
+    // Writing the value it already has: harmless should the cover ever fail.
+    const sysctl = 'cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern'
+    for (const attempt of [
+      sysctl,
+      'mount -o remount,rw /etc',
+      'touch /usr/x',
+      'touch /x',
+      'touch /etc/x',
+      'cat /etc/shadow',
+    ]) {
+      expect((await run(sandbox, attempt)).exitCode, attempt).not.toBe(0)
+    }
+    expect((await run(sandbox, 'touch /home/user/x /tmp/x /var/tmp/x /dev/shm/x && echo ok')).stdout).toBe(
+      'ok\n',
+    )
+    await sandbox.kill()
+  })
+})
+
+describe('issue 13 item 5: no host path inside a sandbox', () => {
+  let t: TestHost
+  beforeAll(async () => {
+    t = await startTestHost()
+  })
+  afterAll(async () => {
+    await stopTestHost(t)
+  })
+
+  it('mountinfo, /proc/mounts, environment and cwd name no host directory', async () => {
+    const sandbox = await CodeSandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
+    const seen = await sandbox.commands.run(
+      'cat /proc/self/mountinfo /proc/mounts; env; pwd; readlink /proc/self/cwd; cat /proc/self/cgroup',
+    )
+    // The kernels: their environment and working directory.
+    const kernel = await sandbox.runCode(
+      'import os; print(open("/proc/self/mountinfo").read()); print(dict(os.environ)); print(os.getcwd())',
+    )
+    const text = `${seen.stdout}\n${kernel.logs.stdout.join('')}`
+    expect(text).toContain('/home/user')
+    const forbidden = [t.host.stateDir, `${tmpdir()}/sandkeep`, '/work', process.cwd(), '/root']
+    for (const hostPath of forbidden) expect(text).not.toContain(hostPath)
+    await sandbox.kill()
+  })
+})
+
+describe('isolation without bubblewrap', () => {
+  it('refuses to start unisolated unless isolation "none" is asked for, which warns', async () => {
+    process.env.SANDKEEP_LOCAL_E2B_NO_BWRAP = '1'
+    try {
+      for (const isolation of [undefined, 'auto', 'bubblewrap'] as const) {
+        const attempt = startLocalE2B({ logger: () => {}, ...(isolation ? { isolation } : {}) })
+        await expect(attempt).rejects.toBeInstanceOf(SandkeepError)
+        await expect(attempt).rejects.toThrow(/isolation: 'none'/)
+      }
+      const warnings: string[] = []
+      const host = await startLocalE2B({ isolation: 'none', logger: (line) => void warnings.push(line) })
+      expect(host.isolation).toBe('none')
+      expect(warnings.join('\n')).toMatch(/UNISOLATED/)
+      await host.close()
+    } finally {
+      delete process.env.SANDKEEP_LOCAL_E2B_NO_BWRAP
+    }
+  })
+})
