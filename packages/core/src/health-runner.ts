@@ -43,8 +43,16 @@ export async function runDeclaredChecks(
     processes.map(async (c) => results.set(c, await runCheck(handles, c, signal, false, listed))),
   )
   // Processes just (re)started, by a repair here or by the platform on resume, may not listen yet.
-  const restarted = processesRestarted || [...results.values()].some((r) => r.status === 'repaired')
-  await Promise.all(others.map(async (c) => results.set(c, await runCheck(handles, c, signal, restarted))))
+  const repairedHere = [...results.values()].some((r) => r.status === 'repaired')
+  const restarted = processesRestarted || repairedHere
+  // When only the platform restarted them, the wait ends as soon as none of them runs any more: on a
+  // processes-mode platform the files are wiped, so a server restarted from a script exits at once.
+  const platformOnly = !repairedHere && processList !== undefined ? processList : undefined
+  await Promise.all(
+    others.map(async (c) =>
+      results.set(c, await runCheck(handles, c, signal, restarted, undefined, platformOnly)),
+    ),
+  )
   return checks.map((c) => results.get(c) as HealthCheckResult)
 }
 
@@ -60,6 +68,7 @@ async function runCheck(
   turnSignal: AbortSignal,
   waitForPort: boolean,
   processList?: ProcessInfo[],
+  restartedProcesses?: ProcessInfo[],
 ): Promise<HealthCheckResult> {
   const timeoutMs = check.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS
   const required = check.required === true
@@ -77,7 +86,14 @@ async function runCheck(
       attempt++
     ) {
       await delay(Math.min(50 * 2 ** attempt, 500), signal)
-      if (!signal.aborted) outcome = await probe(handles, check, signal)
+      if (signal.aborted) break
+      outcome = await probe(handles, check, signal)
+      if (!outcome.ok && restartedProcesses && !(await anyStillRunning(handles, restartedProcesses))) {
+        return {
+          ok: false,
+          message: `${outcome.message ?? 'no answer'}; the processes restarted on resume exited`,
+        }
+      }
     }
     if (!outcome.ok && waitForPort && check.kind === 'port') {
       return {
@@ -119,6 +135,16 @@ async function runCheck(
     message: repaired.ok
       ? `${first.message ?? 'probe failed'}; repaired`
       : `${first.message ?? 'probe failed'}; still failing after repair${repaired.message ? `: ${repaired.message}` : ''}`,
+  }
+}
+
+/** Whether any of `processes` (by pid) is still running; `true` when the list cannot be read. */
+async function anyStillRunning(handles: CheckHandles, processes: ProcessInfo[]): Promise<boolean> {
+  try {
+    const running = await handles.probeSandbox.listProcesses()
+    return processes.some((p) => running.some((r) => r.pid === p.pid))
+  } catch {
+    return true
   }
 }
 
