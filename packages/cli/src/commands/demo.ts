@@ -116,7 +116,7 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
       },
       {
         title: 'Exit codes',
-        text: '0 every turn passed, 1 a turn failed, 2 bad flags or an invalid transcript, 130 interrupted',
+        text: '0 every turn passed, 1 a turn failed, 2 bad flags, an invalid transcript or an unreachable store, 130 interrupted',
       },
     ],
     examples: [
@@ -172,12 +172,15 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
       import('../demo/render-json.js'),
       import('../demo/run-demo.js'),
     ])
+    const color = colorEnabled(context.stdout, context.env)
     const renderer = json
       ? createJsonRenderer(context.stdout)
       : createHumanRenderer({
           stream: context.stdout,
-          color: colorEnabled(context.stdout, context.env),
-          spinner: context.stdout.isTTY === true,
+          color,
+          // The spinner redraws with erase-line codes: with NO_COLOR (or TERM=dumb) the output has no escape
+          // codes at all, as the README promises, so there is no spinner either.
+          spinner: context.stdout.isTTY === true && color,
         })
     try {
       const result = await runDemo({
