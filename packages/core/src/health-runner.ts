@@ -20,7 +20,8 @@ type ProbeOutcome = { ok: boolean; message?: string }
  * Runs declared checks, each probe and each repair bounded by the check's `timeoutMs`. Process checks run
  * first (in parallel), then every other check (in parallel): ports, code and files usually depend on a
  * process, so they are probed once processes were repaired; after such a repair a port probe waits for the
- * port to open (polling within its timeout) instead of failing at once. Results keep the declared order.
+ * port to open (polling within its timeout) instead of failing at once; when only the platform restarted
+ * processes on resume, that wait ends as soon as none of them runs any more. Results keep the declared order.
  * A failing probe runs its repair, then probes again until it passes or its time is up.
  * `probeSandbox` serves the built-in probes (process, port, code, file), which only read; repairs and custom
  * checks use `sandbox`.
