@@ -9,6 +9,15 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/ensure-toolchain.sh
 . scripts/ensure-toolchain.sh
 
+# First-run noise off: pnpm's update box (also in .npmrc) and Turborepo's telemetry notice.
+export npm_config_update_notifier=false
+export TURBO_TELEMETRY_DISABLED=1
+# Output that goes to a file or a pipe gets no colour codes (vitest, turbo and pnpm all honour these).
+if [ ! -t 1 ]; then
+  export NO_COLOR=1 FORCE_COLOR=0
+  unset CLICOLOR_FORCE
+fi
+
 setup() {
   if [ ! -f node_modules/.modules.yaml ] || [ pnpm-lock.yaml -nt node_modules/.modules.yaml ]; then
     echo "dev.sh: installing dependencies (pnpm install --frozen-lockfile)" >&2
@@ -43,6 +52,7 @@ ensure_bubblewrap() {
 # Runs vitest and ends with one plain summary line ("tests: N passed, N failed, N skipped") that any CI can read.
 run_tests() {
   local report status
+  echo "dev.sh: running the test suite; the whole suite takes about 5 minutes (pass a file or pattern to run less)" >&2
   report="$(mktemp -t sandkeep-vitest.XXXXXX.json)"
   set +e
   pnpm test --reporter=default --reporter=json --outputFile.json="$report" "$@"

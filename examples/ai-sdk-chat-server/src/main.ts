@@ -1,6 +1,6 @@
 // Starts the chat server on the embedded defaults with the scripted model replaying the CLI's default
 // transcript (swap `model` for any AI SDK model, e.g. openai('gpt-5'), to chat for real).
-//   node src/main.ts    then    curl -N localhost:3000/chat -d '{"conversationId":"c1","message":"hi"}'
+//   bash scripts/dev.sh node examples/ai-sdk-chat-server/src/main.ts    then    curl -N localhost:3000/chat -d '{"conversationId":"c1","message":"hi"}'
 import { createSessionManager } from '@sandkeep/core'
 import { createScriptedModel, defaultTranscriptPath, loadTranscript } from 'sandkeep'
 import { embeddedDefaults } from './defaults.ts'

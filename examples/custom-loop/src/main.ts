@@ -1,5 +1,5 @@
 // Replays transcript.json through the hand-written loop on the embedded defaults and prints each turn.
-//   node src/main.ts            (after `pnpm build` at the repository root)
+//   bash scripts/dev.sh node examples/custom-loop/src/main.ts   (at the repository root)
 import { createSessionManager } from '@sandkeep/core'
 import type { ModelMessage } from 'ai'
 import { createScriptedModel, loadTranscript } from 'sandkeep'

@@ -1,7 +1,7 @@
 // A sandbox that holds two things a pause can lose: a background web server (a process) and an open sqlite
 // connection in the Python kernel (memory). Both are declared as health checks with repairs; the host is
 // restarted between two turns (processes and memory gone, files kept) and the next turn comes back whole.
-//   node src/main.ts            (after `pnpm build` at the repository root)
+//   bash scripts/dev.sh node examples/health-checks/src/main.ts   (at the repository root)
 import {
   codeCheck,
   createSessionManager,

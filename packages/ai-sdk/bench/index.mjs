@@ -14,6 +14,7 @@ import { startLocalE2B } from '@sandkeep/local-e2b'
 import { createRedisSessionStore } from '@sandkeep/redis'
 import { simulateReadableStream, stepCountIs } from 'ai'
 import { MockLanguageModelV4 } from 'ai/test'
+import { percentile } from '../../../bench/stats.mjs'
 
 const args = process.argv.slice(2)
 const turns = Number(args[args.indexOf('--turns') + 1]) || 30
@@ -54,12 +55,6 @@ function oneCommandModel() {
       }
     },
   })
-}
-
-function percentile(values, p) {
-  const sorted = [...values].sort((a, b) => a - b)
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
-  return sorted[index]
 }
 
 const host = await startLocalE2B({ logger: () => {} })

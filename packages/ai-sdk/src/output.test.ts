@@ -56,6 +56,20 @@ describe('stateLostNotice', () => {
     expect(notice).toMatch(/files are still there/)
   })
 
+  it('issue 16 (--pause-mode processes): a resumed sandbox that lost memory and files is not called replaced', () => {
+    const notice = stateLostNotice({
+      ...base,
+      stateLost: true,
+      rehydratedSteps: 4,
+      survived: { memory: false, filesystem: false, processes: true },
+    })
+    expect(notice).not.toMatch(/replaced/)
+    expect(notice).toMatch(/was resumed/)
+    expect(notice).toMatch(/files and installed packages, interpreter variables from earlier turns are gone/)
+    expect(notice).toMatch(/Background processes were restarted/)
+    expect(notice).toMatch(/4 recorded setup steps were replayed/)
+  })
+
   it('names a recreated sandbox and replayed steps', () => {
     const notice = stateLostNotice({ ...base, outcome: 'recreated', stateLost: true, rehydratedSteps: 2 })
     expect(notice).toMatch(/replaced by a fresh one/)

@@ -50,18 +50,34 @@ export function stateLostNotice(report: ResumeReport | undefined): string | unde
     report.rehydratedSteps > 0
       ? ` ${report.rehydratedSteps} recorded setup step${report.rehydratedSteps === 1 ? ' was' : 's were'} replayed.`
       : ''
-  if (report.outcome === 'recreated' || report.survived.filesystem === false) {
+  if (report.outcome === 'recreated') {
     return (
       'Notice: the sandbox was replaced by a fresh one since the previous turn (the old one expired or was ' +
       'removed). Files, installed packages, interpreter variables and running processes from earlier turns ' +
       `are gone.${replayed} Recreate whatever you still need before relying on it.`
     )
   }
+  // The same sandbox was resumed: say exactly what the report says was lost, and what was kept.
+  const processes =
+    report.survived.processes === true
+      ? report.survived.memory === false
+        ? ' Background processes were restarted from their command lines (their in-memory state is new).'
+        : ' Background processes are still running.'
+      : ''
+  if (report.survived.filesystem === false) {
+    const lost = ['files and installed packages']
+    if (report.survived.memory === false) lost.push('interpreter variables')
+    if (report.survived.processes === false) lost.push('running processes')
+    return (
+      `Notice: the sandbox was resumed, but its pause since the previous turn did not keep its ${report.survived.memory === false ? 'memory or its files' : 'files'}: ` +
+      `${lost.join(', ')} from earlier turns are gone.${processes}${replayed} Recreate whatever you still need before relying on it.`
+    )
+  }
   const lost = ['interpreter variables and imports']
   if (report.survived.processes === false) lost.push('running processes')
   return (
     `Notice: the sandbox's memory did not survive the pause since the previous turn: ${lost.join(' and ')} ` +
-    `from earlier turns are gone; files are still there.${replayed} Re-run the code that defined what you need.`
+    `from earlier turns are gone; files are still there.${processes}${replayed} Re-run the code that defined what you need.`
   )
 }
 

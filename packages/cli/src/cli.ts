@@ -10,7 +10,7 @@ import {
   sessionsListCommand,
   sessionsShowCommand,
 } from './commands/sessions.js'
-import { describeError } from './errors.js'
+import { ConfigError, describeError } from './errors.js'
 import { TranscriptError } from './transcript.js'
 
 const version = (
@@ -88,6 +88,10 @@ export async function main(argv: string[], context: CommandContext): Promise<num
     return await command.run(args, context)
   } catch (error) {
     if (error instanceof UsageError) return usage(context, error.command, error.message)
+    if (error instanceof ConfigError) {
+      context.stderr.write(`sandkeep ${name}: ${error.message}\n`)
+      return ExitCode.USAGE
+    }
     if (error instanceof TranscriptError) {
       context.stderr.write(
         `sandkeep ${name}: invalid transcript\n${error.problems.map((line) => `  ${line}\n`).join('')}`,

@@ -32,7 +32,13 @@ export async function openStore(config: StoreConfig): Promise<SessionStore> {
     return createMemorySessionStore()
   }
   const { createRedisSessionStore } = await import('@sandkeep/redis')
-  return createRedisSessionStore({ redis: config.url, prefix: config.prefix })
+  // ioredis ends a socket that never connected with a 2 s timer (disconnectTimeout); a CLI that found Redis
+  // unreachable should not sit out that timer before exiting.
+  return createRedisSessionStore({
+    redis: config.url,
+    prefix: config.prefix,
+    redisOptions: { disconnectTimeout: 100 },
+  })
 }
 
 /** Connection settings of an E2B(-compatible) platform. */

@@ -7,3 +7,11 @@ export function describeError(error: unknown): string {
   }
   return String(error)
 }
+
+/**
+ * Configuration that cannot work, found before any side effect (an unreachable store): the CLI prints its
+ * message on one line and exits 2, like bad flags, but without pointing at --help.
+ */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}

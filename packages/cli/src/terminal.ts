@@ -50,7 +50,7 @@ export interface Spinner {
 }
 
 export function createSpinner(
-  stream: Writable & { isTTY?: boolean },
+  stream: Writable & { isTTY?: boolean; columns?: number },
   style: Style,
   active: boolean,
 ): Spinner {
@@ -63,10 +63,7 @@ export function createSpinner(
   }
   const draw = () => {
     if (!active || text === null) return
-    const seconds = ((Date.now() - started) / 1000).toFixed(1)
-    stream.write(
-      `\r\u001b[2K${style.cyan(frames[frame % frames.length] ?? '')} ${text} ${style.dim(`${seconds}s`)}`,
-    )
+    stream.write(`\r\u001b[2K${spinnerLine(text, Date.now() - started, frame, style, stream.columns)}`)
   }
   return {
     set(next) {
@@ -98,6 +95,26 @@ export function createSpinner(
       timer = undefined
     },
   }
+}
+
+/**
+ * One spinner line, cut to fit `columns` (default 80) minus one: a line as wide as the terminal wraps on
+ * some terminals, and `\r` + erase-line then clears only its last row, leaving the rest behind.
+ */
+export function spinnerLine(
+  text: string,
+  elapsedMs: number,
+  frame: number,
+  style: Style,
+  columns: number | undefined,
+): string {
+  const width = Math.max(20, (columns && columns > 0 ? columns : 80) - 1)
+  const seconds = `${(elapsedMs / 1000).toFixed(1)}s`
+  // frame, space, text, space, seconds
+  const room = width - 2 - seconds.length - 1
+  const chars = [...text]
+  const shown = chars.length > room ? `${chars.slice(0, Math.max(0, room - 1)).join('')}…` : text
+  return `${style.cyan(frames[frame % frames.length] ?? '')} ${shown} ${style.dim(seconds)}`
 }
 
 /** Visible width of a string (ANSI codes removed). */

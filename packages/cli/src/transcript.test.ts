@@ -1,5 +1,16 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { defaultTranscriptPath, loadTranscript, parseTranscript, TranscriptError } from './transcript.js'
+import { checkToolInputs } from './commands/demo.js'
+import {
+  defaultTranscriptPath,
+  loadTranscript,
+  parseTranscript,
+  resolveTranscriptPath,
+  TranscriptError,
+  transcriptsDir,
+} from './transcript.js'
 
 function problems(value: unknown): string[] {
   try {
@@ -69,5 +80,76 @@ describe('transcripts', () => {
   it('refuses duplicate health check names', () => {
     const check = { kind: 'file', name: 'f', path: '/home/user/a' }
     expect(problems({ ...valid, healthChecks: [check, check] })[0]).toMatch(/healthChecks\[1\], field name/)
+  })
+
+  it('issue 16: a bare --transcript name is looked for in the current directory (with and without .json) before the shipped ones', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'sandkeep-transcript-'))
+    try {
+      writeFileSync(join(cwd, 'recipes.json'), JSON.stringify(valid))
+      writeFileSync(join(cwd, 'notes'), JSON.stringify(valid))
+      writeFileSync(join(cwd, 'data-analysis.json'), JSON.stringify(valid))
+      expect(resolveTranscriptPath('recipes', cwd)).toBe(join(cwd, 'recipes.json'))
+      expect(resolveTranscriptPath('recipes.json', cwd)).toBe(join(cwd, 'recipes.json'))
+      expect(resolveTranscriptPath('notes', cwd)).toBe(join(cwd, 'notes'))
+      // A file in the current directory wins over a shipped transcript of the same name.
+      expect(resolveTranscriptPath('data-analysis', cwd)).toBe(join(cwd, 'data-analysis.json'))
+      expect(resolveTranscriptPath('./sub/x.json', cwd)).toBe(join(cwd, 'sub/x.json'))
+    } finally {
+      rmSync(cwd, { recursive: true, force: true })
+    }
+    expect(resolveTranscriptPath('data-analysis', tmpdir())).toBe(join(transcriptsDir, 'data-analysis.json'))
+    expect(resolveTranscriptPath(undefined)).toBe(defaultTranscriptPath)
+  })
+
+  it('issue 16: a bare name found nowhere is an error listing every place tried and the shipped names', () => {
+    let error: TranscriptError | undefined
+    try {
+      resolveTranscriptPath('nothing-here', '/nonexistent-dir')
+    } catch (caught) {
+      error = caught as TranscriptError
+    }
+    expect(error).toBeInstanceOf(TranscriptError)
+    expect(error?.problems).toEqual([
+      `no transcript named "nothing-here"; tried /nonexistent-dir/nothing-here, /nonexistent-dir/nothing-here.json, ${join(transcriptsDir, 'nothing-here.json')}`,
+      'shipped transcripts: data-analysis',
+    ])
+  })
+
+  it('issue 16: every tool-input error of every turn is reported with its JSON path, in plain words', async () => {
+    const transcript = parseTranscript(
+      JSON.stringify({
+        version: 1,
+        title: 't',
+        turns: [
+          {
+            user: 'a',
+            toolCalls: [
+              { tool: 'runCode', input: { code: 5, language: 'ruby' } },
+              { tool: 'writeFile', input: { path: '/home/user/a' } },
+            ],
+            text: 'x',
+          },
+          { user: 'b', toolCalls: [{ tool: 'runCommand', input: { command: ['ls'] } }], text: 'y' },
+        ],
+      }),
+      'chat.json',
+    )
+    let error: TranscriptError | undefined
+    await checkToolInputs(transcript).catch((caught: unknown) => {
+      error = caught as TranscriptError
+    })
+    expect(error).toBeInstanceOf(TranscriptError)
+    const lines = error?.problems ?? []
+    expect(lines).toContain('chat.json: turn 1, field toolCalls[0].input.code: expected string, got number 5')
+    expect(
+      lines.some((line) =>
+        line.startsWith('chat.json: turn 1, field toolCalls[0].input.language: expected one of'),
+      ),
+    ).toBe(true)
+    expect(lines).toContain('chat.json: turn 1, field toolCalls[1].input.content: missing (expected string)')
+    expect(lines).toContain(
+      'chat.json: turn 2, field toolCalls[0].input.command: expected string, got an array',
+    )
+    for (const line of lines) expect(line).not.toMatch(/Invalid input/)
   })
 })

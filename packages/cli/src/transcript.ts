@@ -1,3 +1,4 @@
+import { readdirSync, statSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { basename, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -165,11 +166,62 @@ export const transcriptsDir = fileURLToPath(new URL('../transcripts/', import.me
 /** The transcript `sandkeep demo` replays when none is given. */
 export const defaultTranscriptPath = resolve(transcriptsDir, 'data-analysis.json')
 
-/** Resolves `--transcript`: a path, or the name of a shipped transcript (`data-analysis`). */
-export function resolveTranscriptPath(value: string | undefined): string {
+/**
+ * Resolves `--transcript`. A path (with a `/`) is taken as it is. A bare name is looked for in `cwd` as
+ * written, then with `.json`, then among the shipped transcripts (`data-analysis`), in that order.
+ * @throws TranscriptError naming every place tried when a bare name is found nowhere.
+ */
+export function resolveTranscriptPath(value: string | undefined, cwd: string = process.cwd()): string {
   if (value === undefined) return defaultTranscriptPath
-  if (/^[a-z0-9-]+$/.test(value)) return resolve(transcriptsDir, `${value}.json`)
-  return resolve(value)
+  if (value.includes('/') || value.includes('\\')) return resolve(cwd, value)
+  const tried = [resolve(cwd, value)]
+  if (!value.endsWith('.json')) tried.push(resolve(cwd, `${value}.json`))
+  tried.push(resolve(transcriptsDir, value.endsWith('.json') ? value : `${value}.json`))
+  const found = tried.find((path) => isFile(path))
+  if (found) return found
+  const shipped = shippedTranscripts()
+  throw new TranscriptError(value, [
+    `no transcript named ${JSON.stringify(value)}; tried ${tried.join(', ')}`,
+    `shipped transcripts: ${shipped.length ? shipped.join(', ') : 'none'}`,
+  ])
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile()
+  } catch {
+    return false
+  }
+}
+
+/** Names of the transcripts shipped with the CLI. */
+export function shippedTranscripts(): string[] {
+  try {
+    return readdirSync(transcriptsDir)
+      .filter((name) => name.endsWith('.json'))
+      .map((name) => name.slice(0, -'.json'.length))
+      .sort()
+  } catch {
+    return []
+  }
+}
+
+/** The transcript format as a zod schema (`transcript.schema.json` is generated from it). */
+export const TRANSCRIPT_SCHEMA = transcriptSchema
+
+/** The JSON Schema of the transcript format, as shipped in `transcript.schema.json`. */
+export function transcriptJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(transcriptSchema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >
+  return {
+    $schema: schema.$schema,
+    title: 'sandkeep demo transcript',
+    description:
+      "A scripted chat for `sandkeep demo`: each turn's user message, the model's tool calls (with optional expectations) and its final answer. Generated from the CLI's zod schema.",
+    ...Object.fromEntries(Object.entries(schema).filter(([key]) => key !== '$schema')),
+  }
 }
 
 const maxTranscriptBytes = 2 * 1024 * 1024
@@ -243,9 +295,82 @@ export function turnProblem(
   field: string,
   message: string,
 ): TranscriptError {
-  return new TranscriptError(transcript.file, [
-    `${transcript.file}: turn ${turn}, field ${field}: ${message}`,
-  ])
+  return new TranscriptError(transcript.file, [turnProblemLine(transcript, turn, field, message)])
+}
+
+/** One problem line of a turn: file, turn, JSON path of the field, plain message. */
+export function turnProblemLine(
+  transcript: Transcript,
+  turn: number,
+  field: string,
+  message: string,
+): string {
+  return `${transcript.file}: turn ${turn}, field ${field}: ${message}`
+}
+
+/**
+ * A zod issue in plain words: what was expected and what was found, instead of zod's terse text ("Invalid
+ * input"). `value` is the value at the issue's path.
+ */
+export function plainIssueMessage(issue: z.core.$ZodIssue, value: unknown): string {
+  switch (issue.code) {
+    case 'unrecognized_keys': {
+      const keys = issue.keys.map((key) => JSON.stringify(key)).join(', ')
+      return `unknown field${issue.keys.length > 1 ? 's' : ''} ${keys}`
+    }
+    case 'invalid_type':
+      return value === undefined
+        ? `missing (expected ${issue.expected})`
+        : `expected ${issue.expected}, got ${describeValue(value)}`
+    case 'invalid_value':
+      return `expected one of ${issue.values.map((entry) => JSON.stringify(entry)).join(', ')}, got ${JSON.stringify(value) ?? 'nothing'}`
+    case 'invalid_union':
+      return `${describeValue(value)} matches none of the allowed forms`
+    case 'too_small':
+      return issue.origin === 'string'
+        ? issue.minimum === 1
+          ? 'must not be empty'
+          : `must be at least ${issue.minimum} characters`
+        : issue.origin === 'array'
+          ? `needs at least ${issue.minimum} entr${issue.minimum === 1 ? 'y' : 'ies'}`
+          : `must be at least ${issue.minimum}`
+    case 'too_big':
+      return issue.origin === 'string'
+        ? `must be at most ${issue.maximum} characters`
+        : issue.origin === 'array'
+          ? `allows at most ${issue.maximum} entries`
+          : `must be at most ${issue.maximum}`
+    default:
+      return issue.message
+  }
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.slice(0, 40))}`
+  if (typeof value === 'object') return 'an object'
+  return `${typeof value} ${String(value)}`
+}
+
+/** A JSON path (`toolCalls[0].input.code`) from a zod path. */
+export function formatPath(path: PropertyKey[]): string {
+  let out = ''
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`
+    else out += out ? `.${String(part)}` : String(part)
+  }
+  return out
+}
+
+/** The value at `path` in `data`, or `undefined`. */
+export function valueAt(data: unknown, path: PropertyKey[]): unknown {
+  let value = data
+  for (const part of path) {
+    if (value === null || typeof value !== 'object') return undefined
+    value = (value as Record<PropertyKey, unknown>)[part]
+  }
+  return value
 }
 
 function describeIssue(label: string, issue: z.core.$ZodIssue, data: unknown): string {
@@ -260,37 +385,10 @@ function describeIssue(label: string, issue: z.core.$ZodIssue, data: unknown): s
     rest = path.slice(2)
   }
   let field = formatPath(rest)
-  let message = issue.message
-  if (issue.code === 'unrecognized_keys') {
-    const keys = issue.keys.map((key) => JSON.stringify(key)).join(', ')
-    message = `unknown field${issue.keys.length > 1 ? 's' : ''} ${keys}`
-  } else if (issue.code === 'invalid_type' && valueAt(data, path) === undefined) {
-    message = `missing (expected ${issue.expected})`
-  } else if (issue.code === 'invalid_value' && 'values' in issue) {
-    const got = valueAt(data, path)
-    message = `expected one of ${issue.values.map((value) => JSON.stringify(value)).join(', ')}, got ${JSON.stringify(got) ?? 'nothing'}`
-  }
+  const message = issue.code === 'custom' ? issue.message : plainIssueMessage(issue, valueAt(data, path))
   if (!field && where === '' && path.length === 0) field = ''
   const location = [where, field ? `field ${field}` : ''].filter(Boolean).join(', ')
   return `${label}: ${location ? `${location}: ` : ''}${message}`
-}
-
-function formatPath(path: PropertyKey[]): string {
-  let out = ''
-  for (const part of path) {
-    if (typeof part === 'number') out += `[${part}]`
-    else out += out ? `.${String(part)}` : String(part)
-  }
-  return out
-}
-
-function valueAt(data: unknown, path: PropertyKey[]): unknown {
-  let value = data
-  for (const part of path) {
-    if (value === null || typeof value !== 'object') return undefined
-    value = (value as Record<PropertyKey, unknown>)[part]
-  }
-  return value
 }
 
 function jsonErrorPosition(text: string, error: unknown): string {

@@ -139,6 +139,29 @@ describe('sandkeep demo --pause-mode', () => {
     expect(second.survived.filesystem).toBe(false)
     expect(second.rehydratedSteps).toBeGreaterThanOrEqual(2)
     expect(['repaired', 'passed']).toContain(check(turnEnd(run.lines, 4).report, 'totals-server'))
+    // Issue 16: the notice the model gets says what the report says (resumed, memory and files lost,
+    // processes restarted), not "replaced by a fresh one".
+    const notices = run.lines
+      .filter((line) => line.type === 'tool-result' && line.turn >= 2)
+      .map((line) => (line.output as { notice?: string } | undefined)?.notice)
+      .filter((notice) => notice?.startsWith('Notice:'))
+    expect(notices.length).toBeGreaterThan(0)
+    for (const notice of notices) {
+      expect(notice).not.toMatch(/replaced by a fresh one/)
+      expect(notice).toMatch(/was resumed/)
+    }
+    expect(notices.join('\n')).toMatch(/Background processes were restarted/)
+    // Issue 16: the server the platform restarted exits at once (its script was wiped with the files), so
+    // the port check stops waiting when it is gone instead of sitting out a fixed 3 s grace.
+    for (const turn of [4, 5]) {
+      const report = turnEnd(run.lines, turn).report as Report & {
+        timings: { healthMs: number }
+        checks: Array<{ name: string; message?: string }>
+      }
+      const server = report.checks.find((entry) => entry.name === 'totals-server')
+      expect(server?.message).toMatch(/the processes restarted on resume exited; repaired/)
+      expect(report.timings.healthMs).toBeLessThan(3000)
+    }
   })
 })
 

@@ -20,7 +20,8 @@ type ProbeOutcome = { ok: boolean; message?: string }
  * Runs declared checks, each probe and each repair bounded by the check's `timeoutMs`. Process checks run
  * first (in parallel), then every other check (in parallel): ports, code and files usually depend on a
  * process, so they are probed once processes were repaired; after such a repair a port probe waits for the
- * port to open (polling within its timeout) instead of failing at once. Results keep the declared order.
+ * port to open (polling within its timeout) instead of failing at once; when only the platform restarted
+ * processes on resume, that wait ends as soon as none of them runs any more. Results keep the declared order.
  * A failing probe runs its repair, then probes again until it passes or its time is up.
  * `probeSandbox` serves the built-in probes (process, port, code, file), which only read; repairs and custom
  * checks use `sandbox`.
@@ -43,8 +44,16 @@ export async function runDeclaredChecks(
     processes.map(async (c) => results.set(c, await runCheck(handles, c, signal, false, listed))),
   )
   // Processes just (re)started, by a repair here or by the platform on resume, may not listen yet.
-  const restarted = processesRestarted || [...results.values()].some((r) => r.status === 'repaired')
-  await Promise.all(others.map(async (c) => results.set(c, await runCheck(handles, c, signal, restarted))))
+  const repairedHere = [...results.values()].some((r) => r.status === 'repaired')
+  const restarted = processesRestarted || repairedHere
+  // When only the platform restarted them, the wait ends as soon as none of them runs any more: on a
+  // processes-mode platform the files are wiped, so a server restarted from a script exits at once.
+  const platformOnly = !repairedHere && processList !== undefined ? processList : undefined
+  await Promise.all(
+    others.map(async (c) =>
+      results.set(c, await runCheck(handles, c, signal, restarted, undefined, platformOnly)),
+    ),
+  )
   return checks.map((c) => results.get(c) as HealthCheckResult)
 }
 
@@ -60,6 +69,7 @@ async function runCheck(
   turnSignal: AbortSignal,
   waitForPort: boolean,
   processList?: ProcessInfo[],
+  restartedProcesses?: ProcessInfo[],
 ): Promise<HealthCheckResult> {
   const timeoutMs = check.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS
   const required = check.required === true
@@ -77,7 +87,14 @@ async function runCheck(
       attempt++
     ) {
       await delay(Math.min(50 * 2 ** attempt, 500), signal)
-      if (!signal.aborted) outcome = await probe(handles, check, signal)
+      if (signal.aborted) break
+      outcome = await probe(handles, check, signal)
+      if (!outcome.ok && restartedProcesses && !(await anyStillRunning(handles, restartedProcesses))) {
+        return {
+          ok: false,
+          message: `${outcome.message ?? 'no answer'}; the processes restarted on resume exited`,
+        }
+      }
     }
     if (!outcome.ok && waitForPort && check.kind === 'port') {
       return {
@@ -119,6 +136,16 @@ async function runCheck(
     message: repaired.ok
       ? `${first.message ?? 'probe failed'}; repaired`
       : `${first.message ?? 'probe failed'}; still failing after repair${repaired.message ? `: ${repaired.message}` : ''}`,
+  }
+}
+
+/** Whether any of `processes` (by pid) is still running; `true` when the list cannot be read. */
+async function anyStillRunning(handles: CheckHandles, processes: ProcessInfo[]): Promise<boolean> {
+  try {
+    const running = await handles.probeSandbox.listProcesses()
+    return processes.some((p) => running.some((r) => r.pid === p.pid))
+  } catch {
+    return true
   }
 }
 

@@ -1,12 +1,8 @@
-// Sample statistics shared by the package's benchmarks.
+// Sample statistics shared by the package's benchmarks. Percentiles come from the repository's one
+// definition (bench/stats.mjs: linear interpolation between closest ranks).
+import { percentile } from '../../../bench/stats.mjs'
 
-/** The p-th percentile (nearest rank) of `values`; NaN when empty. */
-export function percentile(values, p) {
-  const sorted = [...values].sort((a, b) => a - b)
-  if (sorted.length === 0) return Number.NaN
-  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)
-  return sorted[Math.max(0, index)]
-}
+export { percentile }
 
 /** p50/p95 of a sample, with its target p50 when there is one. */
 export function summary(name, values, targetP50) {

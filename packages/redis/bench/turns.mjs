@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto'
 import { cpus, loadavg } from 'node:os'
 import { createRedisSessionStore } from '@sandkeep/redis'
 import { Redis } from 'ioredis'
+import { quantile } from '../../../bench/stats.mjs'
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 const seconds = Number(process.env.BENCH_SECONDS ?? 5)
@@ -174,8 +175,7 @@ async function cycles(turn, admin, inFlight = IN_FLIGHT, runSeconds = seconds) {
   const elapsed = (performance.now() - started) / 1000
   const client = process.cpuUsage(clientBefore)
   const redisCpu = (await redisCpuSeconds(admin)) - redisBefore
-  latencies.sort((a, b) => a - b)
-  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]
+  const at = (q) => quantile(latencies, q)
   return {
     cycles: done,
     seconds: Number(elapsed.toFixed(2)),

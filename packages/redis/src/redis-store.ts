@@ -698,11 +698,22 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       if (!owned || !client) return
       const redis = client
       client = undefined
-      // quit() waits for pending replies; disconnect() is the fallback when Redis is gone.
+      // quit() waits for pending replies; disconnect() is the fallback when Redis is gone. The fallback's
+      // timer is cleared once quit() answers: left pending, it kept a CLI alive for timeoutMs after its work.
+      let timer: NodeJS.Timeout | undefined
+      // A client that never got a connection has no replies to wait for: quit() would only sit out the timer.
+      if (redis.status !== 'ready') {
+        redis.disconnect()
+        return
+      }
       await Promise.race([
         redis.quit().catch(() => {}),
-        new Promise((resolve) => setTimeout(resolve, timeoutMs)),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, timeoutMs)
+          timer.unref()
+        }),
       ])
+      clearTimeout(timer)
       redis.disconnect()
     },
   }

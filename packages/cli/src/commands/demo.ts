@@ -1,11 +1,21 @@
 import { randomBytes } from 'node:crypto'
 import { resolve } from 'node:path'
+import type { z } from 'zod'
 import { durationOption, flagOption, integerOption, stringOption, UsageError } from '../args.js'
 import { type Command, ExitCode } from '../command.js'
 import { e2bFromEnv, storeConfig } from '../config.js'
 import { FAULT_NAMES, type FaultName, PAUSE_MODES, type PauseMode } from '../demo/events.js'
 import { colorEnabled } from '../terminal.js'
-import { loadTranscript, resolveTranscriptPath, type Transcript, turnProblem } from '../transcript.js'
+import {
+  formatPath,
+  loadTranscript,
+  plainIssueMessage,
+  resolveTranscriptPath,
+  type Transcript,
+  TranscriptError,
+  turnProblemLine,
+  valueAt,
+} from '../transcript.js'
 
 /** Default real wait for a scripted idle. */
 const DEFAULT_IDLE_MS = 1500
@@ -116,7 +126,7 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
       },
       {
         title: 'Exit codes',
-        text: '0 every turn passed, 1 a turn failed, 2 bad flags or an invalid transcript, 130 interrupted',
+        text: '0 every turn passed, 1 a turn failed, 2 bad flags, an invalid transcript or an unreachable store, 130 interrupted',
       },
     ],
     examples: [
@@ -172,12 +182,15 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
       import('../demo/render-json.js'),
       import('../demo/run-demo.js'),
     ])
+    const color = colorEnabled(context.stdout, context.env)
     const renderer = json
       ? createJsonRenderer(context.stdout)
       : createHumanRenderer({
           stream: context.stdout,
-          color: colorEnabled(context.stdout, context.env),
-          spinner: context.stdout.isTTY === true,
+          color,
+          // The spinner redraws with erase-line codes: with NO_COLOR (or TERM=dumb) the output has no escape
+          // codes at all, as the README promises, so there is no spinner either.
+          spinner: context.stdout.isTTY === true && color,
         })
     try {
       const result = await runDemo({
@@ -210,24 +223,44 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
 
 /**
  * Checks every scripted tool input against the tool's own input schema before anything starts, so a typo in
- * a transcript is reported with its turn and field instead of as a failed tool call halfway through.
+ * a transcript is reported with its turn and field instead of as a failed tool call halfway through. Every
+ * problem of every call is reported, each with its JSON path and in plain words.
  */
-async function checkToolInputs(transcript: Transcript): Promise<void> {
+export async function checkToolInputs(transcript: Transcript): Promise<void> {
   const { sandboxTools } = await import('@sandkeep/ai-sdk')
   const { asSchema } = await import('ai')
   const tools = sandboxTools() as unknown as Record<string, { inputSchema: Parameters<typeof asSchema>[0] }>
+  const problems: string[] = []
   for (const turn of transcript.turns) {
     for (const [index, call] of turn.toolCalls.entries()) {
       const tool = tools[call.tool]
-      if (!tool)
-        throw turnProblem(transcript, turn.index, `toolCalls[${index}].tool`, `no tool named ${call.tool}`)
+      if (!tool) {
+        problems.push(
+          turnProblemLine(transcript, turn.index, `toolCalls[${index}].tool`, `no tool named ${call.tool}`),
+        )
+        continue
+      }
       const result = await asSchema(tool.inputSchema).validate?.(call.input)
-      if (result && !result.success) {
-        const issues = (result.error as { issues?: Array<{ path: PropertyKey[]; message: string }> }).issues
-        const first = issues?.[0]
-        const field = `toolCalls[${index}].input${first?.path.length ? `.${first.path.map(String).join('.')}` : ''}`
-        throw turnProblem(transcript, turn.index, field, first?.message ?? result.error.message)
+      if (!result || result.success) continue
+      const issues = (result.error as { issues?: Array<z.core.$ZodIssue> }).issues ?? []
+      if (issues.length === 0) {
+        problems.push(
+          turnProblemLine(transcript, turn.index, `toolCalls[${index}].input`, result.error.message),
+        )
+      }
+      for (const issue of issues) {
+        const path = formatPath(issue.path)
+        const field = `toolCalls[${index}].input${path ? (path.startsWith('[') ? path : `.${path}`) : ''}`
+        problems.push(
+          turnProblemLine(
+            transcript,
+            turn.index,
+            field,
+            plainIssueMessage(issue, valueAt(call.input, issue.path)),
+          ),
+        )
       }
     }
   }
+  if (problems.length > 0) throw new TranscriptError(transcript.file, problems)
 }

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { durationOption, flagOption, integerOption, stringOption } from '../args.js'
-import { type Command, ExitCode } from '../command.js'
+import { durationOption, flagOption, integerOption, type ParsedArgs, stringOption } from '../args.js'
+import { type Command, type CommandContext, ExitCode } from '../command.js'
 import { PAUSE_MODES, type PauseMode } from '../demo/events.js'
+import { ConfigError } from '../errors.js'
 
 /** `sandkeep host`: runs local-e2b in the foreground and prints the E2B_* lines to export. */
 export const hostCommand: Command = {
@@ -55,7 +56,7 @@ processes gone).`,
       },
     },
     examples: [
-      'sandkeep host --port 3000 --state-dir .sandkeep/host',
+      'sandkeep host --port 3100 --state-dir .sandkeep/host',
       '# in another shell, paste the printed lines, then run any E2B program against it',
     ],
   },
@@ -69,16 +70,40 @@ processes gone).`,
       ? resolve(stateDirOption)
       : await mkdtemp(join(tmpdir(), 'sandkeep-host-'))
     await mkdir(stateDir, { recursive: true })
+    // A temporary state directory holds the API key file and the sandboxes of this run only: it goes when
+    // the host stops (Ctrl-C, SIGTERM) or fails to start. A --state-dir is the user's and is kept.
+    try {
+      return await serve(args, context, { port, hostname, pauseMode, retentionMs, stateDir })
+    } finally {
+      if (!stateDirOption) await rm(stateDir, { recursive: true, force: true })
+    }
+  },
+}
 
-    // The key only protects a loopback host, but it is still a credential: keep it out of stdout (logs,
-    // scrollback) and give it to clients through a file only this user can read.
-    const apiKey = context.env.SANDKEEP_HOST_API_KEY || `sk_local_${randomBytes(18).toString('base64url')}`
-    const keyFile = join(stateDir, 'api-key')
-    await writeFile(keyFile, `${apiKey}\n`, { mode: 0o600 })
-    await chmod(keyFile, 0o600)
+async function serve(
+  args: ParsedArgs,
+  context: CommandContext,
+  settings: {
+    port: number
+    hostname: string
+    pauseMode: PauseMode
+    retentionMs: number | undefined
+    stateDir: string
+  },
+): Promise<number> {
+  const { port, hostname, pauseMode, retentionMs, stateDir } = settings
 
-    const { startLocalE2B } = await import('@sandkeep/local-e2b')
-    const host = await startLocalE2B({
+  // The key only protects a loopback host, but it is still a credential: keep it out of stdout (logs,
+  // scrollback) and give it to clients through a file only this user can read.
+  const apiKey = context.env.SANDKEEP_HOST_API_KEY || `sk_local_${randomBytes(18).toString('base64url')}`
+  const keyFile = join(stateDir, 'api-key')
+  await writeFile(keyFile, `${apiKey}\n`, { mode: 0o600 })
+  await chmod(keyFile, 0o600)
+
+  const { startLocalE2B } = await import('@sandkeep/local-e2b')
+  let host: Awaited<ReturnType<typeof startLocalE2B>>
+  try {
+    host = await startLocalE2B({
       port,
       hostname,
       stateDir,
@@ -86,32 +111,39 @@ processes gone).`,
       pauseMode,
       ...(retentionMs === undefined ? {} : { retentionMs }),
     })
-    const lines = {
-      E2B_API_URL: host.apiUrl,
-      E2B_SANDBOX_URL: host.sandboxUrl,
-    }
-    if (flagOption(args, 'json')) {
-      context.stdout.write(
-        `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, apiKeyFile: keyFile, stateDir, pauseMode })}\n`,
-      )
-    } else {
-      context.stdout.write(
-        `local-e2b listening on ${host.apiUrl} (pause mode ${pauseMode}, state in ${stateDir})\n` +
-          'Export these in the shell that runs your E2B program:\n\n' +
-          `export E2B_API_URL=${lines.E2B_API_URL}\n` +
-          `export E2B_SANDBOX_URL=${lines.E2B_SANDBOX_URL}\n` +
-          `export E2B_API_KEY="$(cat ${shellQuote(keyFile)})"\n\n` +
-          'Ctrl-C stops the host.\n',
+  } catch (error) {
+    if ((error as { code?: unknown })?.code === 'EADDRINUSE') {
+      throw new ConfigError(
+        `port ${port} on ${hostname} is already in use; choose another with --port <port> (--port 0 picks a free one)`,
       )
     }
-    await new Promise<void>((resolveWait) => {
-      if (context.signal.aborted) resolveWait()
-      context.signal.addEventListener('abort', () => resolveWait(), { once: true })
-    })
-    context.stderr.write('sandkeep host: stopping\n')
-    await host.close()
-    return ExitCode.OK
-  },
+    throw error
+  }
+  const lines = {
+    E2B_API_URL: host.apiUrl,
+    E2B_SANDBOX_URL: host.sandboxUrl,
+  }
+  if (flagOption(args, 'json')) {
+    context.stdout.write(
+      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, apiKeyFile: keyFile, stateDir, pauseMode })}\n`,
+    )
+  } else {
+    context.stdout.write(
+      `local-e2b listening on ${host.apiUrl} (pause mode ${pauseMode}, state in ${stateDir})\n` +
+        'Export these in the shell that runs your E2B program:\n\n' +
+        `export E2B_API_URL=${lines.E2B_API_URL}\n` +
+        `export E2B_SANDBOX_URL=${lines.E2B_SANDBOX_URL}\n` +
+        `export E2B_API_KEY="$(cat ${shellQuote(keyFile)})"\n\n` +
+        'Ctrl-C stops the host.\n',
+    )
+  }
+  await new Promise<void>((resolveWait) => {
+    if (context.signal.aborted) resolveWait()
+    context.signal.addEventListener('abort', () => resolveWait(), { once: true })
+  })
+  context.stderr.write('sandkeep host: stopping\n')
+  await host.close()
+  return ExitCode.OK
 }
 
 function shellQuote(text: string): string {

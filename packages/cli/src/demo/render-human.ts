@@ -99,7 +99,9 @@ export function createHumanRenderer(options: HumanRendererOptions): DemoRenderer
         streamed = ''
       }
       streamed += delta
-      spinner.set(`assistant is typing: ${streamed.slice(-60).replace(/\s+/g, ' ')}`)
+      // The newest words are the interesting ones: keep the tail that fits the terminal's width.
+      const room = Math.max(10, Math.min(60, (options.stream.columns ?? 80) - 34))
+      spinner.set(`assistant is typing: ${streamed.replace(/\s+/g, ' ').slice(-room)}`)
     },
     close() {
       spinner.stop()

@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream'
 import type { ResumeReport } from '@sandkeep/core'
 import { describe, expect, it } from 'vitest'
+import { createStyle, spinnerLine, visibleLength } from '../terminal.js'
 import type { DemoEvent } from './events.js'
 import { createHumanRenderer } from './render-human.js'
 import { createJsonRenderer } from './render-json.js'
@@ -95,6 +96,45 @@ describe('renderers', () => {
     expect(lines).toHaveLength(events.length)
     expect(lines.map((line) => JSON.parse(line).type)).toEqual(events.map((event) => event.type))
     expect(JSON.parse(lines[4] ?? '').report.outcome).toBe('recreated')
+  })
+})
+
+describe('spinner on a terminal (issue 16: the typing spinner wrapped an 80-column terminal)', () => {
+  const spinnerRows = (out: string) =>
+    out
+      .split(/[\r\n]/)
+      .map((row) => row.replace(/\u001b\[2K/g, ''))
+      .filter((row) => row.length > 0)
+
+  for (const columns of [80, 60, undefined]) {
+    it(`every drawn spinner row fits ${columns ?? 'the default 80'} columns`, () => {
+      const stream = Object.assign(new PassThrough(), { isTTY: true, columns })
+      const read = collect(stream)
+      const renderer = createHumanRenderer({ stream, color: true, spinner: true })
+      renderer.progress('ending the session (killing its sandbox) and a much longer progress text than fits')
+      let text = ''
+      for (const word of 'West brought in 30.2% of the quarter revenue, and the endpoint still answers with the same totals as before.'.split(
+        ' ',
+      )) {
+        text += `${word} `
+        renderer.textDelta?.(5, `${word} `)
+      }
+      renderer.close()
+      const rows = spinnerRows(read())
+      expect(rows.length).toBeGreaterThan(5)
+      for (const row of rows) expect(visibleLength(row)).toBeLessThanOrEqual((columns ?? 80) - 1)
+      // The newest words are the ones kept.
+      expect(rows.at(-1)).toContain('same totals as before.')
+      expect(text.length).toBeGreaterThan(80)
+    })
+  }
+
+  it('a spinner line is cut with an ellipsis, never wider than the terminal', () => {
+    const line = spinnerLine('x'.repeat(200), 1234, 0, createStyle(true), 80)
+    expect(visibleLength(line)).toBe(79)
+    expect(line).toContain('…')
+    expect(line).toContain('1.2s')
+    expect(visibleLength(spinnerLine('short', 0, 0, createStyle(false), 80))).toBe('⠋ short 0.0s'.length)
   })
 })
 

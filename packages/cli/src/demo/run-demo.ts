@@ -27,7 +27,7 @@ import {
   redactUrl,
   type StoreConfig,
 } from '../config.js'
-import { describeError } from '../errors.js'
+import { ConfigError, describeError } from '../errors.js'
 import { createScriptedModel } from '../scripted-model.js'
 import type { Transcript, TranscriptHealthCheck, TranscriptToolCall } from '../transcript.js'
 import type { DemoRenderer, DemoSetup, FaultName, PauseMode, TurnSummary } from './events.js'
@@ -83,6 +83,14 @@ export async function runDemo(options: RunDemoOptions): Promise<DemoResult> {
   let host: EmbeddedHost | undefined
   let store: SessionStore | undefined
   try {
+    // The store is opened and asked once before anything else starts: a REDIS_URL pointing nowhere is a
+    // configuration error, reported as such, not a turn that fails halfway and blames the transcript.
+    renderer.progress('connecting to the session store')
+    store = await openStore(options.store)
+    const openedStore = store
+    cleanup.push(() => openedStore.close())
+    await checkStoreReachable(store, options)
+
     let provider: SandboxProvider
     let providerSetup: DemoSetup['provider']
     if (options.provider.kind === 'local') {
@@ -103,10 +111,6 @@ export async function runDemo(options: RunDemoOptions): Promise<DemoResult> {
       provider = await openE2BProvider(options.provider.connection)
       providerSetup = { kind: 'e2b', apiUrl: describeE2B(options.provider.connection) }
     }
-    store = await openStore(options.store)
-    const openedStore = store
-    cleanup.push(() => openedStore.close())
-
     renderer.progress(null)
     renderer.emit({
       type: 'demo-start',
@@ -306,6 +310,20 @@ export async function runDemo(options: RunDemoOptions): Promise<DemoResult> {
   } finally {
     renderer.progress(null)
     for (const step of cleanup.reverse()) await step().catch(() => {})
+  }
+}
+
+/** One read of the conversation's record; a store that cannot answer it stops the demo with a ConfigError. */
+async function checkStoreReachable(store: SessionStore, options: RunDemoOptions): Promise<void> {
+  try {
+    await store.get({ tenant: options.tenant, conversationId: options.conversationId })
+  } catch (caught) {
+    if (options.store.kind !== 'redis') throw caught
+    const code = (caught as { code?: unknown })?.code
+    const detail = code === 'STORE_UNAVAILABLE' ? '' : ` (${describeError(caught)})`
+    throw new ConfigError(
+      `the session store is unreachable: Redis at ${redactUrl(options.store.url)} did not answer${detail}. Start Redis, fix REDIS_URL, or unset it to use the memory store. No turn was run.`,
+    )
   }
 }
 

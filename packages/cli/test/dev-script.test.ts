@@ -1,0 +1,66 @@
+// Issue 16, first-run noise: scripts/dev.sh runs any command with the toolchain, turns off pnpm's update box
+// and Turborepo's telemetry notice, and keeps colour codes out of output that goes to a file or a pipe.
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { cleanEnv, repositoryRoot } from './helpers.js'
+
+function devSh(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    // FORCE_COLOR as a terminal session or a CI runner may set it: dev.sh must still not colour a pipe.
+    const child = spawn('bash', [join(repositoryRoot, 'scripts/dev.sh'), ...args], {
+      cwd: repositoryRoot,
+      env: cleanEnv({ FORCE_COLOR: '1' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+    })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk
+    })
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+describe('scripts/dev.sh', () => {
+  it('runs an arbitrary command on Node >= 22 with the noise and colour switches set (stdout is a pipe)', async () => {
+    const result = await devSh([
+      'node',
+      '-e',
+      'const e = process.env; console.log(JSON.stringify({ major: Number(process.versions.node.split(".")[0]), notifier: e.npm_config_update_notifier, turbo: e.TURBO_TELEMETRY_DISABLED, noColor: e.NO_COLOR, force: e.FORCE_COLOR }))',
+    ])
+    expect(result.code, result.stderr).toBe(0)
+    const seen = JSON.parse(result.stdout.trim()) as Record<string, unknown>
+    expect(seen).toEqual({
+      major: expect.any(Number),
+      notifier: 'false',
+      turbo: '1',
+      noColor: '1',
+      force: '0',
+    })
+    expect(seen.major as number).toBeGreaterThanOrEqual(22)
+  }, 120_000)
+
+  it('vitest run through it writes no colour codes into a pipe', async () => {
+    const result = await devSh(['pnpm', 'exec', 'vitest', 'run', 'packages/cli/src/args.test.ts'])
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stdout).toMatch(/passed/)
+    expect(result.stdout + result.stderr).not.toContain('\u001b[')
+  }, 120_000)
+
+  it('the test command says up front that the whole suite takes about 5 minutes; .npmrc turns off the update box', () => {
+    const script = readFileSync(join(repositoryRoot, 'scripts/dev.sh'), 'utf8')
+    const runTests = script.slice(script.indexOf('run_tests() {'))
+    expect(runTests.indexOf('about 5 minutes')).toBeLessThan(runTests.indexOf('pnpm test'))
+    expect(readFileSync(join(repositoryRoot, '.npmrc'), 'utf8')).toMatch(/^update-notifier=false$/m)
+  })
+})
