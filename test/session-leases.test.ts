@@ -329,3 +329,37 @@ describe('issue 14 item 4: Redis restarting empty between turns', () => {
     }
   }, 60_000)
 })
+
+describe('issue 14 item 4: Redis restarting empty during a turn', () => {
+  let server: Awaited<ReturnType<typeof startPrivateRedis>>
+  beforeAll(async () => {
+    server = await startPrivateRedis()
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  it('the turn after says stateLost and adopts the sandbox the interrupted turn used', async () => {
+    const store = createRedisSessionStore({ redis: server.url })
+    const sessions = createSessionManager({ store, provider: provider() })
+    const lost: unknown[] = []
+    sessions.on('session-lost', (event) => lost.push(event))
+    try {
+      const { id, sandboxId } = await seed(sessions)
+      await sessions.withTurn(id, async (turn) => {
+        await turn.sandbox.runCode('counter = 43')
+        await server.restart()
+      })
+      const report = await sessions.withTurn(id, async (turn) => {
+        expect((await turn.sandbox.runCode('counter')).text).toBe('43')
+        return turn.report
+      })
+      expect(report).toMatchObject({ sandboxId, stateLost: true })
+      expect(lost).toEqual([{ conversationId: id, tenant: 'default', sandboxId, adopted: true }])
+      expect(await sandboxState(sandboxId)).toBe('paused')
+      await sessions.endSession(id)
+    } finally {
+      await store.close()
+    }
+  }, 60_000)
+})

@@ -341,6 +341,34 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     lastTurns.delete(cacheKey)
     if (value) setBounded(lastTurns, cacheKey, value)
   }
+  /** Turns of this process waiting for another's creation of a session, by session: woken when it may be done. */
+  const creationWaiters = new Map<string, Set<() => void>>()
+  /** Wakes this process's waiters of a session: a turn here mapped it, or ended (which drops its claim). */
+  const wakeCreationWaiters = (key: SessionKey) => {
+    const cacheKey = sessionCacheKey(key)
+    const waiters = creationWaiters.get(cacheKey)
+    creationWaiters.delete(cacheKey)
+    for (const wake of waiters ?? []) wake()
+  }
+  /** Sleeps `ms` before the next creation poll, or less when a turn here wakes the waiters first. */
+  const creationPause = async (key: SessionKey, ms: number, signal: AbortSignal): Promise<void> => {
+    const cacheKey = sessionCacheKey(key)
+    const waiters = creationWaiters.get(cacheKey) ?? new Set<() => void>()
+    creationWaiters.set(cacheKey, waiters)
+    let wake = () => {}
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve
+    })
+    waiters.add(wake)
+    const stop = new AbortController()
+    try {
+      await Promise.race([sleep(ms, AbortSignal.any([signal, stop.signal])), woken])
+    } finally {
+      stop.abort()
+      waiters.delete(wake)
+      if (waiters.size === 0 && creationWaiters.get(cacheKey) === waiters) creationWaiters.delete(cacheKey)
+    }
+  }
   /** Turns of each session live in this process (begun, not ended): an unused speculation is undone at 0. */
   const liveTurns = new Map<string, number>()
   const countLiveTurn = (key: SessionKey, delta: 1 | -1) => {
@@ -929,9 +957,11 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
             retryable: true,
           })
         }
-        // Exponential backoff with jitter, capped, so many waiters do not poll the store in step.
+        // Exponential backoff with jitter, capped, so many waiters do not poll the store in step; a turn of
+        // this process that maps the session or ends wakes its waiters at once.
         const base = Math.min(25 * 2 ** attempt, 1000)
-        await sleep(
+        await creationPause(
+          this.key,
           Math.min(base / 2 + Math.random() * base, Math.max(0, deadline - Date.now())),
           this.controller.signal,
         )
@@ -954,6 +984,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           state: 'running',
           ttlMs: config.ttlMs,
         })
+        wakeCreationWaiters(this.key)
       } catch (error) {
         // Someone else mapped the session first (or our lease lapsed): never leave our sandbox running unmapped.
         await provider
@@ -1019,6 +1050,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         state: 'running',
         ttlMs: config.ttlMs,
       })
+      wakeCreationWaiters(this.key)
       return handle
     }
 
@@ -1159,6 +1191,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         fail('release', cause)
       }
       countLiveTurn(this.key, -1)
+      wakeCreationWaiters(this.key)
       await this.settleSpeculation(handle, released, last, record)
       const storeMs = performance.now() - storeStarted
       const pauseStarted = performance.now()
