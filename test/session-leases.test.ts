@@ -330,6 +330,41 @@ describe('issue 14 item 4: Redis restarting empty between turns', () => {
   }, 60_000)
 })
 
+describe('issue 14 item 4: Redis restarting empty, the remembered sandbox gone', () => {
+  let server: Awaited<ReturnType<typeof startPrivateRedis>>
+  beforeAll(async () => {
+    server = await startPrivateRedis()
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  it("finds the session's sandbox by its metadata (provider list) and adopts it", async () => {
+    const store = createRedisSessionStore({ redis: server.url })
+    const sessions = createSessionManager({ store, provider: provider() })
+    try {
+      const { id, sandboxId } = await seed(sessions)
+      // Another process recreated the session's sandbox; then the store lost everything.
+      const other = await provider().create({
+        timeoutMs: 60_000,
+        metadata: { 'sandkeep.tenant': 'default', 'sandkeep.session': hashConversationId(id) },
+      })
+      await other.writeFile('/home/user/other.txt', 'here')
+      await provider().kill(sandboxId)
+      await server.restart()
+      const report = await sessions.withTurn(id, async (turn) => {
+        expect(await turn.sandbox.readFile('/home/user/other.txt')).toBe('here')
+        return turn.report
+      })
+      expect(report).toMatchObject({ sandboxId: other.id, stateLost: true })
+      expect(await sandboxState(other.id)).toBe('paused')
+      await sessions.endSession(id)
+    } finally {
+      await store.close()
+    }
+  }, 60_000)
+})
+
 describe('issue 14 item 4: Redis restarting empty during a turn', () => {
   let server: Awaited<ReturnType<typeof startPrivateRedis>>
   beforeAll(async () => {

@@ -1033,6 +1033,12 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         }
       } catch (error) {
         if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
+        // The platform may have re-mapped it: look for the session's sandbox by the metadata written at creation.
+        const found = await this.findSessionSandbox(known.sandboxId, call)
+        if (found) {
+          this.touched = found
+          handle = await call(() => provider.connect(found, { timeoutMs: config.sandbox.timeoutMs, signal }))
+        }
       }
       events.emit('session-lost', {
         conversationId: this.conversationId,
@@ -1052,6 +1058,39 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       })
       wakeCreationWaiters(this.key)
       return handle
+    }
+
+    /**
+     * A running or paused sandbox other than `gone` whose metadata names this tenant and conversation, via the
+     * provider's list capability (undefined without it). The most recently started one when there are several.
+     */
+    private async findSessionSandbox(
+      gone: string,
+      call: <T>(operation: () => Promise<T>) => Promise<T>,
+    ): Promise<string | undefined> {
+      if (typeof provider.list !== 'function') return undefined
+      const signal = this.controller.signal
+      const page = await call(() =>
+        provider.list!({
+          metadata: {
+            [SANDKEEP_METADATA.tenant]: this.tenant,
+            [SANDKEEP_METADATA.session]: hashConversationId(this.conversationId),
+          },
+          state: ['running', 'paused'],
+          signal,
+        }),
+      )
+      const candidates = page.sandboxes
+        .filter(
+          (info) =>
+            info.sandboxId !== gone &&
+            info.metadata[SANDKEEP_METADATA.tenant] === this.tenant &&
+            info.metadata[SANDKEEP_METADATA.session] === hashConversationId(this.conversationId),
+        )
+        .sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0))
+      const found = candidates[0]?.sandboxId
+      if (found) rememberVerified(found, this.tenant)
+      return found
     }
 
     /** Set when this turn joined a sandbox another turn (re)created meanwhile, instead of its own. */
