@@ -134,6 +134,12 @@ export interface SessionManagerEvents {
     ms: number
   }
   error: { conversationId?: string; tenant?: string; error: unknown; phase: string }
+  /**
+   * A session this process had used was missing from the store (a store that restarted empty, an expiry):
+   * its journal and manifest are gone. `sandboxId` is the sandbox it mapped to, `adopted` whether the turn
+   * took that sandbox over (its files and memory kept) rather than creating a new one.
+   */
+  'session-lost': { conversationId: string; tenant: string; sandboxId: string; adopted: boolean }
 }
 
 /** Result of `gc`. */

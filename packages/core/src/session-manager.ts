@@ -80,8 +80,18 @@ const VERIFIED_CACHE_LIMIT = 10_000
 interface Speculation {
   sandboxId: string
   turnCount: number
+  /** How this process's last turn left the sandbox: what undoing an unused speculation restores. */
+  leftAs: TurnEndReport['action']
   retries: number
   result: Promise<{ ok: true; handle: SandboxHandle } | { ok: false; error: unknown }>
+}
+
+/** What this process's last turn of a session left: the sandbox, the turn count its release returned, its action. */
+interface LastTurn {
+  sandboxId: string
+  /** -1 when the release found no record (the store lost it): no speculation can be confirmed then. */
+  turnCount: number
+  leftAs: TurnEndReport['action']
 }
 
 /** Sets `key` in a per-process cache, first dropping the oldest entry once it holds VERIFIED_CACHE_LIMIT. */
@@ -297,6 +307,8 @@ function checkRecord(record: SessionRecord | null, key: SessionKey): SessionReco
   if (record.tenant !== key.tenant || record.conversationId !== key.conversationId) {
     throw corrupt('names another tenant or conversation')
   }
+  const count = (value: unknown) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
+  if (!count(record.turnCount) || !count(record.mappingToken)) throw corrupt('holds a count out of range')
   if (record.sandboxId !== null) {
     try {
       validateSandboxId(record.sandboxId)
@@ -326,12 +338,48 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
    * count its release returned. The next turn of the same conversation connects to that sandbox at the same
    * time as it takes its lease (see {@link Speculation}).
    */
-  const lastTurns = new Map<string, { sandboxId: string; turnCount: number }>()
+  const lastTurns = new Map<string, LastTurn>()
   const sessionCacheKey = (key: SessionKey) => `${key.tenant}\u0000${key.conversationId}`
-  const rememberLastTurn = (key: SessionKey, value: { sandboxId: string; turnCount: number } | null) => {
+  const rememberLastTurn = (key: SessionKey, value: LastTurn | null) => {
     const cacheKey = sessionCacheKey(key)
     lastTurns.delete(cacheKey)
     if (value) setBounded(lastTurns, cacheKey, value)
+  }
+  /** Turns of this process waiting for another's creation of a session, by session: woken when it may be done. */
+  const creationWaiters = new Map<string, Set<() => void>>()
+  /** Wakes this process's waiters of a session: a turn here mapped it, or ended (which drops its claim). */
+  const wakeCreationWaiters = (key: SessionKey) => {
+    const cacheKey = sessionCacheKey(key)
+    const waiters = creationWaiters.get(cacheKey)
+    creationWaiters.delete(cacheKey)
+    for (const wake of waiters ?? []) wake()
+  }
+  /** Sleeps `ms` before the next creation poll, or less when a turn here wakes the waiters first. */
+  const creationPause = async (key: SessionKey, ms: number, signal: AbortSignal): Promise<void> => {
+    const cacheKey = sessionCacheKey(key)
+    const waiters = creationWaiters.get(cacheKey) ?? new Set<() => void>()
+    creationWaiters.set(cacheKey, waiters)
+    let wake = () => {}
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve
+    })
+    waiters.add(wake)
+    const stop = new AbortController()
+    try {
+      await Promise.race([sleep(ms, AbortSignal.any([signal, stop.signal])), woken])
+    } finally {
+      stop.abort()
+      waiters.delete(wake)
+      if (waiters.size === 0 && creationWaiters.get(cacheKey) === waiters) creationWaiters.delete(cacheKey)
+    }
+  }
+  /** Turns of each session live in this process (begun, not ended): an unused speculation is undone at 0. */
+  const liveTurns = new Map<string, number>()
+  const countLiveTurn = (key: SessionKey, delta: 1 | -1) => {
+    const cacheKey = sessionCacheKey(key)
+    const count = (liveTurns.get(cacheKey) ?? 0) + delta
+    if (count > 0) liveTurns.set(cacheKey, count)
+    else liveTurns.delete(cacheKey)
   }
 
   function emitError(phase: string, error: unknown, key?: SessionKey): void {
@@ -431,6 +479,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     private processesMayHaveChanged = false
     /** A connect started alongside the lease, used only if the lease's record confirms it. */
     speculation: Speculation | undefined
+    /** What this process's last turn of the session left, read before the lease was taken. */
+    known: LastTurn | undefined
+    /** Set when the store had no record of a session this process had used: its journal and manifest are gone. */
+    private sessionLost = false
 
     constructor(
       key: SessionKey,
@@ -666,11 +718,38 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
      */
     private confirmedSpeculation(mapped: string, record: SessionRecord | null): Speculation | undefined {
       const speculation = this.speculation
-      this.speculation = undefined
+      // An unconfirmed one stays for the turn end to settle (see settleSpeculation).
       if (!speculation || !record) return undefined
       if (speculation.sandboxId !== mapped || speculation.turnCount !== record.turnCount) return undefined
       if (this.acquired.holders > 1) return undefined
+      this.speculation = undefined
       return speculation
+    }
+
+    /**
+     * A speculative connect this turn did not use resumed a sandbox (or pushed its timeout out) without a
+     * lease's say-so. Decided after the release: the session's sandbox is left to the last holder's end (as
+     * if this turn had touched it); one the session no longer maps is put back as this process left it; with
+     * no answer from the store, so is one that no other turn of this process holds.
+     */
+    private async settleSpeculation(
+      handle: SandboxHandle | undefined,
+      released: boolean,
+      last: boolean,
+      record: SessionRecord | null,
+    ): Promise<void> {
+      const speculation = this.speculation
+      this.speculation = undefined
+      if (!speculation) return
+      const settled = await speculation.result
+      if (!settled.ok || settled.handle.id === handle?.id) return
+      const sandboxId = settled.handle.id
+      if (released && record?.sandboxId === sandboxId) {
+        if (last) this.touched = sandboxId
+        return
+      }
+      if (released || !liveTurns.has(sessionCacheKey(this.key)))
+        await undoSpeculation(settled.handle.id, speculation, this.key)
     }
 
     private async resume(): Promise<void> {
@@ -697,7 +776,11 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       // The sandbox runs (and costs) from the resume call on, not only once it is ready.
       this.runningSince = Date.now()
       const mapped = record?.sandboxId ?? null
-      if (create || !mapped) {
+      const lost = record === null && create ? await this.adoptLostSession(call) : null
+      if (lost) {
+        outcome = 'resumed'
+        handle = lost
+      } else if (create || !mapped) {
         outcome = 'created'
         handle = await this.createAndMap(null, call)
       } else {
@@ -763,7 +846,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       const fresh = (outcome === 'created' || outcome === 'recreated') && !this.adopted
       let rehydrateMs = 0
       let rehydratedSteps = 0
-      let stateLost = outcome === 'recreated'
+      let stateLost = outcome === 'recreated' || this.sessionLost
       const checks: HealthCheckResult[] = []
       let survived: ResumeReport['survived'] =
         outcome === 'recreated'
@@ -935,9 +1018,11 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
             retryable: true,
           })
         }
-        // Exponential backoff with jitter, capped, so many waiters do not poll the store in step.
+        // Exponential backoff with jitter, capped, so many waiters do not poll the store in step; a turn of
+        // this process that maps the session or ends wakes its waiters at once.
         const base = Math.min(25 * 2 ** attempt, 1000)
-        await sleep(
+        await creationPause(
+          this.key,
           Math.min(base / 2 + Math.random() * base, Math.max(0, deadline - Date.now())),
           this.controller.signal,
         )
@@ -960,6 +1045,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           state: 'running',
           ttlMs: config.ttlMs,
         })
+        wakeCreationWaiters(this.key)
       } catch (error) {
         // Someone else mapped the session first (or our lease lapsed): never leave our sandbox running unmapped.
         await provider
@@ -973,6 +1059,99 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         return adopted
       }
       return handle
+    }
+
+    /**
+     * The store has no record of a session this process used (it restarted empty, or the record expired): takes
+     * over the sandbox the session mapped to, rather than orphaning it and starting with nothing. Adopting keeps
+     * the user's files, memory and processes; it is safe because this process created or verified that sandbox
+     * for this very tenant and conversation, and the mapping is written under the creation claim, fenced
+     * (`expectedSandboxId: null`), so a second process cannot map another sandbox meanwhile. Null when there is
+     * nothing to adopt (the sandbox is gone too): the caller creates one. Either way the report says stateLost.
+     */
+    private async adoptLostSession(
+      call: <T>(operation: () => Promise<T>) => Promise<T>,
+    ): Promise<SandboxHandle | null> {
+      const known = this.known
+      if (!known) return null
+      this.sessionLost = true
+      const signal = this.controller.signal
+      let handle: SandboxHandle | undefined
+      try {
+        const speculation = this.speculation
+        if (speculation?.sandboxId === known.sandboxId) {
+          this.speculation = undefined
+          this.touched = known.sandboxId
+          const settled = await speculation.result
+          if (!settled.ok) throw settled.error
+          handle = settled.handle
+        } else {
+          await verifyTenant(known.sandboxId, this.key, signal, () => {})
+          this.touched = known.sandboxId
+          handle = await call(() =>
+            provider.connect(known.sandboxId, { timeoutMs: config.sandbox.timeoutMs, signal }),
+          )
+        }
+      } catch (error) {
+        if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
+        // The platform may have re-mapped it: look for the session's sandbox by the metadata written at creation.
+        const found = await this.findSessionSandbox(known.sandboxId, call)
+        if (found) {
+          this.touched = found
+          handle = await call(() => provider.connect(found, { timeoutMs: config.sandbox.timeoutMs, signal }))
+        }
+      }
+      events.emit('session-lost', {
+        conversationId: this.conversationId,
+        tenant: this.tenant,
+        sandboxId: known.sandboxId,
+        adopted: handle !== undefined,
+      })
+      if (!handle) return null
+      this.touched = handle.id
+      await store.setSandbox(this.key, this.lease, {
+        sandboxId: handle.id,
+        expectedSandboxId: null,
+        providerId: provider.providerId,
+        template: config.sandbox.template ?? null,
+        state: 'running',
+        ttlMs: config.ttlMs,
+      })
+      wakeCreationWaiters(this.key)
+      return handle
+    }
+
+    /**
+     * A running or paused sandbox other than `gone` whose metadata names this tenant and conversation, via the
+     * provider's list capability (undefined without it). The most recently started one when there are several.
+     */
+    private async findSessionSandbox(
+      gone: string,
+      call: <T>(operation: () => Promise<T>) => Promise<T>,
+    ): Promise<string | undefined> {
+      if (typeof provider.list !== 'function') return undefined
+      const signal = this.controller.signal
+      const page = await call(() =>
+        provider.list!({
+          metadata: {
+            [SANDKEEP_METADATA.tenant]: this.tenant,
+            [SANDKEEP_METADATA.session]: hashConversationId(this.conversationId),
+          },
+          state: ['running', 'paused'],
+          signal,
+        }),
+      )
+      const candidates = page.sandboxes
+        .filter(
+          (info) =>
+            info.sandboxId !== gone &&
+            info.metadata[SANDKEEP_METADATA.tenant] === this.tenant &&
+            info.metadata[SANDKEEP_METADATA.session] === hashConversationId(this.conversationId),
+        )
+        .sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0))
+      const found = candidates[0]?.sandboxId
+      if (found) rememberVerified(found, this.tenant)
+      return found
     }
 
     /** Set when this turn joined a sandbox another turn (re)created meanwhile, instead of its own. */
@@ -1111,6 +1290,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         // lease lapses and the platform timeout bounds the cost.
         fail('release', cause)
       }
+      countLiveTurn(this.key, -1)
+      wakeCreationWaiters(this.key)
+      await this.settleSpeculation(handle, released, last, record)
       const storeMs = performance.now() - storeStarted
       const pauseStarted = performance.now()
       let action: TurnEndReport['action'] = 'none'
@@ -1138,10 +1320,13 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         action === 'auto-pause' ||
         action === 'kept' ||
         action === 'left-running-for-other-holders'
+      // A record gone at the release (the store lost it) is still this sandbox's session: remember it, so the
+      // next turn can tell the session was lost and take the sandbox over.
+      const mappedHere = released && (record === null || record.sandboxId === handle?.id)
       rememberLastTurn(
         this.key,
-        sandboxStays && handle && record?.sandboxId === handle.id && !this.foreign
-          ? { sandboxId: handle.id, turnCount: record.turnCount }
+        sandboxStays && handle && mappedHere && !this.foreign
+          ? { sandboxId: handle.id, turnCount: record?.turnCount ?? -1, leftAs: action }
           : null,
       )
       if (action !== 'none' && action !== 'left-running-for-other-holders' && sandboxId) {
@@ -1231,6 +1416,26 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
    * being taken, so that a turn costs the longer of the two calls rather than both. Only for a sandbox whose
    * tenant was already verified here; the turn uses the result only if the lease confirms it.
    */
+  /**
+   * Puts the sandbox of an unused speculation back as this process's last turn left it: paused again, or its
+   * idle timeout restored (the connect set the sandbox timeout). Errors are reported, not thrown.
+   */
+  async function undoSpeculation(
+    sandboxId: string,
+    speculation: Speculation,
+    key: SessionKey,
+  ): Promise<void> {
+    try {
+      if (speculation.leftAs === 'paused' && provider.pause) {
+        await retryProviderCall(() => provider.pause!(sandboxId), config.retry)
+      } else if (speculation.leftAs === 'auto-pause' && provider.setTimeout) {
+        await retryProviderCall(() => provider.setTimeout!(sandboxId, config.idleTimeoutMs), config.retry)
+      }
+    } catch (error) {
+      if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) emitError('undo-speculation', error, key)
+    }
+  }
+
   function speculate(key: SessionKey, signal: AbortSignal | undefined): Speculation | undefined {
     if (!config.speculativeConnect) return undefined
     const last = lastTurns.get(sessionCacheKey(key))
@@ -1267,11 +1472,25 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     const key = validateSessionKey(conversationId, parsed.tenant)
     if (parsed.signal?.aborted) throw abortedError(key, parsed.signal.reason)
     const holderId = randomUUID()
+    const known = lastTurns.get(sessionCacheKey(key))
     const speculation = parsed.lazy ? undefined : speculate(key, parsed.signal)
-    const acquired = await store.acquire(key, { holderId, leaseMs: config.leaseMs, ttlMs: config.ttlMs })
+    countLiveTurn(key, 1)
+    let acquired: AcquireResult
+    try {
+      acquired = await store.acquire(key, { holderId, leaseMs: config.leaseMs, ttlMs: config.ttlMs })
+    } catch (error) {
+      countLiveTurn(key, -1)
+      // No lease, no record: nothing confirms the speculation. Undo it unless another turn here holds the session.
+      if (speculation && !liveTurns.has(sessionCacheKey(key))) {
+        const settled = await speculation.result
+        if (settled.ok) await undoSpeculation(settled.handle.id, speculation, key)
+      }
+      throw error
+    }
     const storeMs = performance.now() - beganAt
     const turn = new TurnImpl(key, acquired, beganAt, storeMs, parsed.signal)
     turn.speculation = speculation
+    turn.known = known
     turn.lazyStart = parsed.lazy
     events.emit('turn-start', {
       conversationId: key.conversationId,

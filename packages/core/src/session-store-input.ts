@@ -415,10 +415,10 @@ export function parseRecordFields(
   }
   const number = (name: string): number => {
     const text = fields[name]
-    if (text === undefined || !NUMBER_TEXT.test(text)) {
-      throw corrupt(where, `field ${name} is not a number`, undefined)
-    }
-    return Number(text)
+    // `1e400` matches the pattern but is Infinity: a count or time no clock or counter can reach.
+    const value = text === undefined || !NUMBER_TEXT.test(text) ? Number.NaN : Number(text)
+    if (!Number.isFinite(value)) throw corrupt(where, `field ${name} is not a finite number`, undefined)
+    return value
   }
   const nullableNumber = (name: string): number | null => (fields[name] === undefined ? null : number(name))
   const nullableText = (name: string): string | null => fields[name] ?? null

@@ -148,7 +148,7 @@ export async function startProcess(
     entry.deadline.unref()
   }
   events.record('process-start', sandbox.id, { pid: entry.pid, cmd: options.config.cmd, spawnMs })
-  child.on('exit', (code, signal) => {
+  const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
     if (entry.deadline) clearTimeout(entry.deadline)
     const exitedAt = performance.now()
     // Output written just before the exit can still be in the pipes. A grandchild that kept them open
@@ -194,7 +194,12 @@ export async function startProcess(
       entry.subscribers.clear()
       if (sandbox.processes.get(entry.pid) === entry) sandbox.processes.delete(entry.pid)
     })
-  })
+  }
+  // A fast command (`echo`) can exit while the spawn awaited its pid handshake, on a busy host (many commands
+  // at once): its exit event has then already fired, and waiting for it would hold the stream open until the
+  // command's timeout.
+  if (child.exitCode !== null || child.signalCode !== null) onExit(child.exitCode, child.signalCode)
+  else child.once('exit', onExit)
   return entry
 }
 

@@ -347,6 +347,20 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
       conversationId: key.conversationId,
     })
 
+  /**
+   * After an acquire its caller gave up on (no answer in time), queues the removal of its holder on the same
+   * client: Redis runs commands of one connection in order, so the removal lands after the acquire if that
+   * still runs. Not awaited: the caller already has its error.
+   */
+  const dropGivenUpHolder = (keys: SessionKeys, holderId: string, error: unknown) => {
+    if (closed || !SandkeepError.hasCode(error, 'STORE_UNAVAILABLE')) return
+    try {
+      script(getClient(), 'drop-holder-1', keys.lease, holderId).catch(() => {})
+    } catch {
+      // No client to send it on: the acquire was never sent either.
+    }
+  }
+
   /** Index touch sent alongside a session write (another slot, so its own command). */
   const touchIndex = (redis: RedisClient, keys: SessionKeys, score: number) =>
     script(redis, 'index-touch-1', keys.index, keys.member, Math.trunc(score))
@@ -374,7 +388,10 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
           leaseMs,
           ttlMs,
         ),
-      )
+      ).catch((error: unknown) => {
+        dropGivenUpHolder(keys, holderId, error)
+        throw error
+      })
       refuseCorrupt(reply, keys, key)
       return {
         lease: { holderId, fencingToken: Number(reply[4]), expiresAt: Number(reply[5]) },

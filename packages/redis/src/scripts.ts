@@ -20,6 +20,7 @@ export const SCRIPT_FILES = [
   'clear-journal-2',
   'index-touch-1',
   'index-prune-1',
+  'drop-holder-1',
 ] as const
 
 export type ScriptFile = (typeof SCRIPT_FILES)[number]
