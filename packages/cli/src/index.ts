@@ -3,7 +3,7 @@
 export { main } from './cli.js'
 export { type Command, type CommandContext, ExitCode } from './command.js'
 export type { DemoEvent, DemoSetup, FaultName, PauseMode, TurnSummary } from './demo/events.js'
-export { FAULT_NAMES, PAUSE_MODES } from './demo/events.js'
+export { FAULT_NAMES, ISOLATIONS, PAUSE_MODES } from './demo/events.js'
 export {
   createScriptedModel,
   type ScriptedModelOptions,

@@ -44,6 +44,16 @@ describe('sandkeep usage errors', () => {
       'demo',
       'conversationId contains a control character (newline, NUL, ...); strip it before calling.',
     ],
+    [
+      ['demo', '--isolation', 'chroot'],
+      'demo',
+      '--isolation must be one of auto, bubblewrap, none (got "chroot")',
+    ],
+    [
+      ['host', '--isolation', 'chroot'],
+      'host',
+      '--isolation must be one of auto, bubblewrap, none (got "chroot")',
+    ],
     [['host', '--port', '70000'], 'host', '--port must be between 0 and 65535 (got 70000)'],
     [
       ['host', '--pause-mode', 'x'],

@@ -14,6 +14,17 @@ afterAll(async () => {
 })
 
 describe('sandkeep host', () => {
+  it('--isolation none starts an unisolated host, says so, and warns (the escape hatch where bubblewrap is missing)', async () => {
+    const host = startCli(['host', '--isolation', 'none'], cleanEnv())
+    try {
+      const out = await waitFor(() => (host.stdout().includes('Ctrl-C') ? host.stdout() : undefined))
+      expect(out).toContain('isolation none')
+      expect(host.stderr()).toContain('UNISOLATED')
+    } finally {
+      expect(await host.stop()).toBe(0)
+    }
+  })
+
   it('prints export lines without the key, keeps the key in a 0600 file, serves E2B, stops on SIGINT', async () => {
     const host = startCli(['host', '--state-dir', stateDir, '--pause-mode', 'filesystem'], cleanEnv())
     try {

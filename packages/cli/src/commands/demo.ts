@@ -4,7 +4,14 @@ import type { z } from 'zod'
 import { durationOption, flagOption, integerOption, stringOption, UsageError } from '../args.js'
 import { type Command, ExitCode } from '../command.js'
 import { e2bFromEnv, storeConfig } from '../config.js'
-import { FAULT_NAMES, type FaultName, PAUSE_MODES, type PauseMode } from '../demo/events.js'
+import {
+  FAULT_NAMES,
+  type FaultName,
+  ISOLATIONS,
+  type Isolation,
+  PAUSE_MODES,
+  type PauseMode,
+} from '../demo/events.js'
 import { colorEnabled } from '../terminal.js'
 import {
   formatPath,
@@ -66,6 +73,14 @@ compatible host such as "sandkeep host").`,
         choices: PAUSE_MODES,
         description: 'What a pause keeps on the local host.',
         defaultText: 'memory',
+      },
+      isolation: {
+        type: 'string',
+        valueName: '<mode>',
+        choices: ISOLATIONS,
+        description:
+          'How the embedded local host isolates sandboxes: auto needs bubblewrap; none runs them unisolated (warns).',
+        defaultText: 'auto',
       },
       fault: {
         type: 'string',
@@ -146,6 +161,7 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
     if (faultTurnFlag !== undefined && fault === undefined)
       throw new UsageError('demo', '--fault-turn needs --fault')
     const stateDir = stringOption(args, 'state-dir')
+    const isolation = stringOption(args, 'isolation') as Isolation | undefined
 
     let connection = null
     if (providerKind === 'e2b') {
@@ -154,6 +170,7 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
       if (fault) throw new UsageError('demo', '--fault needs the embedded local host (drop --provider e2b)')
       if (pauseModeFlag) throw new UsageError('demo', '--pause-mode applies to the embedded local host only')
       if (stateDir) throw new UsageError('demo', '--state-dir applies to the embedded local host only')
+      if (isolation) throw new UsageError('demo', '--isolation applies to the embedded local host only')
     }
 
     const { validateConversationId, validateTenant } = await import('@sandkeep/core')
@@ -202,6 +219,7 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
                 kind: 'local',
                 pauseMode: pauseModeFlag ?? 'memory',
                 ...(stateDir ? { stateDir: resolve(stateDir) } : {}),
+                ...(isolation ? { isolation } : {}),
               },
         store: storeConfig(context.env, {}),
         fault: fault && faultTurn !== undefined ? { name: fault, turn: faultTurn } : null,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { durationOption, flagOption, integerOption, type ParsedArgs, stringOption } from '../args.js'
 import { type Command, type CommandContext, ExitCode } from '../command.js'
-import { PAUSE_MODES, type PauseMode } from '../demo/events.js'
+import { ISOLATIONS, type Isolation, PAUSE_MODES, type PauseMode } from '../demo/events.js'
 import { ConfigError } from '../errors.js'
 
 /** `sandkeep host`: runs local-e2b in the foreground and prints the E2B_* lines to export. */
@@ -44,6 +44,14 @@ processes gone).`,
           'What a pause keeps: memory (E2B), filesystem (cold boot), processes (Kubernetes scale-to-0).',
         defaultText: 'memory',
       },
+      isolation: {
+        type: 'string',
+        valueName: '<mode>',
+        choices: ISOLATIONS,
+        description:
+          'How the host isolates sandboxes: auto needs bubblewrap; none runs them unisolated (warns).',
+        defaultText: 'auto',
+      },
       retention: {
         type: 'string',
         valueName: '<duration>',
@@ -66,6 +74,7 @@ processes gone).`,
     const pauseMode = (stringOption(args, 'pause-mode') ?? 'memory') as PauseMode
     const retentionMs = durationOption(args, 'host', 'retention', { min: 1000, max: 365 * 86_400_000 })
     const stateDirOption = stringOption(args, 'state-dir')
+    const isolation = stringOption(args, 'isolation') as Isolation | undefined
     const stateDir = stateDirOption
       ? resolve(stateDirOption)
       : await mkdtemp(join(tmpdir(), 'sandkeep-host-'))
@@ -73,7 +82,7 @@ processes gone).`,
     // A temporary state directory holds the API key file and the sandboxes of this run only: it goes when
     // the host stops (Ctrl-C, SIGTERM) or fails to start. A --state-dir is the user's and is kept.
     try {
-      return await serve(args, context, { port, hostname, pauseMode, retentionMs, stateDir })
+      return await serve(args, context, { port, hostname, pauseMode, retentionMs, stateDir, isolation })
     } finally {
       if (!stateDirOption) await rm(stateDir, { recursive: true, force: true })
     }
@@ -89,9 +98,10 @@ async function serve(
     pauseMode: PauseMode
     retentionMs: number | undefined
     stateDir: string
+    isolation: Isolation | undefined
   },
 ): Promise<number> {
-  const { port, hostname, pauseMode, retentionMs, stateDir } = settings
+  const { port, hostname, pauseMode, retentionMs, stateDir, isolation } = settings
 
   // The key only protects a loopback host, but it is still a credential: keep it out of stdout (logs,
   // scrollback) and give it to clients through a file only this user can read.
@@ -110,6 +120,7 @@ async function serve(
       apiKey,
       pauseMode,
       ...(retentionMs === undefined ? {} : { retentionMs }),
+      ...(isolation ? { isolation } : {}),
     })
   } catch (error) {
     if ((error as { code?: unknown })?.code === 'EADDRINUSE') {
@@ -125,11 +136,11 @@ async function serve(
   }
   if (flagOption(args, 'json')) {
     context.stdout.write(
-      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, apiKeyFile: keyFile, stateDir, pauseMode })}\n`,
+      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, apiKeyFile: keyFile, stateDir, pauseMode, isolation: host.isolation })}\n`,
     )
   } else {
     context.stdout.write(
-      `local-e2b listening on ${host.apiUrl} (pause mode ${pauseMode}, state in ${stateDir})\n` +
+      `local-e2b listening on ${host.apiUrl} (pause mode ${pauseMode}, isolation ${host.isolation}, state in ${stateDir})\n` +
         'Export these in the shell that runs your E2B program:\n\n' +
         `export E2B_API_URL=${lines.E2B_API_URL}\n` +
         `export E2B_SANDBOX_URL=${lines.E2B_SANDBOX_URL}\n` +

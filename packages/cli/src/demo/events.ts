@@ -19,6 +19,10 @@ export const PAUSE_MODES = ['memory', 'filesystem', 'processes'] as const
 /** A pause fidelity. */
 export type PauseMode = (typeof PAUSE_MODES)[number]
 
+/** How the embedded local host isolates sandboxes (`auto` needs bubblewrap and refuses to run without it). */
+export const ISOLATIONS = ['auto', 'bubblewrap', 'none'] as const
+export type Isolation = (typeof ISOLATIONS)[number]
+
 /** Where the demo runs, as printed at its start. */
 export interface DemoSetup {
   /** The transcript. */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import type { E2BConnection } from '../config.js'
-import type { FaultName, PauseMode } from './events.js'
+import type { FaultName, Isolation, PauseMode } from './events.js'
 
 type LocalHost = Awaited<ReturnType<typeof import('@sandkeep/local-e2b')['startLocalE2B']>>
 
@@ -20,6 +20,7 @@ export interface EmbeddedHost {
 export async function startEmbeddedHost(options: {
   pauseMode: PauseMode
   stateDir: string
+  isolation?: Isolation
   logger?: (line: string) => void
 }): Promise<EmbeddedHost> {
   const { startLocalE2B } = await import('@sandkeep/local-e2b')
@@ -27,6 +28,7 @@ export async function startEmbeddedHost(options: {
     port: 0,
     stateDir: options.stateDir,
     pauseMode: options.pauseMode,
+    ...(options.isolation ? { isolation: options.isolation } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   })
   return {

@@ -30,7 +30,7 @@ import {
 import { ConfigError, describeError } from '../errors.js'
 import { createScriptedModel } from '../scripted-model.js'
 import type { Transcript, TranscriptHealthCheck, TranscriptToolCall } from '../transcript.js'
-import type { DemoRenderer, DemoSetup, FaultName, PauseMode, TurnSummary } from './events.js'
+import type { DemoRenderer, DemoSetup, FaultName, Isolation, PauseMode, TurnSummary } from './events.js'
 import { type EmbeddedHost, injectFault, startEmbeddedHost } from './host.js'
 
 /** Options of {@link runDemo}. */
@@ -39,7 +39,7 @@ export interface RunDemoOptions {
   transcript: Transcript
   /** `local`: an in-process local-e2b host; `e2b`: the E2B platform in `e2b`. */
   provider:
-    | { kind: 'local'; pauseMode: PauseMode; stateDir?: string }
+    | { kind: 'local'; pauseMode: PauseMode; stateDir?: string; isolation?: Isolation }
     | { kind: 'e2b'; connection: E2BConnection }
   /** The session store. */
   store: StoreConfig
@@ -97,7 +97,11 @@ export async function runDemo(options: RunDemoOptions): Promise<DemoResult> {
       renderer.progress('starting the local E2B-compatible host')
       const stateDir = options.provider.stateDir ?? (await mkdtemp(join(tmpdir(), 'sandkeep-demo-')))
       if (!options.provider.stateDir) cleanup.push(() => rm(stateDir, { recursive: true, force: true }))
-      host = await startEmbeddedHost({ pauseMode: options.provider.pauseMode, stateDir })
+      host = await startEmbeddedHost({
+        pauseMode: options.provider.pauseMode,
+        stateDir,
+        ...(options.provider.isolation ? { isolation: options.provider.isolation } : {}),
+      })
       const started = host
       cleanup.push(() => started.close())
       provider = await openE2BProvider(host.connection)
