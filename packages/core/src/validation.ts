@@ -7,8 +7,8 @@ export const TENANT_PATTERN = /^[A-Za-z0-9._-]{1,64}$/
 /** The tenant used when a call names none. */
 export const DEFAULT_TENANT = 'default'
 
-// C0 controls, DEL, C1 controls, and the Unicode line/paragraph separators.
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
+/** C0 controls, DEL, C1 controls, and the Unicode line/paragraph separators: refused in ids and keys. */
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
 
 const encoder = new TextEncoder()
 
@@ -104,4 +104,29 @@ export function validateInteger(name: string, value: unknown, min: number, max: 
 
 function invalid(message: string): SandkeepError {
   return new SandkeepError({ code: 'INVALID_ARGUMENT', message })
+}
+
+/**
+ * The one way to say a parameter is unusable: an INVALID_ARGUMENT SandkeepError whose message starts with
+ * the parameter's name (`options.leaseMs must be …`). Thrown before any I/O.
+ */
+export function invalidArgument(param: string, message: string): SandkeepError {
+  return invalid(`${param} ${message}`)
+}
+
+/**
+ * Refuses a key of `value` that is not in `known`, with one wording everywhere:
+ * `<what> has an unknown option "<key>"; known: a, b.`
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function rejectUnknownOptions(what: string, value: object, known: Iterable<string>): void {
+  const allowed = [...known]
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) {
+      throw invalidArgument(
+        what,
+        `has an unknown option "${key.slice(0, 40)}"; known: ${allowed.join(', ')}.`,
+      )
+    }
+  }
 }
