@@ -26,15 +26,14 @@ export interface SessionLifecycle {
 }
 
 export function createSessionLifecycle(settings: SessionSettings): SessionLifecycle {
-  const { sessions, conversationId, tenant, abortSignal: callerSignal } = settings
+  const { conversationId, tenant, abortSignal: callerSignal } = settings
   // Aborted by end() (so in-flight calls stop) or by the caller's signal.
   const lifetime = new AbortController()
   const onCallerAbort = () => lifetime.abort(callerSignal?.reason)
   if (callerSignal?.aborted) lifetime.abort(callerSignal.reason)
   else callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
 
-  let turnPromise: Promise<Turn> | undefined
-  let turn: Turn | undefined
+  const lazy = lazyTurn(settings)
   let ended = false
   let endPromise: Promise<TurnEndReport | undefined> | undefined
   let noticeGiven = false
@@ -48,28 +47,8 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
       tenant,
     })
 
-  function beginTurn(): Promise<Turn> {
-    if (turnPromise === undefined) {
-      turnPromise = sessions
-        .beginTurn(conversationId, {
-          tenant,
-          lazy: true,
-          ...(callerSignal === undefined ? {} : { abortSignal: callerSignal }),
-        })
-        .then((begun) => {
-          turn = begun
-          return begun
-        })
-      // A failed begin took no lease: forget it so the next call tries again.
-      turnPromise.catch(() => {
-        turnPromise = undefined
-      })
-    }
-    return turnPromise
-  }
-
   async function readyHandle(signal: AbortSignal): Promise<SandboxHandle> {
-    const begun = await raceAbort(beginTurn(), signal)
+    const begun = await raceAbort(lazy.begin(), signal)
     return raceAbort(begun.ready(), signal)
   }
 
@@ -95,7 +74,7 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
     endPromise = (async () => {
       lifetime.abort(turnEnded())
       if (inFlight.size > 0) await settleWithin([...inFlight], settings.endGraceMs)
-      const begun = await turnPromise?.catch(() => undefined)
+      const begun = await lazy.begun()
       return begun ? begun.end() : undefined
     })()
     return endPromise
@@ -107,20 +86,55 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
       return ended
     },
     get turn() {
-      return turn
+      return lazy.turn
     },
     operation,
     recordSetupStep: async (step) => {
       if (ended) throw turnEnded()
-      const begun = await beginTurn()
+      const begun = await lazy.begin()
       await begun.journal.record(step)
     },
     takeStateNotice: () => {
-      if (noticeGiven || turn?.report === undefined) return undefined
+      const report = lazy.turn?.report
+      if (noticeGiven || report === undefined) return undefined
       noticeGiven = true
-      return stateLostNotice(turn.report)
+      return stateLostNotice(report)
     },
     end,
+  }
+}
+
+/** The session's turn, begun once on first use; a failed begin is forgotten so the next call tries again. */
+function lazyTurn({ sessions, conversationId, tenant, abortSignal }: SessionSettings) {
+  let turnPromise: Promise<Turn> | undefined
+  let turn: Turn | undefined
+  return {
+    get turn(): Turn | undefined {
+      return turn
+    },
+    begin(): Promise<Turn> {
+      if (turnPromise === undefined) {
+        turnPromise = sessions
+          .beginTurn(conversationId, {
+            tenant,
+            lazy: true,
+            ...(abortSignal === undefined ? {} : { abortSignal }),
+          })
+          .then((begun) => {
+            turn = begun
+            return begun
+          })
+        // A failed begin took no lease: forget it so the next call tries again.
+        turnPromise.catch(() => {
+          turnPromise = undefined
+        })
+      }
+      return turnPromise
+    },
+    /** The turn if it was begun successfully, without beginning it. */
+    begun(): Promise<Turn | undefined> {
+      return turnPromise?.catch(() => undefined) ?? Promise.resolve(undefined)
+    },
   }
 }
 
