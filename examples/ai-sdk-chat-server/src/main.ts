@@ -2,8 +2,8 @@
 // transcript (swap `model` for any AI SDK model, e.g. openai('gpt-5'), to chat for real).
 //   bash scripts/dev.sh node examples/ai-sdk-chat-server/src/main.ts    then    curl -N localhost:3000/chat -d '{"conversationId":"c1","message":"hi"}'
 import { createSessionManager } from '@sandkeep/core'
+import { embeddedDefaults } from '@sandkeep-examples/shared'
 import { createScriptedModel, defaultTranscriptPath, loadTranscript } from 'sandkeep'
-import { embeddedDefaults } from './defaults.ts'
 import { createChatServer } from './server.ts'
 
 export async function start(port = Number(process.env.PORT ?? 3000)) {

@@ -1,10 +1,10 @@
 // Replays transcript.json through the hand-written loop on the embedded defaults and prints each turn.
 //   bash scripts/dev.sh node examples/custom-loop/src/main.ts   (at the repository root)
 import { createSessionManager } from '@sandkeep/core'
+import { embeddedDefaults } from '@sandkeep-examples/shared'
 import type { ModelMessage } from 'ai'
 import { createScriptedModel, loadTranscript } from 'sandkeep'
 import { runTurn, type TurnResult } from './agent.ts'
-import { embeddedDefaults } from './defaults.ts'
 
 export async function main(log: (line: string) => void = console.log): Promise<TurnResult[]> {
   const transcript = await loadTranscript(new URL('../transcript.json', import.meta.url).pathname)

@@ -10,7 +10,7 @@ import {
   type ResumeReport,
   type SandboxHandle,
 } from '@sandkeep/core'
-import { embeddedDefaults } from './defaults.ts'
+import { embeddedDefaults } from '@sandkeep-examples/shared'
 
 const SERVER = 'python3 -m http.server 8080 --bind 127.0.0.1 --directory /home/user/site'
 const CONNECT = "import sqlite3\ndb = sqlite3.connect('/home/user/app.db')"

@@ -5,7 +5,6 @@ import {
   generateText,
   type OutputInterface,
   type StreamTextResult,
-  type StreamTextTransform,
   streamText,
   type ToolSet,
 } from 'ai'
@@ -15,6 +14,8 @@ import {
   type SandkeepSandboxSession,
 } from './sandbox-session.js'
 import { type SandboxTools, type SandboxToolsOptions, sandboxTools } from './sandbox-tools.js'
+import { createTurnControl } from './turn/control.js'
+import { guardStreamResult, withEndTransform } from './turn/stream-guard.js'
 
 type Context = NonNullable<Parameters<typeof streamText>[0]['runtimeContext']>
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
@@ -89,17 +90,6 @@ export interface SandkeepTurn extends AsyncDisposable {
   end(): Promise<TurnEndReport | undefined>
 }
 
-// Properties of a stream result that hand out a consumer stream, and methods that return one.
-const streamGetters = new Set<PropertyKey>([
-  'textStream',
-  'fullStream',
-  'partialOutputStream',
-  'experimental_partialOutputStream',
-  'elementStream',
-])
-const streamMethods = new Set<PropertyKey>(['toUIMessageStream'])
-const responseMethods = new Set<PropertyKey>(['toUIMessageStreamResponse', 'toTextStreamResponse'])
-
 /**
  * Wraps one `generateText` / `streamText` / agent call as one sandkeep turn of `conversationId`.
  * Synchronous and free until the model first calls a tool.
@@ -121,212 +111,68 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
       message: `sandkeepTurn: maxDurationMs must be a number of ms >= 0, got ${String(maxDurationMs)}.`,
     })
   }
-
-  // Aborts the wrapped call when the turn ends early (cancel, safety limit) or the caller aborts.
-  const callController = new AbortController()
-  let resolveEnded!: (report: TurnEndReport | undefined) => void
-  let rejectEnded!: (error: unknown) => void
-  const ended = new Promise<TurnEndReport | undefined>((resolve, reject) => {
-    resolveEnded = resolve
-    rejectEnded = reject
+  const control = createTurnControl(sandbox, maxDurationMs)
+  const end = () => control.end()
+  const onCancel = () => void end().catch(() => {})
+  /** The options of the wrapped call: the turn's signal and sandbox (unless the caller passed one). */
+  const wrap = (name: string, callOptions: LooseOptions) => ({
+    ...callOptions,
+    experimental_sandbox: callOptions.experimental_sandbox ?? sandbox,
+    abortSignal: control.callSignal(control.claim(name), callOptions.abortSignal),
   })
-  ended.catch(() => {})
-  let endPromise: Promise<TurnEndReport | undefined> | undefined
-  let timer: NodeJS.Timeout | undefined
-  let used = false
+  const withTools = (callOptions: LooseOptions) => ({
+    tools: { ...tools, ...(callOptions.tools as ToolSet | undefined) },
+  })
 
-  function end(reason?: unknown): Promise<TurnEndReport | undefined> {
-    if (endPromise) return endPromise
-    clearTimeout(timer)
-    if (!callController.signal.aborted) {
-      callController.abort(
-        reason ??
-          new SandkeepError({
-            code: 'TURN_ENDED',
-            message: 'The sandkeep turn ended.',
-            tenant: sandbox.tenant,
-          }),
-      )
-    }
-    endPromise = sandbox.end()
-    endPromise.then(resolveEnded, rejectEnded)
-    return endPromise
-  }
-
-  function claim(name: string): AbortSignal {
-    if (used) {
-      throw new SandkeepError({
-        code: 'INVALID_ARGUMENT',
-        message: `sandkeepTurn wraps one call; ${name} was called again. Make a new sandkeepTurn for the next turn.`,
-        conversationId: sandbox.conversationId,
-        tenant: sandbox.tenant,
-      })
-    }
-    used = true
-    if (maxDurationMs > 0) {
-      timer = setTimeout(
-        () =>
-          void end(
-            new SandkeepError({
-              code: 'TIMEOUT',
-              message: `The call ran longer than maxDurationMs (${maxDurationMs} ms); the turn was ended.`,
-            }),
-          ).catch(() => {}),
-        maxDurationMs,
-      )
-      timer.unref()
-    }
-    return callController.signal
-  }
-
-  function callSignal(signal: AbortSignal, callerSignal: AbortSignal | undefined | null): AbortSignal {
-    if (!callerSignal) return signal
-    // The caller's abort ends the turn even when no one pulls the stream any more.
-    const onCallerAbort = () => void end(callerSignal.reason).catch(() => {})
-    if (callerSignal.aborted) onCallerAbort()
-    else {
-      callerSignal.addEventListener('abort', onCallerAbort, { once: true })
-      // A long-lived caller signal (one per server, say) must not keep a listener per turn.
-      ended.finally(() => callerSignal.removeEventListener('abort', onCallerAbort)).catch(() => {})
-    }
-    return AbortSignal.any([signal, callerSignal])
-  }
-
-  /** A transform at the end of the stream pipeline: its flush runs when the call's stream has ended. */
-  const endTransform: StreamTextTransform<ToolSet> = () =>
-    new TransformStream({
-      transform(chunk, controller) {
-        controller.enqueue(chunk)
-      },
-      async flush() {
-        // Await so a consumer that reads to the end finds the sandbox already paused.
-        await end().catch(() => {})
-      },
-      async cancel() {
-        await end().catch(() => {})
-      },
-    })
-
-  function withTransform(transform: unknown): unknown[] {
-    const list = transform === undefined ? [] : Array.isArray(transform) ? transform : [transform]
-    return [...list, endTransform]
-  }
-
-  function guardStreamResult<R extends object>(result: R): R {
-    const onCancel = () => void end().catch(() => {})
-    return new Proxy(result, {
-      get(target, property, receiver) {
-        // Getters run with the proxy as `this`, so internal stream use is guarded too.
-        const value = Reflect.get(target, property, receiver)
-        if (streamGetters.has(property) && value instanceof ReadableStream)
-          return guardStream(value, onCancel)
-        if (typeof value !== 'function') return value
-        if (streamMethods.has(property)) {
-          return (...args: unknown[]) => guardStream(value.apply(receiver, args) as ReadableStream, onCancel)
-        }
-        if (responseMethods.has(property)) {
-          return (...args: unknown[]) => guardResponse(value.apply(receiver, args) as Response, onCancel)
-        }
-        return value.bind(receiver)
-      },
-    })
-  }
-
-  const turn: SandkeepTurn = {
+  return {
     sandbox,
     tools,
-    abortSignal: callController.signal,
+    abortSignal: control.signal,
     get report() {
       return sandbox.report
     },
-    ended,
+    ended: control.ended,
     generateText: (async (callOptions: LooseOptions) => {
-      const signal = callSignal(claim('generateText'), callOptions.abortSignal)
+      const wrapped = wrap('generateText', callOptions)
       try {
-        return await callGenerateText({
-          ...callOptions,
-          tools: { ...tools, ...(callOptions.tools as ToolSet | undefined) },
-          experimental_sandbox: callOptions.experimental_sandbox ?? sandbox,
-          abortSignal: signal,
-        })
+        return await callGenerateText({ ...wrapped, ...withTools(callOptions) })
       } finally {
         await end().catch(() => {})
       }
     }) as unknown as SandkeepTurn['generateText'],
     streamText: ((callOptions: LooseOptions) => {
-      const signal = callSignal(claim('streamText'), callOptions.abortSignal)
+      const wrapped = wrap('streamText', callOptions)
       const result = callStreamText({
-        ...callOptions,
-        tools: { ...tools, ...(callOptions.tools as ToolSet | undefined) },
-        experimental_sandbox: callOptions.experimental_sandbox ?? sandbox,
-        abortSignal: signal,
-        experimental_transform: withTransform(callOptions.experimental_transform),
+        ...wrapped,
+        ...withTools(callOptions),
+        experimental_transform: withEndTransform(callOptions.experimental_transform, end),
       })
-      return guardStreamResult(result)
+      return guardStreamResult(result, onCancel)
     }) as unknown as SandkeepTurn['streamText'],
     agentGenerate: (async (agent: LooseAgent, callOptions: LooseOptions) => {
-      const signal = callSignal(claim('agentGenerate'), callOptions.abortSignal)
+      const wrapped = wrap('agentGenerate', callOptions)
       try {
-        return await agent.generate({
-          ...callOptions,
-          experimental_sandbox: callOptions.experimental_sandbox ?? sandbox,
-          abortSignal: signal,
-        })
+        return await agent.generate(wrapped)
       } finally {
         await end().catch(() => {})
       }
     }) as unknown as SandkeepTurn['agentGenerate'],
     agentStream: (async (agent: LooseAgent, callOptions: LooseOptions) => {
-      const signal = callSignal(claim('agentStream'), callOptions.abortSignal)
+      const wrapped = wrap('agentStream', callOptions)
       try {
         const result = await agent.stream({
-          ...callOptions,
-          experimental_sandbox: callOptions.experimental_sandbox ?? sandbox,
-          abortSignal: signal,
-          experimental_transform: withTransform(callOptions.experimental_transform),
+          ...wrapped,
+          experimental_transform: withEndTransform(callOptions.experimental_transform, end),
         })
-        return guardStreamResult(result)
+        return guardStreamResult(result, onCancel)
       } catch (error) {
         await end().catch(() => {})
         throw error
       }
     }) as unknown as SandkeepTurn['agentStream'],
-    end: () => end(),
+    end,
     [Symbol.asyncDispose]: async () => {
       await end()
     },
   }
-  return turn
-}
-
-/** A pass-through stream that reports its consumer's cancel; keeps async iteration. */
-function guardStream<T>(inner: ReadableStream<T>, onCancel: () => void): ReadableStream<T> {
-  const reader = inner.getReader()
-  return new ReadableStream<T>(
-    {
-      async pull(controller) {
-        try {
-          const { done, value } = await reader.read()
-          if (done) controller.close()
-          else controller.enqueue(value)
-        } catch (error) {
-          controller.error(error)
-        }
-      },
-      async cancel(reason) {
-        onCancel()
-        await reader.cancel(reason).catch(() => {})
-      },
-    },
-    { highWaterMark: 0 },
-  )
-}
-
-function guardResponse(response: Response, onCancel: () => void): Response {
-  if (response.body === null) return response
-  return new Response(guardStream(response.body, onCancel), {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  })
 }

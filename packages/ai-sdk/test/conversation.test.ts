@@ -1,39 +1,30 @@
 // Real AI SDK loops (generateText, streamText) with MockLanguageModelV4 scripting the tool calls, against a
 // real local-e2b host driven through the unmodified E2B SDK and a real Redis, through sandkeep's manager.
 import { randomUUID } from 'node:crypto'
-import { createSessionManager, type SessionManager } from '@sandkeep/core'
-import { createE2BProvider } from '@sandkeep/e2b'
-import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'
+import type { SessionManager, SessionStore } from '@sandkeep/core'
+import type { LocalE2BHost } from '@sandkeep/local-e2b'
 import { createRedisSessionStore } from '@sandkeep/redis'
 import { stepCountIs, tool } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { type ScriptStep, scriptedModel, toolResultsIn } from '../src/mock-model.test-support.js'
 import { sandkeepTurn } from '../src/turn.js'
+import { startLocalSessions, stopLocalSessions } from './helpers.js'
 
 let host: LocalE2BHost
 let sessions: SessionManager
-let store: ReturnType<typeof createRedisSessionStore>
+let store: SessionStore
 const tenant = `ai-sdk-${randomUUID().slice(0, 8)}`
 const conversations: string[] = []
 
 beforeAll(async () => {
-  host = await startLocalE2B({ logger: () => {} })
-  store = createRedisSessionStore({ prefix: `skaitest:${randomUUID().slice(0, 12)}` })
-  sessions = createSessionManager({
-    store,
-    provider: createE2BProvider({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }),
+  ;({ host, sessions, store } = await startLocalSessions({
+    store: createRedisSessionStore({ prefix: `skaitest:${randomUUID().slice(0, 12)}` }),
     onTurnEnd: 'pause',
-  })
+  }))
 }, 120_000)
 
-afterAll(async () => {
-  for (const conversationId of conversations) {
-    await sessions?.endSession(conversationId, { tenant }).catch(() => {})
-  }
-  await store?.close()
-  await host?.close()
-}, 120_000)
+afterAll(() => stopLocalSessions({ host, sessions, store }, conversations, tenant), 120_000)
 
 function newConversation(): string {
   const id = `conv-${randomUUID()}`

@@ -2,13 +2,13 @@
 // against a real local-e2b host through the unmodified E2B SDK: a plot reaches the model as an image part, and
 // long command / cell output arrives as preliminary tool results before the complete one.
 import { randomUUID } from 'node:crypto'
-import { createMemorySessionStore, createSessionManager, type SessionManager } from '@sandkeep/core'
-import { createE2BProvider } from '@sandkeep/e2b'
-import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'
+import type { SessionManager } from '@sandkeep/core'
+import type { LocalE2BHost } from '@sandkeep/local-e2b'
 import { stepCountIs } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ScriptStep, scriptedModel } from '../src/mock-model.test-support.js'
 import { type SandkeepTurnOptions, sandkeepTurn } from '../src/turn.js'
+import { startLocalSessions, stopLocalSessions } from './helpers.js'
 
 let host: LocalE2BHost
 let sessions: SessionManager
@@ -16,20 +16,10 @@ const tenant = `rich-${randomUUID().slice(0, 8)}`
 const conversations: string[] = []
 
 beforeAll(async () => {
-  host = await startLocalE2B({ logger: () => {} })
-  sessions = createSessionManager({
-    store: createMemorySessionStore(),
-    provider: createE2BProvider({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }),
-    onTurnEnd: 'pause',
-  })
+  ;({ host, sessions } = await startLocalSessions({ onTurnEnd: 'pause' }))
 }, 120_000)
 
-afterAll(async () => {
-  for (const conversationId of conversations) {
-    await sessions?.endSession(conversationId, { tenant }).catch(() => {})
-  }
-  await host?.close()
-}, 120_000)
+afterAll(() => stopLocalSessions({ host, sessions }, conversations, tenant), 120_000)
 
 function turnFor(tools: SandkeepTurnOptions['tools']) {
   const conversationId = `conv-${randomUUID()}`

@@ -1,28 +1,21 @@
 // The Experimental_SandboxSession contract on a real local-e2b sandbox (through the E2B provider and SDK).
 import { randomUUID } from 'node:crypto'
-import { createMemorySessionStore, createSessionManager, type SessionManager } from '@sandkeep/core'
-import { createE2BProvider } from '@sandkeep/e2b'
-import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'
+import type { SessionManager } from '@sandkeep/core'
+import type { LocalE2BHost } from '@sandkeep/local-e2b'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSandboxSession } from '../src/sandbox-session.js'
 import { sandboxTools } from '../src/sandbox-tools.js'
+import { startLocalSessions, stopLocalSessions } from './helpers.js'
 
 let host: LocalE2BHost
 let sessions: SessionManager
 const conversationId = `session-${randomUUID()}`
 
 beforeAll(async () => {
-  host = await startLocalE2B({ logger: () => {} })
-  sessions = createSessionManager({
-    store: createMemorySessionStore(),
-    provider: createE2BProvider({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }),
-  })
+  ;({ host, sessions } = await startLocalSessions())
 }, 120_000)
 
-afterAll(async () => {
-  await sessions?.endSession(conversationId).catch(() => {})
-  await host?.close()
-}, 120_000)
+afterAll(() => stopLocalSessions({ host, sessions }, [conversationId]), 120_000)
 
 async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
   let text = ''

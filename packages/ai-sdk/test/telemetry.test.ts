@@ -11,13 +11,13 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base'
-import { createMemorySessionStore, createSessionManager, type SessionManager } from '@sandkeep/core'
-import { createE2BProvider } from '@sandkeep/e2b'
-import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'
+import type { SessionManager } from '@sandkeep/core'
+import type { LocalE2BHost } from '@sandkeep/local-e2b'
 import { stepCountIs } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scriptedModel } from '../src/mock-model.test-support.js'
 import { sandkeepTurn } from '../src/turn.js'
+import { startLocalSessions, stopLocalSessions } from './helpers.js'
 
 const exporter = new InMemorySpanExporter()
 const tracer = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).getTracer(
@@ -29,18 +29,11 @@ const conversationId = `conv-${randomUUID()}`
 
 beforeAll(async () => {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
-  host = await startLocalE2B({ logger: () => {} })
-  sessions = createSessionManager({
-    store: createMemorySessionStore(),
-    provider: createE2BProvider({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }),
-    onTurnEnd: 'pause',
-    telemetry: { tracer },
-  })
+  ;({ host, sessions } = await startLocalSessions({ onTurnEnd: 'pause', telemetry: { tracer } }))
 }, 120_000)
 
 afterAll(async () => {
-  await sessions?.endSession(conversationId).catch(() => {})
-  await host?.close()
+  await stopLocalSessions({ host, sessions }, [conversationId])
   context.disable()
 }, 120_000)
 

@@ -8,6 +8,7 @@ export { createSessionManager, hashConversationId, SANDKEEP_METADATA } from './s
 export * from './session-manager-types.js'
 export * from './session-store.js'
 export * from './session-store-input.js'
+export { shellQuote } from './shell.js'
 export type { TelemetryMeter, TelemetryOption, TelemetrySpan, TelemetryTracer } from './telemetry/api.js'
 export * from './validation.js'
 export { SANDKEEP_VERSION } from './version.js'

@@ -67,14 +67,31 @@ function retryAfterOf(error: unknown): number | undefined {
   return Number(raw.trim()) * 1000
 }
 
+/**
+ * Runs `work`, converting what it throws with {@link fromE2BError}: every call into the SDK goes through
+ * this, so no SDK error crosses the provider's boundary.
+ */
+export async function withE2BErrors<T>(context: ErrorContext, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    throw fromE2BError(error, context)
+  }
+}
+
+type MakeError = (
+  code: SandkeepErrorCode,
+  message: string,
+  retryable?: boolean,
+  retryAfterMs?: number,
+) => SandkeepError
+
 /** Converts anything the E2B SDK threw into a SandkeepError with the original as `cause`. */
 export function fromE2BError(error: unknown, context: ErrorContext): SandkeepError {
   if (SandkeepError.isInstance(error)) return error
-  const names = nameChain(error)
-  const has = (name: string) => names.includes(name)
   const detail = error instanceof Error ? error.message : String(error)
   const where = context.sandboxId ? ` (sandbox ${context.sandboxId})` : ''
-  const make = (code: SandkeepErrorCode, message: string, retryable = false, retryAfterMs?: number) =>
+  const make: MakeError = (code, message, retryable = false, retryAfterMs) =>
     new SandkeepError({
       code,
       message,
@@ -83,6 +100,35 @@ export function fromE2BError(error: unknown, context: ErrorContext): SandkeepErr
       ...(context.sandboxId ? { sandboxId: context.sandboxId } : {}),
       ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
     })
+  const facts = { error, context, detail, where, make }
+  const converted = byClass(facts) ?? byStatus(facts)
+  if (converted) return converted
+  const network = networkCode(error)
+  if (network) {
+    return make(
+      'SANDBOX_UNAVAILABLE',
+      `Could not reach E2B for ${context.operation}${where} (${network}); check E2B_API_URL / E2B_SANDBOX_URL.`,
+      true,
+    )
+  }
+  return make('PROVIDER_ERROR', `E2B ${context.operation} failed${where}: ${detail}`)
+}
+
+/** What the converters know about one failure. */
+interface Facts {
+  error: unknown
+  context: ErrorContext
+  /** The error's message. */
+  detail: string
+  /** ` (sandbox <id>)`, or empty. */
+  where: string
+  make: MakeError
+}
+
+/** By the SDK's error class (any copy of it, by name). */
+function byClass({ error, context, detail, where, make }: Facts): SandkeepError | undefined {
+  const names = nameChain(error)
+  const has = (name: string) => names.includes(name)
   if (has('AbortError') || (error instanceof DOMException && error.name === 'AbortError')) {
     return make('ABORTED', `E2B ${context.operation} was aborted${where}.`)
   }
@@ -116,53 +162,45 @@ export function fromE2BError(error: unknown, context: ErrorContext): SandkeepErr
       true,
     )
   }
-  if (has('TimeoutError')) {
-    return make('TIMEOUT', `E2B ${context.operation} timed out${where}: ${detail}`)
-  }
+  if (has('TimeoutError')) return make('TIMEOUT', `E2B ${context.operation} timed out${where}: ${detail}`)
   if (has('InvalidArgumentError') || has('TemplateError')) {
     return make('INVALID_ARGUMENT', `E2B refused ${context.operation}${where}: ${detail}`)
   }
+  return undefined
+}
+
+/** By the HTTP status the error carries or starts its message with. */
+function byStatus({ error, context, detail, where, make }: Facts): SandkeepError | undefined {
   const status = statusOf(error)
-  if (status !== undefined) {
-    if (status === 401 || status === 403) {
-      return make('PROVIDER_AUTH', `E2B refused the credentials (${status}) for ${context.operation}.`)
-    }
-    if (status === 404) {
-      return make('SANDBOX_NOT_FOUND', `E2B says the sandbox does not exist${where} (404).`)
-    }
-    if (status === 409) {
-      return make(
-        'SANDBOX_UNAVAILABLE',
-        `The sandbox is still changing state${where} (409): retry shortly.`,
-        true,
-      )
-    }
-    if (status === 429) {
-      return make(
-        'SANDBOX_UNAVAILABLE',
-        `E2B rate-limited ${context.operation}${where}.`,
-        true,
-        retryAfterOf(error),
-      )
-    }
-    if (status >= 500) {
-      return make(
-        'SANDBOX_UNAVAILABLE',
-        `E2B failed ${context.operation}${where} with ${status}: ${detail}`,
-        true,
-      )
-    }
-    if (status === 400 || status === 422) {
-      return make('INVALID_ARGUMENT', `E2B refused ${context.operation}${where}: ${detail}`)
-    }
+  if (status === undefined) return undefined
+  if (status === 401 || status === 403) {
+    return make('PROVIDER_AUTH', `E2B refused the credentials (${status}) for ${context.operation}.`)
   }
-  const network = networkCode(error)
-  if (network) {
+  if (status === 404) return make('SANDBOX_NOT_FOUND', `E2B says the sandbox does not exist${where} (404).`)
+  if (status === 409) {
     return make(
       'SANDBOX_UNAVAILABLE',
-      `Could not reach E2B for ${context.operation}${where} (${network}); check E2B_API_URL / E2B_SANDBOX_URL.`,
+      `The sandbox is still changing state${where} (409): retry shortly.`,
       true,
     )
   }
-  return make('PROVIDER_ERROR', `E2B ${context.operation} failed${where}: ${detail}`)
+  if (status === 429) {
+    return make(
+      'SANDBOX_UNAVAILABLE',
+      `E2B rate-limited ${context.operation}${where}.`,
+      true,
+      retryAfterOf(error),
+    )
+  }
+  if (status >= 500) {
+    return make(
+      'SANDBOX_UNAVAILABLE',
+      `E2B failed ${context.operation}${where} with ${status}: ${detail}`,
+      true,
+    )
+  }
+  if (status === 400 || status === 422) {
+    return make('INVALID_ARGUMENT', `E2B refused ${context.operation}${where}: ${detail}`)
+  }
+  return undefined
 }

@@ -1,6 +1,7 @@
-// The embedded defaults every example runs on: a local E2B-compatible host in this process, the E2B provider
-// pointed at it, and the memory store (Redis when REDIS_URL is set). Swap in E2B cloud by dropping the host
-// and calling createE2BProvider() with E2B_API_KEY in the environment.
+// The embedded defaults every example runs on, kept once here and imported as '@sandkeep-examples/shared':
+// a local E2B-compatible host in this process, the E2B provider pointed at it, and the memory store (Redis
+// when REDIS_URL is set). Swap in E2B cloud by dropping the host and calling createE2BProvider() with
+// E2B_API_KEY in the environment.
 import { createMemorySessionStore, type SandboxProvider, type SessionStore } from '@sandkeep/core'
 import { createE2BProvider } from '@sandkeep/e2b'
 import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'

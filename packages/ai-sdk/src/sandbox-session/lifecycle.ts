@@ -1,0 +1,169 @@
+// The session's one lazy sandkeep turn: begun on the first sandbox call, shared by every call, ended by
+// end() after the calls still in flight were aborted and given `endGraceMs` to settle.
+import {
+  type JournalStep,
+  type SandboxHandle,
+  SandkeepError,
+  type Turn,
+  type TurnEndReport,
+} from '@sandkeep/core'
+import { stateLostNotice } from '../output.js'
+import type { SessionSettings } from './options.js'
+import type { SessionContext } from './types.js'
+
+/** The turn behind a session and the calls that use it. */
+export interface SessionLifecycle {
+  /** Fires when the session ends or the caller's `abortSignal` fires. */
+  readonly signal: AbortSignal
+  readonly ended: boolean
+  /** The turn once begun. */
+  readonly turn: Turn | undefined
+  operation: SessionContext['operation']
+  recordSetupStep(step: JournalStep): Promise<void>
+  /** The state-lost notice on the first call after a resume that lost state, then `undefined`. */
+  takeStateNotice(): string | undefined
+  end(): Promise<TurnEndReport | undefined>
+}
+
+export function createSessionLifecycle(settings: SessionSettings): SessionLifecycle {
+  const { conversationId, tenant, abortSignal: callerSignal } = settings
+  // Aborted by end() (so in-flight calls stop) or by the caller's signal.
+  const lifetime = new AbortController()
+  const onCallerAbort = () => lifetime.abort(callerSignal?.reason)
+  if (callerSignal?.aborted) lifetime.abort(callerSignal.reason)
+  else callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
+
+  const lazy = lazyTurn(settings)
+  let ended = false
+  let endPromise: Promise<TurnEndReport | undefined> | undefined
+  let noticeGiven = false
+  const inFlight = new Set<Promise<unknown>>()
+
+  const turnEnded = () =>
+    new SandkeepError({
+      code: 'TURN_ENDED',
+      message: 'This sandbox session has ended (its turn is over); make a new one for the next turn.',
+      conversationId,
+      tenant,
+    })
+
+  async function readyHandle(signal: AbortSignal): Promise<SandboxHandle> {
+    const begun = await raceAbort(lazy.begin(), signal)
+    return raceAbort(begun.ready(), signal)
+  }
+
+  function operation<T>(
+    abortSignal: AbortSignal | undefined,
+    fn: (handle: SandboxHandle, signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    if (ended) return Promise.reject(turnEnded())
+    if (abortSignal?.aborted) return Promise.reject(abortSignal.reason)
+    if (lifetime.signal.aborted) return Promise.reject(lifetime.signal.reason ?? turnEnded())
+    const signal = abortSignal ? AbortSignal.any([lifetime.signal, abortSignal]) : lifetime.signal
+    const run = (async () => fn(await readyHandle(signal), signal))()
+    inFlight.add(run)
+    const forget = () => inFlight.delete(run)
+    run.then(forget, forget)
+    return run
+  }
+
+  async function end(): Promise<TurnEndReport | undefined> {
+    if (endPromise) return endPromise
+    ended = true
+    callerSignal?.removeEventListener('abort', onCallerAbort)
+    endPromise = (async () => {
+      lifetime.abort(turnEnded())
+      if (inFlight.size > 0) await settleWithin([...inFlight], settings.endGraceMs)
+      const begun = await lazy.begun()
+      return begun ? begun.end() : undefined
+    })()
+    return endPromise
+  }
+
+  return {
+    signal: lifetime.signal,
+    get ended() {
+      return ended
+    },
+    get turn() {
+      return lazy.turn
+    },
+    operation,
+    recordSetupStep: async (step) => {
+      if (ended) throw turnEnded()
+      const begun = await lazy.begin()
+      await begun.journal.record(step)
+    },
+    takeStateNotice: () => {
+      const report = lazy.turn?.report
+      if (noticeGiven || report === undefined) return undefined
+      noticeGiven = true
+      return stateLostNotice(report)
+    },
+    end,
+  }
+}
+
+/** The session's turn, begun once on first use; a failed begin is forgotten so the next call tries again. */
+function lazyTurn({ sessions, conversationId, tenant, abortSignal }: SessionSettings) {
+  let turnPromise: Promise<Turn> | undefined
+  let turn: Turn | undefined
+  return {
+    get turn(): Turn | undefined {
+      return turn
+    },
+    begin(): Promise<Turn> {
+      if (turnPromise === undefined) {
+        turnPromise = sessions
+          .beginTurn(conversationId, {
+            tenant,
+            lazy: true,
+            ...(abortSignal === undefined ? {} : { abortSignal }),
+          })
+          .then((begun) => {
+            turn = begun
+            return begun
+          })
+        // A failed begin took no lease: forget it so the next call tries again.
+        turnPromise.catch(() => {
+          turnPromise = undefined
+        })
+      }
+      return turnPromise
+    },
+    /** The turn if it was begun successfully, without beginning it. */
+    begun(): Promise<Turn | undefined> {
+      return turnPromise?.catch(() => undefined) ?? Promise.resolve(undefined)
+    },
+  }
+}
+
+/** Waits for `promises` to settle, or `graceMs`, whichever comes first. */
+async function settleWithin(promises: Promise<unknown>[], graceMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([
+    Promise.allSettled(promises),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, graceMs)
+    }),
+  ])
+  clearTimeout(timer)
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}

@@ -1,0 +1,148 @@
+import type {
+  CodeLanguage,
+  CodeResult,
+  FileEntry,
+  JournalStep,
+  ResumeReport,
+  SandboxHandle,
+  SessionManager,
+  Turn,
+  TurnEndReport,
+} from '@sandkeep/core'
+import type { Experimental_SandboxSession } from 'ai'
+
+export type ReadTextFileOptions = Parameters<Experimental_SandboxSession['readTextFile']>[0]
+export type WriteFileOptions = Parameters<Experimental_SandboxSession['writeFile']>[0]
+export type WriteBinaryFileOptions = Parameters<Experimental_SandboxSession['writeBinaryFile']>[0]
+export type WriteTextFileOptions = Parameters<Experimental_SandboxSession['writeTextFile']>[0]
+export type PathOptions = Parameters<Experimental_SandboxSession['readBinaryFile']>[0]
+export type RunOptions = Parameters<Experimental_SandboxSession['run']>[0]
+export type SpawnOptions = RunOptions & { stdin?: boolean }
+
+/** Options of {@link createSandboxSession}. */
+export interface SandboxSessionOptions {
+  /** The session manager that keeps the conversation's sandbox. */
+  sessions: SessionManager
+  /** The conversation this sandbox belongs to. Checked before any I/O (INVALID_ARGUMENT). */
+  conversationId: string
+  /** Tenant; default `'default'`. Checked before any I/O (INVALID_ARGUMENT). */
+  tenant?: string
+  /** Aborts the turn: the resume and every sandbox call of this session. */
+  abortSignal?: AbortSignal
+  /**
+   * Absolute base directory: where `run`/`spawn` start and what relative paths resolve against.
+   * Default `/home/user` (the E2B templates' home).
+   */
+  workingDirectory?: string
+  /** Limit for one `run`/`spawn` command, ms; `0` means none. Default 300 000. */
+  commandTimeoutMs?: number
+  /** Replaces the default `description` given to the model. */
+  description?: string
+  /** How long `end()` waits for aborted in-flight calls to settle before ending the turn, ms. Default 10 000. */
+  endGraceMs?: number
+}
+
+/** Options of {@link SandkeepSandboxSession.runCode}. */
+export interface SessionRunCodeOptions {
+  /** Default `'python'`. */
+  language?: CodeLanguage
+  /** Kill the cell after this many ms. Default: the provider's (60 000). */
+  timeoutMs?: number
+  /** Aborts the cell. */
+  abortSignal?: AbortSignal
+  /** Called with each stdout chunk as it is printed. */
+  onStdout?: (chunk: string) => void
+  /** Called with each stderr chunk as it is printed. */
+  onStderr?: (chunk: string) => void
+}
+
+/** Options of {@link SandkeepSandboxSession.runCommand}. */
+export interface SessionRunCommandOptions {
+  /** Working directory; relative paths resolve against the session's base directory. */
+  workingDirectory?: string
+  /** Extra environment variables. */
+  env?: Record<string, string>
+  /** Kill the command after this many ms; `0` means none. Default: the session's `commandTimeoutMs`. */
+  timeoutMs?: number
+  /** Aborts the command (it is killed). */
+  abortSignal?: AbortSignal
+  /** Called with each stdout chunk as it arrives. */
+  onStdout?: (chunk: string) => void
+  /** Called with each stderr chunk as it arrives. */
+  onStderr?: (chunk: string) => void
+}
+
+/**
+ * AI SDK 7's `Experimental_SandboxSession` backed by one lazy sandkeep turn, plus what sandkeep adds
+ * (persistent code interpreter, the resume report, the journal). Pass it as `experimental_sandbox`.
+ */
+export interface SandkeepSandboxSession extends Experimental_SandboxSession, AsyncDisposable {
+  /** Conversation id. */
+  readonly conversationId: string
+  /** Tenant. */
+  readonly tenant: string
+  /** Absolute base directory of commands and relative paths. */
+  readonly workingDirectory: string
+  /** True once the turn has begun (the first sandbox call was made). */
+  readonly started: boolean
+  /** True once `end()` was called. */
+  readonly ended: boolean
+  /** What the resume found; `undefined` until the first sandbox call has resumed the sandbox. */
+  readonly report: ResumeReport | undefined
+  /** Fires when the session ends or its `abortSignal` fires. */
+  readonly signal: AbortSignal
+  /** Begins the turn now (no-op when begun) and resolves when the sandbox is ready. */
+  ready(options?: { abortSignal?: AbortSignal }): Promise<SandboxHandle>
+  /** The underlying sandkeep turn once begun. */
+  readonly turn: Turn | undefined
+  /** Runs a code cell in the sandbox's persistent interpreter (variables survive across calls and turns). */
+  runCode(code: string, options?: SessionRunCodeOptions): Promise<CodeResult>
+  /** Like `run`, with a timeout option. A non-zero exit is a result. */
+  runCommand(
+    command: string,
+    options?: SessionRunCommandOptions,
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }>
+  /**
+   * Starts `bash -l -c command` in the background through the platform's process API: it outlives the call
+   * and the turn, shows in the process list (so the resume probes see it), and is restarted by platforms that
+   * restart processes after a pause.
+   */
+  startProcess(
+    command: string,
+    options?: { cwd?: string; envs?: Record<string, string>; abortSignal?: AbortSignal },
+  ): Promise<{ pid: number }>
+  /** Lists a directory (`depth` default 1); `null` when it does not exist. */
+  listDir(path: string, options?: { depth?: number; abortSignal?: AbortSignal }): Promise<FileEntry[] | null>
+  /** Records a setup step in the session's journal, replayed if the sandbox must be recreated. */
+  recordSetupStep(step: JournalStep): Promise<void>
+  /**
+   * The note telling the model that earlier sandbox state is gone, once per turn: returns it on the first
+   * call after a resume whose report says `stateLost`, then `undefined`.
+   */
+  takeStateNotice(): string | undefined
+  /** Resolves `path` against the base directory. */
+  resolvePath(path: string): string
+  /**
+   * Ends the turn: aborts calls still in flight (spawned processes are killed), waits for them briefly,
+   * then ends the sandkeep turn (pause/keep/kill as the manager is configured). Idempotent; resolves to
+   * `undefined` when the turn never began.
+   */
+  end(): Promise<TurnEndReport | undefined>
+}
+
+/** What the operation modules of a session share: its settings, its paths and its turn. */
+export interface SessionContext {
+  readonly conversationId: string
+  readonly tenant: string
+  /** Absolute base directory of commands and relative paths. */
+  readonly workingDirectory: string
+  /** Default limit of one `run`/`spawn` command, ms; `0` means none. */
+  readonly commandTimeoutMs: number
+  /** Runs one sandbox operation: checks state, links signals, resumes lazily, tracks it for `end()`. */
+  operation<T>(
+    abortSignal: AbortSignal | undefined,
+    fn: (handle: SandboxHandle, signal: AbortSignal) => Promise<T>,
+  ): Promise<T>
+  /** Resolves `path` against the base directory; INVALID_ARGUMENT for an empty path or a NUL. */
+  resolvePath(path: string): string
+}

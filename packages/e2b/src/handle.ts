@@ -1,0 +1,25 @@
+// The provider-neutral SandboxHandle over one SDK `Sandbox`; its capabilities live in commands.ts,
+// code.ts and files.ts.
+import type { Sandbox } from '@e2b/code-interpreter'
+import type { SandboxHandle } from '@sandkeep/core'
+import { runCode } from './code.js'
+import { commandCapabilities } from './commands.js'
+import type { ErrorContext } from './errors.js'
+import { fileCapabilities } from './files.js'
+
+export function handleFor(sandbox: Sandbox): SandboxHandle<Sandbox> {
+  const sandboxId = sandbox.sandboxId
+  const at = (operation: string, path?: string): ErrorContext => ({
+    operation,
+    sandboxId,
+    ...(path !== undefined ? { path } : {}),
+  })
+  return {
+    id: sandboxId,
+    providerId: 'e2b',
+    native: sandbox,
+    ...commandCapabilities(sandbox, at),
+    runCode: (code, options) => runCode(sandbox, at, code, options),
+    ...fileCapabilities(sandbox, at),
+  }
+}

@@ -1,0 +1,121 @@
+// The sandbox lifecycle over the SDK's static calls: create, connect (following a re-mapped id), kill,
+// pause, setTimeout, getInfo and list.
+import { Sandbox } from '@e2b/code-interpreter'
+import { type SandboxInfo, type SandboxProvider, validateSandboxId } from '@sandkeep/core'
+import { withE2BErrors } from './errors.js'
+import { handleFor } from './handle.js'
+import type { Connection } from './options.js'
+
+type Lifecycle = Pick<
+  SandboxProvider<Sandbox>,
+  'create' | 'connect' | 'kill' | 'pause' | 'setTimeout' | 'getInfo' | 'list'
+>
+
+export function lifecycleCalls(connection: Connection, template: string): Lifecycle {
+  const withSignal = (signal: AbortSignal | undefined) => (signal ? { ...connection, signal } : connection)
+  /** A call about one existing sandbox: its id is checked before any I/O. */
+  const about = <T>(operation: string, sandboxId: string, work: () => Promise<T>) =>
+    withE2BErrors({ operation, sandboxId }, async () => {
+      validateSandboxId(sandboxId)
+      return work()
+    })
+  return {
+    create: (createOptions) =>
+      withE2BErrors({ operation: 'create' }, async () => {
+        const sandbox = await Sandbox.create(createOptions.template ?? template, {
+          ...withSignal(createOptions.signal),
+          metadata: createOptions.metadata,
+          ...(createOptions.timeoutMs !== undefined ? { timeoutMs: createOptions.timeoutMs } : {}),
+          ...(createOptions.envs ? { envs: createOptions.envs } : {}),
+          // sandkeep's default is no internet; the SDK's is on.
+          allowInternetAccess: createOptions.allowInternetAccess ?? false,
+          ...(createOptions.lifecycle
+            ? {
+                lifecycle: {
+                  onTimeout: createOptions.lifecycle.onTimeout,
+                  autoResume: createOptions.lifecycle.autoResume ?? false,
+                },
+              }
+            : {}),
+        })
+        return handleFor(sandbox)
+      }),
+    connect: (sandboxId, options) =>
+      about('connect', sandboxId, async () => {
+        const sandbox = await FollowingSandbox.connectFollowingId(sandboxId, {
+          ...withSignal(options?.signal),
+          ...(options?.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+        })
+        return handleFor(sandbox)
+      }),
+    kill: (sandboxId, options) =>
+      about('kill', sandboxId, () => Sandbox.kill(sandboxId, withSignal(options?.signal))),
+    pause: (sandboxId, options) =>
+      about('pause', sandboxId, () => Sandbox.pause(sandboxId, withSignal(options?.signal))),
+    setTimeout: (sandboxId, timeoutMs, options) =>
+      about('setTimeout', sandboxId, async () => {
+        await Sandbox.setTimeout(sandboxId, timeoutMs, withSignal(options?.signal))
+      }),
+    getInfo: (sandboxId, options) =>
+      about('getInfo', sandboxId, async () =>
+        toInfo(await Sandbox.getInfo(sandboxId, withSignal(options?.signal))),
+      ),
+    list: (listOptions = {}) =>
+      withE2BErrors({ operation: 'list' }, async () => {
+        const paginator = Sandbox.list({
+          ...connection,
+          query: {
+            ...(listOptions.metadata ? { metadata: listOptions.metadata } : {}),
+            ...(listOptions.state ? { state: listOptions.state } : {}),
+          },
+          ...(listOptions.limit !== undefined ? { limit: listOptions.limit } : {}),
+          ...(listOptions.cursor !== undefined ? { nextToken: listOptions.cursor } : {}),
+        })
+        const items = await paginator.nextItems(withSignal(listOptions.signal))
+        const cursor = paginator.hasNext ? paginator.nextToken : undefined
+        return { sandboxes: items.map(toInfo), ...(cursor ? { cursor } : {}) }
+      }),
+  }
+}
+
+type ConnectOptions = NonNullable<Parameters<typeof Sandbox.connect>[1]>
+
+/**
+ * The SDK's `Sandbox.connect` keeps the id it was asked for even when the platform answers with another one
+ * (E2B has been seen to re-map a sandbox after repeated pause/resume; local-e2b can inject it). This subclass
+ * makes the same connect call and builds the sandbox for the id the platform answered, so that envd calls
+ * reach it and the session manager can re-map the session.
+ */
+class FollowingSandbox extends Sandbox {
+  static async connectFollowingId(sandboxId: string, options: ConnectOptions): Promise<Sandbox> {
+    const resolved = FollowingSandbox.resolveOpts(options) ?? options
+    const answer = await FollowingSandbox.connectSandbox(sandboxId, resolved)
+    return new Sandbox({
+      ...resolved,
+      sandboxId: answer.sandboxId || sandboxId,
+      ...(answer.sandboxDomain ? { sandboxDomain: answer.sandboxDomain } : {}),
+      envdVersion: answer.envdVersion,
+      ...(answer.envdAccessToken ? { envdAccessToken: answer.envdAccessToken } : {}),
+      ...(answer.trafficAccessToken ? { trafficAccessToken: answer.trafficAccessToken } : {}),
+    })
+  }
+}
+
+/** The SDK's sandbox info as sandkeep's SandboxInfo. */
+function toInfo(raw: {
+  sandboxId: string
+  templateId?: string
+  metadata?: Record<string, string>
+  state: string
+  startedAt?: Date
+  endAt?: Date
+}): SandboxInfo {
+  return {
+    sandboxId: raw.sandboxId,
+    ...(raw.templateId ? { templateId: raw.templateId } : {}),
+    metadata: { ...(raw.metadata ?? {}) },
+    state: raw.state === 'paused' ? 'paused' : 'running',
+    ...(raw.startedAt ? { startedAt: new Date(raw.startedAt) } : {}),
+    ...(raw.endAt ? { endAt: new Date(raw.endAt) } : {}),
+  }
+}
