@@ -141,27 +141,6 @@ export function flagOption(args: ParsedArgs, name: string): boolean {
   return args.values[name] === true
 }
 
-/** Reads an integer option within bounds. */
-export function integerOption(
-  args: ParsedArgs,
-  command: string,
-  name: string,
-  bounds: { min: number; max: number },
-): number | undefined {
-  const raw = stringOption(args, name)
-  if (raw === undefined) return undefined
-  if (!/^\d+$/.test(raw))
-    throw new UsageError(
-      command,
-      `--${name} must be a whole number (got ${JSON.stringify(raw.slice(0, 40))})`,
-    )
-  const value = Number(raw)
-  if (value < bounds.min || value > bounds.max) {
-    throw new UsageError(command, `--${name} must be between ${bounds.min} and ${bounds.max} (got ${raw})`)
-  }
-  return value
-}
-
 const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 }
 
 /**
@@ -175,29 +154,67 @@ export function parseDuration(text: string): number | undefined {
   return Number.isFinite(value) ? Math.round(value) : undefined
 }
 
-/** Reads a duration option (ms) within bounds. */
-export function durationOption(
+/** How a numeric option is read and how its mistakes are worded. */
+interface NumberReader {
+  /** The number, or `undefined` when the text is not one of this kind. */
+  parse(raw: string): number | undefined
+  /** What was expected, e.g. `a whole number`. */
+  expected: string
+  /** The allowed range as the error states it. */
+  range(bounds: { min: number; max: number }, raw: string): string
+}
+
+const wholeNumber: NumberReader = {
+  parse: (raw) => (/^\d+$/.test(raw) ? Number(raw) : undefined),
+  expected: 'a whole number',
+  range: (bounds, raw) => `between ${bounds.min} and ${bounds.max} (got ${raw})`,
+}
+
+const duration: NumberReader = {
+  parse: parseDuration,
+  expected: 'a duration like 1500ms, 2s or 5m',
+  range: (bounds) => `between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`,
+}
+
+/** Reads a numeric option within bounds; `undefined` when it is not given. */
+type NumberOption = (
   args: ParsedArgs,
   command: string,
   name: string,
   bounds: { min: number; max: number },
-): number | undefined {
-  const raw = stringOption(args, name)
-  if (raw === undefined) return undefined
-  const value = parseDuration(raw)
-  if (value === undefined) {
-    throw new UsageError(
-      command,
-      `--${name} must be a duration like 1500ms, 2s or 5m (got ${JSON.stringify(raw.slice(0, 40))})`,
-    )
+) => number | undefined
+
+function numberOption(reader: NumberReader): NumberOption {
+  return (args, command, name, bounds) => {
+    const raw = stringOption(args, name)
+    if (raw === undefined) return undefined
+    const value = reader.parse(raw)
+    if (value === undefined) {
+      throw new UsageError(
+        command,
+        `--${name} must be ${reader.expected} (got ${JSON.stringify(raw.slice(0, 40))})`,
+      )
+    }
+    if (value < bounds.min || value > bounds.max) {
+      throw new UsageError(command, `--${name} must be ${reader.range(bounds, raw)}`)
+    }
+    return value
   }
-  if (value < bounds.min || value > bounds.max) {
-    throw new UsageError(
-      command,
-      `--${name} must be between ${formatDuration(bounds.min)} and ${formatDuration(bounds.max)}`,
-    )
+}
+
+/** Reads an integer option within bounds. */
+export const integerOption = numberOption(wholeNumber)
+
+/** Reads a duration option (ms) within bounds. */
+export const durationOption = numberOption(duration)
+
+/** Runs a check of a value given on the command line; what it throws becomes a {@link UsageError}. */
+export function usageErrorFrom<T>(command: string, check: () => T): T {
+  try {
+    return check()
+  } catch (error) {
+    throw new UsageError(command, error instanceof Error ? error.message : String(error))
   }
-  return value
 }
 
 /** Formats milliseconds for people: `850 ms`, `1.5 s`, `45 min`, `2 h`. */

@@ -3,13 +3,11 @@ import { formatHelp, parseCommandArgs, UsageError } from './args.js'
 import { type Command, type CommandContext, ExitCode } from './command.js'
 import { demoCommand } from './commands/demo.js'
 import { hostCommand } from './commands/host.js'
-import {
-  sessionsCommand,
-  sessionsEndCommand,
-  sessionsGcCommand,
-  sessionsListCommand,
-  sessionsShowCommand,
-} from './commands/sessions.js'
+import { sessionsCommand } from './commands/sessions.js'
+import { sessionsEndCommand } from './commands/sessions-end.js'
+import { sessionsGcCommand } from './commands/sessions-gc.js'
+import { sessionsListCommand } from './commands/sessions-list.js'
+import { sessionsShowCommand } from './commands/sessions-show.js'
 import { ConfigError, describeError } from './errors.js'
 import { TranscriptError } from './transcript.js'
 

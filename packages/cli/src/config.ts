@@ -1,7 +1,7 @@
 import type { SandboxProvider, SessionStore } from '@sandkeep/core'
 
 /** Default key prefix of the Redis store when neither `--prefix` nor `SANDKEEP_REDIS_PREFIX` is given. */
-export const DEFAULT_REDIS_PREFIX = 'sandkeep'
+const DEFAULT_REDIS_PREFIX = 'sandkeep'
 
 /** Where sessions are kept, from flags and environment. */
 export type StoreConfig = { kind: 'memory' } | { kind: 'redis'; url: string; prefix: string }
@@ -71,10 +71,7 @@ export function describeE2B(connection: E2BConnection): string {
 }
 
 /** Makes the E2B provider (no I/O until first use). */
-export async function openE2BProvider(
-  connection: E2BConnection,
-  options: { template?: string } = {},
-): Promise<SandboxProvider> {
+export async function openE2BProvider(connection: E2BConnection): Promise<SandboxProvider> {
   const { createE2BProvider } = await import('@sandkeep/e2b')
-  return createE2BProvider({ ...connection, ...options })
+  return createE2BProvider({ ...connection })
 }

@@ -2,8 +2,6 @@ import type { Writable } from 'node:stream'
 
 /** Colour functions; identity functions when colour is off. */
 export interface Style {
-  /** True when ANSI codes are emitted. */
-  enabled: boolean
   bold(text: string): string
   dim(text: string): string
   red(text: string): string
@@ -23,7 +21,6 @@ export function createStyle(enabled: boolean): Style {
   const wrap = (open: number, close: number) => (text: string) =>
     enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text
   return {
-    enabled,
     bold: wrap(1, 22),
     dim: wrap(2, 22),
     red: wrap(31, 39),
@@ -143,4 +140,9 @@ export function formatTable(rows: string[][], options: { right?: number[]; inden
           .join('  '),
     )
     .join('\n')
+}
+
+/** `text` cut to `max` characters, the last one an ellipsis when cut. */
+export function truncate(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text
 }

@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { checkToolInputs } from './commands/demo.js'
 import {
   defaultTranscriptPath,
   loadTranscript,
@@ -11,6 +10,7 @@ import {
   TranscriptError,
   transcriptsDir,
 } from './transcript.js'
+import { checkToolInputs } from './transcript-tool-inputs.js'
 
 function problems(value: unknown): string[] {
   try {

@@ -1,33 +1,16 @@
 // Issue 16, first-run noise: scripts/dev.sh runs any command with the toolchain, turns off pnpm's update box
 // and Turborepo's telemetry notice, and keeps colour codes out of output that goes to a file or a pipe.
-import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { cleanEnv, repositoryRoot } from './helpers.js'
+import { cleanEnv, type RunResult, repositoryRoot, runToEnd } from './helpers.js'
 
-function devSh(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    // FORCE_COLOR as a terminal session or a CI runner may set it: dev.sh must still not colour a pipe.
-    const child = spawn('bash', [join(repositoryRoot, 'scripts/dev.sh'), ...args], {
-      cwd: repositoryRoot,
-      env: cleanEnv({ FORCE_COLOR: '1' }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk
-    })
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk
-    })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
-    child.on('error', reject)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
+function devSh(args: string[]): Promise<RunResult> {
+  // FORCE_COLOR as a terminal session or a CI runner may set it: dev.sh must still not colour a pipe.
+  return runToEnd('bash', [join(repositoryRoot, 'scripts/dev.sh'), ...args], {
+    env: cleanEnv({ FORCE_COLOR: '1' }),
+    timeoutMs: 120_000,
+    label: `scripts/dev.sh ${args.join(' ')}`,
   })
 }
 

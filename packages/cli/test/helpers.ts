@@ -36,34 +36,53 @@ export function runCli(
   args: string[],
   options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<RunResult> {
+  return runToEnd(process.execPath, [bin, ...args], {
+    env: options.env ?? cleanEnv(),
+    timeoutMs: options.timeoutMs ?? 150_000,
+    label: `sandkeep ${args.join(' ')}`,
+  })
+}
+
+/** Runs a command in the repository root to completion; past `timeoutMs` it is killed and the promise rejects. */
+export function runToEnd(
+  command: string,
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; timeoutMs: number; label: string },
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
+    const child = spawn(command, args, {
       cwd: repositoryRoot,
-      env: options.env ?? cleanEnv(),
+      env: options.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk
-    })
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk
-    })
+    const output = collectOutput(child)
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
       reject(
         new Error(
-          `sandkeep ${args.join(' ')} did not finish in time\nstdout:\n${stdout}\nstderr:\n${stderr}`,
+          `${options.label} did not finish in time\nstdout:\n${output.stdout()}\nstderr:\n${output.stderr()}`,
         ),
       )
-    }, options.timeoutMs ?? 150_000)
+    }, options.timeoutMs)
     child.on('error', reject)
     child.on('close', (code) => {
       clearTimeout(timer)
-      resolve({ code, stdout, stderr })
+      resolve({ code, stdout: output.stdout(), stderr: output.stderr() })
     })
   })
+}
+
+/** A child's stdout and stderr so far, as text. */
+function collectOutput(child: ChildProcess): { stdout(): string; stderr(): string } {
+  let stdout = ''
+  let stderr = ''
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk
+  })
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk
+  })
+  return { stdout: () => stdout, stderr: () => stderr }
 }
 
 /** Parses `--json` output: every line must be one JSON object with a string `type`. */
@@ -101,19 +120,11 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv): Background {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  let stdout = ''
-  let stderr = ''
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk
-  })
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk
-  })
+  const output = collectOutput(child)
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
   return {
     child,
-    stdout: () => stdout,
-    stderr: () => stderr,
+    ...output,
     async stop() {
       if (child.exitCode === null) child.kill('SIGINT')
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)

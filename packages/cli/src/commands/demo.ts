@@ -1,28 +1,22 @@
 import { randomBytes } from 'node:crypto'
 import { resolve } from 'node:path'
-import type { z } from 'zod'
-import { durationOption, flagOption, integerOption, stringOption, UsageError } from '../args.js'
-import { type Command, ExitCode } from '../command.js'
-import { e2bFromEnv, storeConfig } from '../config.js'
 import {
-  FAULT_NAMES,
-  type FaultName,
-  ISOLATIONS,
-  type Isolation,
-  PAUSE_MODES,
-  type PauseMode,
-} from '../demo/events.js'
+  durationOption,
+  flagOption,
+  integerOption,
+  type ParsedArgs,
+  stringOption,
+  UsageError,
+  usageErrorFrom,
+} from '../args.js'
+import { type Command, type CommandContext, ExitCode } from '../command.js'
+import { type E2BConnection, e2bFromEnv, storeConfig } from '../config.js'
+import { FAULT_NAMES, type FaultName, type Isolation, type PauseMode } from '../demo/events.js'
+import type { RunDemoOptions } from '../demo/run-demo.js'
+import { isolationOption, pauseModeOption } from '../local-host-options.js'
 import { colorEnabled } from '../terminal.js'
-import {
-  formatPath,
-  loadTranscript,
-  plainIssueMessage,
-  resolveTranscriptPath,
-  type Transcript,
-  TranscriptError,
-  turnProblemLine,
-  valueAt,
-} from '../transcript.js'
+import { loadTranscript, resolveTranscriptPath, type Transcript } from '../transcript.js'
+import { checkToolInputs } from '../transcript-tool-inputs.js'
 
 /** Default real wait for a scripted idle. */
 const DEFAULT_IDLE_MS = 1500
@@ -32,7 +26,7 @@ const DEFAULT_IDLE_MS = 1500
  * threatens most visibly in the default transcript (the memory of turn 1 is used by turn 2; the server of
  * turn 3 is queried by turn 4; the long idle is before the last turn).
  */
-export function defaultFaultTurn(fault: FaultName, transcript: Transcript): number {
+function defaultFaultTurn(fault: FaultName, transcript: Transcript): number {
   const last = transcript.turns.length
   const longestIdle = [...transcript.turns].sort((a, b) => b.idleBeforeMs - a.idleBeforeMs)[0]
   const preferred: Record<FaultName, number> = {
@@ -67,21 +61,8 @@ compatible host such as "sandkeep host").`,
         description: 'Transcript JSON file, or the name of a shipped one.',
         defaultText: 'data-analysis',
       },
-      'pause-mode': {
-        type: 'string',
-        valueName: '<mode>',
-        choices: PAUSE_MODES,
-        description: 'What a pause keeps on the local host.',
-        defaultText: 'memory',
-      },
-      isolation: {
-        type: 'string',
-        valueName: '<mode>',
-        choices: ISOLATIONS,
-        description:
-          'How the embedded local host isolates sandboxes: auto needs bubblewrap; none runs them unisolated (warns).',
-        defaultText: 'auto',
-      },
+      'pause-mode': pauseModeOption('What a pause keeps on the local host.'),
+      isolation: isolationOption('the embedded local host'),
       fault: {
         type: 'string',
         valueName: '<name>',
@@ -152,46 +133,10 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
     ],
   },
   async run(args, context) {
-    const pauseModeFlag = stringOption(args, 'pause-mode') as PauseMode | undefined
-    const fault = stringOption(args, 'fault') as FaultName | undefined
-    const providerKind = (stringOption(args, 'provider') ?? 'local') as 'local' | 'e2b'
-    const idleMs = durationOption(args, 'demo', 'idle', { min: 0, max: 600_000 }) ?? DEFAULT_IDLE_MS
-    const json = flagOption(args, 'json')
-    const faultTurnFlag = integerOption(args, 'demo', 'fault-turn', { min: 2, max: 100 })
-    if (faultTurnFlag !== undefined && fault === undefined)
-      throw new UsageError('demo', '--fault-turn needs --fault')
-    const stateDir = stringOption(args, 'state-dir')
-    const isolation = stringOption(args, 'isolation') as Isolation | undefined
-
-    let connection = null
-    if (providerKind === 'e2b') {
-      connection = e2bFromEnv(context.env)
-      if (!connection) throw new UsageError('demo', '--provider e2b needs E2B_API_KEY in the environment')
-      if (fault) throw new UsageError('demo', '--fault needs the embedded local host (drop --provider e2b)')
-      if (pauseModeFlag) throw new UsageError('demo', '--pause-mode applies to the embedded local host only')
-      if (stateDir) throw new UsageError('demo', '--state-dir applies to the embedded local host only')
-      if (isolation) throw new UsageError('demo', '--isolation applies to the embedded local host only')
-    }
-
-    const { validateConversationId, validateTenant } = await import('@sandkeep/core')
-    const conversationId = stringOption(args, 'conversation') ?? `demo-${randomBytes(4).toString('hex')}`
-    const tenant = stringOption(args, 'tenant')
-    try {
-      validateConversationId(conversationId)
-      validateTenant(tenant)
-    } catch (error) {
-      throw new UsageError('demo', error instanceof Error ? error.message : String(error))
-    }
-
+    const flags = await readFlags(args, context)
     const transcript = await loadTranscript(resolveTranscriptPath(stringOption(args, 'transcript')))
     await checkToolInputs(transcript)
-    const faultTurn = fault ? (faultTurnFlag ?? defaultFaultTurn(fault, transcript)) : undefined
-    if (faultTurn !== undefined && faultTurn > transcript.turns.length) {
-      throw new UsageError(
-        'demo',
-        `--fault-turn ${faultTurn} is past the last turn (${transcript.turns.length})`,
-      )
-    }
+    const fault = scheduleFault(flags, transcript)
 
     // Loaded only now: a usage error should not pay for loading the AI SDK and the E2B SDK.
     const [{ createHumanRenderer }, { createJsonRenderer }, { runDemo }] = await Promise.all([
@@ -200,7 +145,7 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
       import('../demo/run-demo.js'),
     ])
     const color = colorEnabled(context.stdout, context.env)
-    const renderer = json
+    const renderer = flags.json
       ? createJsonRenderer(context.stdout)
       : createHumanRenderer({
           stream: context.stdout,
@@ -212,20 +157,12 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
     try {
       const result = await runDemo({
         transcript,
-        provider:
-          providerKind === 'e2b' && connection
-            ? { kind: 'e2b', connection }
-            : {
-                kind: 'local',
-                pauseMode: pauseModeFlag ?? 'memory',
-                ...(stateDir ? { stateDir: resolve(stateDir) } : {}),
-                ...(isolation ? { isolation } : {}),
-              },
+        provider: providerOf(flags),
         store: storeConfig(context.env, {}),
-        fault: fault && faultTurn !== undefined ? { name: fault, turn: faultTurn } : null,
-        idleMs,
-        conversationId,
-        tenant: validateTenant(tenant),
+        fault,
+        idleMs: flags.idleMs,
+        conversationId: flags.conversationId,
+        tenant: flags.tenant,
         keepSession: flagOption(args, 'keep-session'),
         keepGoing: flagOption(args, 'keep-going'),
         renderer,
@@ -239,46 +176,79 @@ NO_COLOR               no ANSI colours (also off when stdout is not a terminal)`
   },
 }
 
-/**
- * Checks every scripted tool input against the tool's own input schema before anything starts, so a typo in
- * a transcript is reported with its turn and field instead of as a failed tool call halfway through. Every
- * problem of every call is reported, each with its JSON path and in plain words.
- */
-export async function checkToolInputs(transcript: Transcript): Promise<void> {
-  const { sandboxTools } = await import('@sandkeep/ai-sdk')
-  const { asSchema } = await import('ai')
-  const tools = sandboxTools() as unknown as Record<string, { inputSchema: Parameters<typeof asSchema>[0] }>
-  const problems: string[] = []
-  for (const turn of transcript.turns) {
-    for (const [index, call] of turn.toolCalls.entries()) {
-      const tool = tools[call.tool]
-      if (!tool) {
-        problems.push(
-          turnProblemLine(transcript, turn.index, `toolCalls[${index}].tool`, `no tool named ${call.tool}`),
-        )
-        continue
-      }
-      const result = await asSchema(tool.inputSchema).validate?.(call.input)
-      if (!result || result.success) continue
-      const issues = (result.error as { issues?: Array<z.core.$ZodIssue> }).issues ?? []
-      if (issues.length === 0) {
-        problems.push(
-          turnProblemLine(transcript, turn.index, `toolCalls[${index}].input`, result.error.message),
-        )
-      }
-      for (const issue of issues) {
-        const path = formatPath(issue.path)
-        const field = `toolCalls[${index}].input${path ? (path.startsWith('[') ? path : `.${path}`) : ''}`
-        problems.push(
-          turnProblemLine(
-            transcript,
-            turn.index,
-            field,
-            plainIssueMessage(issue, valueAt(call.input, issue.path)),
-          ),
-        )
-      }
-    }
+/** The flags of `sandkeep demo`, checked against each other before the transcript is read. */
+interface DemoFlags {
+  pauseMode: PauseMode | undefined
+  fault: FaultName | undefined
+  faultTurn: number | undefined
+  /** Set with `--provider e2b`. */
+  connection: E2BConnection | null
+  idleMs: number
+  json: boolean
+  stateDir: string | undefined
+  isolation: Isolation | undefined
+  conversationId: string
+  tenant: string
+}
+
+async function readFlags(args: ParsedArgs, context: CommandContext): Promise<DemoFlags> {
+  const pauseMode = stringOption(args, 'pause-mode') as PauseMode | undefined
+  const fault = stringOption(args, 'fault') as FaultName | undefined
+  const providerKind = (stringOption(args, 'provider') ?? 'local') as 'local' | 'e2b'
+  const idleMs = durationOption(args, 'demo', 'idle', { min: 0, max: 600_000 }) ?? DEFAULT_IDLE_MS
+  const json = flagOption(args, 'json')
+  const faultTurn = integerOption(args, 'demo', 'fault-turn', { min: 2, max: 100 })
+  if (faultTurn !== undefined && fault === undefined)
+    throw new UsageError('demo', '--fault-turn needs --fault')
+  const stateDir = stringOption(args, 'state-dir')
+  const isolation = stringOption(args, 'isolation') as Isolation | undefined
+
+  let connection = null
+  if (providerKind === 'e2b') {
+    connection = e2bFromEnv(context.env)
+    if (!connection) throw new UsageError('demo', '--provider e2b needs E2B_API_KEY in the environment')
+    if (fault) throw new UsageError('demo', '--fault needs the embedded local host (drop --provider e2b)')
+    if (pauseMode) throw new UsageError('demo', '--pause-mode applies to the embedded local host only')
+    if (stateDir) throw new UsageError('demo', '--state-dir applies to the embedded local host only')
+    if (isolation) throw new UsageError('demo', '--isolation applies to the embedded local host only')
   }
-  if (problems.length > 0) throw new TranscriptError(transcript.file, problems)
+
+  const { validateConversationId, validateTenant } = await import('@sandkeep/core')
+  const conversationId = stringOption(args, 'conversation') ?? `demo-${randomBytes(4).toString('hex')}`
+  const tenant = usageErrorFrom('demo', () => {
+    validateConversationId(conversationId)
+    return validateTenant(stringOption(args, 'tenant'))
+  })
+  return {
+    pauseMode,
+    fault,
+    faultTurn,
+    connection,
+    idleMs,
+    json,
+    stateDir,
+    isolation,
+    conversationId,
+    tenant,
+  }
+}
+
+/** `--fault` with its turn (`--fault-turn` or the fault's default), which must be one of the transcript's. */
+function scheduleFault(flags: DemoFlags, transcript: Transcript): RunDemoOptions['fault'] {
+  if (!flags.fault) return null
+  const turn = flags.faultTurn ?? defaultFaultTurn(flags.fault, transcript)
+  if (turn > transcript.turns.length) {
+    throw new UsageError('demo', `--fault-turn ${turn} is past the last turn (${transcript.turns.length})`)
+  }
+  return { name: flags.fault, turn }
+}
+
+function providerOf(flags: DemoFlags): RunDemoOptions['provider'] {
+  if (flags.connection) return { kind: 'e2b', connection: flags.connection }
+  return {
+    kind: 'local',
+    pauseMode: flags.pauseMode ?? 'memory',
+    ...(flags.stateDir ? { stateDir: resolve(flags.stateDir) } : {}),
+    ...(flags.isolation ? { isolation: flags.isolation } : {}),
+  }
 }

@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { durationOption, flagOption, integerOption, type ParsedArgs, stringOption } from '../args.js'
 import { type Command, type CommandContext, ExitCode } from '../command.js'
-import { ISOLATIONS, type Isolation, PAUSE_MODES, type PauseMode } from '../demo/events.js'
+import type { Isolation, PauseMode } from '../demo/events.js'
 import { ConfigError } from '../errors.js'
+import { isolationOption, pauseModeOption } from '../local-host-options.js'
 
 /** `sandkeep host`: runs local-e2b in the foreground and prints the E2B_* lines to export. */
 export const hostCommand: Command = {
@@ -36,22 +37,10 @@ processes gone).`,
         description: 'Where sandboxes live; reuse it to find them again after a restart.',
         defaultText: 'a new temporary directory',
       },
-      'pause-mode': {
-        type: 'string',
-        valueName: '<mode>',
-        choices: PAUSE_MODES,
-        description:
-          'What a pause keeps: memory (E2B), filesystem (cold boot), processes (Kubernetes scale-to-0).',
-        defaultText: 'memory',
-      },
-      isolation: {
-        type: 'string',
-        valueName: '<mode>',
-        choices: ISOLATIONS,
-        description:
-          'How the host isolates sandboxes: auto needs bubblewrap; none runs them unisolated (warns).',
-        defaultText: 'auto',
-      },
+      'pause-mode': pauseModeOption(
+        'What a pause keeps: memory (E2B), filesystem (cold boot), processes (Kubernetes scale-to-0).',
+      ),
+      isolation: isolationOption('the host'),
       retention: {
         type: 'string',
         valueName: '<duration>',

@@ -21,7 +21,6 @@ export async function startEmbeddedHost(options: {
   pauseMode: PauseMode
   stateDir: string
   isolation?: Isolation
-  logger?: (line: string) => void
 }): Promise<EmbeddedHost> {
   const { startLocalE2B } = await import('@sandkeep/local-e2b')
   const host = await startLocalE2B({
@@ -29,7 +28,6 @@ export async function startEmbeddedHost(options: {
     stateDir: options.stateDir,
     pauseMode: options.pauseMode,
     ...(options.isolation ? { isolation: options.isolation } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
   })
   return {
     connection: { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl },

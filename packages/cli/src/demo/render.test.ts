@@ -5,7 +5,7 @@ import { createStyle, spinnerLine, visibleLength } from '../terminal.js'
 import type { DemoEvent } from './events.js'
 import { createHumanRenderer } from './render-human.js'
 import { createJsonRenderer } from './render-json.js'
-import { checkToolOutput } from './run-demo.js'
+import { checkToolOutput } from './turn.js'
 
 const report: ResumeReport = {
   conversationId: 'c',

@@ -1,0 +1,154 @@
+// The transcript format: its zod schema, the validated types, and the JSON Schema generated from it.
+import { z } from 'zod'
+import { parseDuration } from './args.js'
+
+/** The tools a transcript may call: the ones `@sandkeep/ai-sdk` gives the model. */
+export const TRANSCRIPT_TOOLS = ['runCode', 'runCommand', 'readFile', 'writeFile', 'listFiles'] as const
+
+const duration = z.union([
+  z
+    .number()
+    .int()
+    .min(0)
+    .max(30 * 86_400_000),
+  z.string().refine((text) => parseDuration(text) !== undefined, {
+    message: 'expected a duration like "90s", "45m" or "2h", or a number of milliseconds',
+  }),
+])
+
+const toolCallSchema = z
+  .object({
+    tool: z.enum(TRANSCRIPT_TOOLS),
+    input: z.record(z.string(), z.unknown()),
+    expect: z
+      .object({
+        contains: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+
+const repairSchema = z.union([
+  z
+    .object({
+      command: z.string().min(1),
+      cwd: z.string().min(1).optional(),
+      background: z.boolean().optional(),
+    })
+    .strict(),
+  z.object({ code: z.string().min(1), language: z.enum(['python', 'javascript']).optional() }).strict(),
+])
+
+const checkBase = {
+  name: z.string().min(1).max(100),
+  fromTurn: z.number().int().min(1).optional(),
+  timeoutMs: z.number().int().min(1).max(600_000).optional(),
+  required: z.boolean().optional(),
+}
+
+const healthCheckSchema = z.discriminatedUnion('kind', [
+  z
+    .object({
+      kind: z.literal('process'),
+      ...checkBase,
+      command: z.string().min(1),
+      cwd: z.string().min(1).optional(),
+      envs: z.record(z.string(), z.string()).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('port'),
+      ...checkBase,
+      port: z.number().int().min(1).max(65_535),
+      path: z.string().startsWith('/').optional(),
+      repair: repairSchema.optional(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('code'),
+      ...checkBase,
+      code: z.string().min(1),
+      language: z.enum(['python', 'javascript']).optional(),
+      repair: repairSchema.optional(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('file'),
+      ...checkBase,
+      path: z.string().startsWith('/'),
+      repair: repairSchema.optional(),
+    })
+    .strict(),
+])
+
+const turnSchema = z
+  .object({
+    user: z.string().min(1).max(20_000),
+    idleBefore: duration.optional(),
+    toolCalls: z.array(toolCallSchema).max(50).default([]),
+    text: z.string().min(1).max(20_000),
+  })
+  .strict()
+
+export const transcriptSchema = z
+  .object({
+    $schema: z.string().optional(),
+    version: z.literal(1),
+    title: z.string().min(1).max(200),
+    description: z.string().max(2_000).optional(),
+    healthChecks: z.array(healthCheckSchema).max(20).optional(),
+    turns: z.array(turnSchema).min(1).max(100),
+  })
+  .strict()
+
+/** A declared health check as written in a transcript (the JSON-able kinds of `@sandkeep/core`'s checks). */
+export type TranscriptHealthCheck = z.output<typeof healthCheckSchema>
+/** One scripted tool call. */
+export type TranscriptToolCall = z.output<typeof toolCallSchema>
+
+/** One turn, validated, with `idleBefore` turned into milliseconds. */
+export interface TranscriptTurn {
+  /** 1-based. */
+  index: number
+  /** The user's message. */
+  user: string
+  /** How long the user was away before this turn, ms (0 when not scripted). */
+  idleBeforeMs: number
+  /** The model's tool calls, in order; each is one step of the agent loop. */
+  toolCalls: TranscriptToolCall[]
+  /** The model's final answer. */
+  text: string
+}
+
+/** A validated transcript. */
+export interface Transcript {
+  /** Where it was read from. */
+  file: string
+  /** Title shown at the start of the demo. */
+  title: string
+  /** Optional description. */
+  description?: string
+  /** Declared probes the session manager runs after every resume. */
+  healthChecks: TranscriptHealthCheck[]
+  /** The turns, in order. */
+  turns: TranscriptTurn[]
+}
+
+/** The JSON Schema of the transcript format, as shipped in `transcript.schema.json`. */
+export function transcriptJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(transcriptSchema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >
+  return {
+    $schema: schema.$schema,
+    title: 'sandkeep demo transcript',
+    description:
+      "A scripted chat for `sandkeep demo`: each turn's user message, the model's tool calls (with optional expectations) and its final answer. Generated from the CLI's zod schema.",
+    ...Object.fromEntries(Object.entries(schema).filter(([key]) => key !== '$schema')),
+  }
+}
