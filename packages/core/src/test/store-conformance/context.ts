@@ -52,9 +52,19 @@ export interface StoreConformanceContext {
   ): Promise<{ lease: Lease; record: SessionRecord }>
 }
 
-export const LONG_LEASE_MS = 60_000
-export const SHORT_LEASE_MS = 300
-export const LAPSE_WAIT_MS = 900
+/** What an area's tests get: the runner's functions and the context's helpers, in one object. */
+export type AreaTools = StoreConformanceTestApi & Omit<StoreConformanceContext, 'api'>
+
+/** Makes an area: a function of the context that registers `body`'s tests under `describe(title)`. */
+export function defineArea(
+  title: string,
+  body: (tools: AreaTools) => void,
+): (context: StoreConformanceContext) => void {
+  return (context) => context.api.describe(title, () => body({ ...context.api, ...context }))
+}
+
+/** Lease lengths, ms: one no test outlives, one that lapses, and a wait long enough for it to lapse. */
+export const LEASE = { long: 60_000, short: 300, lapseWait: 900 } as const
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -122,7 +132,7 @@ export function createStoreConformanceContext(
     return store
   }
   const createSession = async (store: SessionStore, key: SessionKey, sandboxId = `sbx-${randomUUID()}`) => {
-    const acquired = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+    const acquired = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
     api.expect(acquired.create).toBe(true)
     const record = await store.setSandbox(key, acquired.lease, {
       ...mapping(sandboxId, null, 'test-provider'),

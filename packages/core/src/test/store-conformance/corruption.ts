@@ -1,5 +1,5 @@
 // Store conformance area: corrupt records: STORE_CORRUPT in every method, record left as is (needs options.corruptRecord).
-import { LONG_LEASE_MS, manifestFor, newKey, type StoreConformanceContext } from './context.js'
+import { LEASE, manifestFor, mapping, newKey, type StoreConformanceContext } from './context.js'
 
 /** Registers the corruption area of the SessionStore conformance suite. */
 export function corruptionConformance(context: StoreConformanceContext): void {
@@ -12,21 +12,13 @@ export function corruptionConformance(context: StoreConformanceContext): void {
         const store = await open()
         const key = newKey()
         const { lease } = await createSession(store, key, 'sbx-1')
-        const other = await store.acquire(key, { holderId: 'other', leaseMs: LONG_LEASE_MS })
+        const other = await store.acquire(key, { holderId: 'other', leaseMs: LEASE.long })
         const damage = await corruptRecord(store, key)
         const checks: Array<[string, () => Promise<unknown>]> = [
           ['get', () => store.get(key)],
-          ['acquire', () => store.acquire(key, { holderId: 'h', leaseMs: LONG_LEASE_MS })],
+          ['acquire', () => store.acquire(key, { holderId: 'h', leaseMs: LEASE.long })],
           ['claimCreation', () => store.claimCreation(key, other.lease)],
-          [
-            'setSandbox',
-            () =>
-              store.setSandbox(key, lease, {
-                sandboxId: 'sbx-2',
-                expectedSandboxId: 'sbx-1',
-                providerId: 'p',
-              }),
-          ],
+          ['setSandbox', () => store.setSandbox(key, lease, mapping('sbx-2', 'sbx-1'))],
           [
             'release',
             () =>

@@ -1,11 +1,10 @@
 // Store conformance area: the turn manifest on release: written, kept, cleared, conditional on the turn count.
-import { holder, LONG_LEASE_MS, manifestFor, newKey, type StoreConformanceContext } from './context.js'
+import { defineArea, holder, LEASE, manifestFor, newKey } from './context.js'
 
 /** Registers the manifest area of the SessionStore conformance suite. */
-export function manifestConformance(context: StoreConformanceContext): void {
-  const { describe, test, expect } = context.api
-  const { open, createSession } = context
-  describe('release: manifest', () => {
+export const manifestConformance = defineArea(
+  'release: manifest',
+  ({ test, expect, open, createSession }) => {
     test('writes, keeps and clears the manifest, and never writes one for another sandbox', async () => {
       const store = await open()
       const key = newKey()
@@ -14,19 +13,19 @@ export function manifestConformance(context: StoreConformanceContext): void {
       const written = await store.release(key, lease, { turnEndedAt: Date.now(), manifest })
       expect(written.record?.manifest).toEqual(manifest)
 
-      const kept = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+      const kept = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
       expect(kept.record?.manifest).toEqual(manifest)
       const keptRelease = await store.release(key, kept.lease, { turnEndedAt: Date.now() })
       expect(keptRelease.record?.manifest).toEqual(manifest)
 
-      const stale = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+      const stale = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
       const staleRelease = await store.release(key, stale.lease, {
         turnEndedAt: Date.now(),
         manifest: manifestFor('sbx-other', 'two'),
       })
       expect(staleRelease.record?.manifest).toEqual(manifest)
 
-      const clearing = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+      const clearing = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
       const cleared = await store.release(key, clearing.lease, { turnEndedAt: Date.now(), manifest: null })
       expect(cleared.record?.manifest).toBeNull()
       expect((await store.get(key))?.manifest).toBeNull()
@@ -40,8 +39,8 @@ export function manifestConformance(context: StoreConformanceContext): void {
       await store.release(key, lease, { turnEndedAt: Date.now(), manifest: first })
 
       // A and B overlap; B began after A and ends first, so A's start-of-turn view is stale by A's end.
-      const a = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
-      const b = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+      const a = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
+      const b = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
       expect(a.record?.turnCount).toBe(1)
       const fromB = manifestFor('sbx-1', 'b')
       const bEnd = await store.release(key, b.lease, {
@@ -62,7 +61,7 @@ export function manifestConformance(context: StoreConformanceContext): void {
       expect((await store.get(key))?.manifest).toEqual(fromB)
 
       // Alone, the condition holds and the manifest is written.
-      const c = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+      const c = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
       const fromC = manifestFor('sbx-1', 'c')
       const cEnd = await store.release(key, c.lease, {
         turnEndedAt: Date.now(),
@@ -71,7 +70,7 @@ export function manifestConformance(context: StoreConformanceContext): void {
       })
       expect(cEnd.record?.manifest).toEqual(fromC)
       // Clearing is never conditional.
-      const d = await store.acquire(key, { holderId: holder(), leaseMs: LONG_LEASE_MS })
+      const d = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
       const dEnd = await store.release(key, d.lease, {
         turnEndedAt: Date.now(),
         manifest: null,
@@ -79,5 +78,5 @@ export function manifestConformance(context: StoreConformanceContext): void {
       })
       expect(dEnd.record?.manifest).toBeNull()
     })
-  })
-}
+  },
+)
