@@ -233,8 +233,8 @@ function lifecycleTests(s: ProviderSuite): void {
 }
 
 /**
- * The contract every SandboxProvider must meet, as a test suite on the runner's functions (`options.testApi`, default the running vitest's): create with metadata, commands (a non-zero
- * exit is a result), files, background processes, the code interpreter, pause (twice) and connect with the
+ * The contract every SandboxProvider must meet, as a test suite on the runner's functions (`options.testApi`,
+ * default the running vitest's): create with metadata, commands (a non-zero exit is a result), files, background processes, the code interpreter, pause (twice) and connect with the
  * platform's declared fidelity, getInfo, list by metadata, setTimeout, kill (twice) and SANDBOX_NOT_FOUND
  * afterwards. Call it at the top level of a test file. Every sandbox it creates is killed afterwards.
  */
