@@ -6,8 +6,8 @@ import { expect, it } from 'vitest'
 const root = fileURLToPath(new URL('..', import.meta.url))
 const run = promisify(execFile)
 
-// Users of jest or node:test get the mock provider without loading vitest (which the conformance suites in
-// `@sandkeep/core/test` need): the subpath is built and imported here by a plain Node process.
+// Users of jest or node:test get the mock provider without loading vitest: the subpath is built and imported
+// here by a plain Node process.
 it('@sandkeep/core/test/mock-provider loads and works outside vitest', async () => {
   const script = [
     "import { createMockProvider } from '@sandkeep/core/test/mock-provider'",
@@ -17,4 +17,17 @@ it('@sandkeep/core/test/mock-provider loads and works outside vitest', async () 
   ].join('\n')
   const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
   expect(JSON.parse(stdout)).toEqual(['hi\n', 2])
+})
+
+// The conformance suites take the runner's functions, so the whole kit loads without vitest too.
+it('@sandkeep/core/test loads in plain Node without loading vitest', async () => {
+  const script = [
+    "import { registerHooks } from 'node:module'",
+    'const urls = []',
+    'registerHooks({ resolve: (specifier, context, next) => { const r = next(specifier, context); urls.push(r.url); return r } })',
+    "const kit = await import('@sandkeep/core/test')",
+    "console.log(JSON.stringify([urls.some((url) => url.includes('/vitest/')), typeof kit.storeConformance.acquire]))",
+  ].join('\n')
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
+  expect(JSON.parse(stdout)).toEqual([false, 'function'])
 })

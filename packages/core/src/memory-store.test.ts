@@ -1,9 +1,11 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, test } from 'vitest'
 import { SandkeepError } from './errors.js'
 import { createMemorySessionStore } from './memory-store.js'
 import { sessionStoreConformance } from './test/session-store-conformance.js'
 
-sessionStoreConformance('memory', (settings) => createMemorySessionStore(settings))
+sessionStoreConformance('memory', (settings) => createMemorySessionStore(settings), {
+  testApi: { describe, test, expect, afterEach },
+})
 
 describe('createMemorySessionStore', () => {
   it('rejects unknown and malformed options', () => {
