@@ -4,7 +4,7 @@ import { defineArea, holder, LEASE, newKey, sleep } from './context.js'
 /** Registers the accounting area of the SessionStore conformance suite. */
 export const accountingConformance = defineArea(
   'release: running-time accounting',
-  ({ test, expect, open, createSession }) => {
+  ({ test, expect, open, createSession, leases }) => {
     test('counts the running time of overlapping turns once, from the first start to the last end', async () => {
       const store = await open()
       const key = newKey()
@@ -35,12 +35,12 @@ export const accountingConformance = defineArea(
 
       // A run whose last holder died never counts; the next run starts afresh.
       const f = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
-      const dies = await store.acquire(key, { holderId: 'dies', leaseMs: LEASE.short })
+      const dies = await store.acquire(key, { holderId: 'dies', leaseMs: leases.short })
       expect(dies.holders).toBe(2)
       expect((await store.release(key, f.lease, { turnEndedAt: 70_000, runningFrom: 66_000 })).last).toBe(
         false,
       )
-      await sleep(LEASE.lapseWait)
+      await sleep(leases.lapseWait)
       const g = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
       expect(g.holders).toBe(1)
       const gEnd = await store.release(key, g.lease, { turnEndedAt: 90_000, runningFrom: 80_000 })

@@ -45,7 +45,7 @@ const acquire = defineArea('acquire', ({ test, expect, open, createSession }) =>
   })
 })
 
-const renew = defineArea('renew', ({ test, expect, open, expectCode }) => {
+const renew = defineArea('renew', ({ test, expect, open, expectCode, leases }) => {
   test('extends a live lease and refuses a lapsed or unknown one', async () => {
     const store = await open()
     const key = newKey()
@@ -60,8 +60,8 @@ const renew = defineArea('renew', ({ test, expect, open, expectCode }) => {
     )
     await expectCode(store.renew(newKey(), acquired.lease, { leaseMs: 1000 }), 'LEASE_LOST')
 
-    const short = await store.acquire(key, { holderId: 'short', leaseMs: LEASE.short })
-    await sleep(LEASE.lapseWait)
+    const short = await store.acquire(key, { holderId: 'short', leaseMs: leases.short })
+    await sleep(leases.lapseWait)
     await expectCode(store.renew(key, short.lease, { leaseMs: LEASE.long }), 'LEASE_LOST')
   })
 
@@ -70,7 +70,7 @@ const renew = defineArea('renew', ({ test, expect, open, expectCode }) => {
     const key = newKey()
     const a = await store.acquire(key, { holderId: 'a', leaseMs: 600 })
     await store.renew(key, a.lease, { leaseMs: LEASE.long })
-    await sleep(LEASE.lapseWait)
+    await sleep(leases.lapseWait)
     const b = await store.acquire(key, { holderId: 'b', leaseMs: LEASE.long })
     expect(b.holders).toBe(2)
   })

@@ -32,6 +32,12 @@ export interface StoreConformanceOptions {
     store: SessionStore,
     key: SessionKey,
   ) => Promise<{ location: string; isUntouched: () => Promise<boolean> }>
+  /**
+   * Stretches the short lease (300 ms) and the wait for it to lapse (900 ms) by this factor, for a backend
+   * whose calls are slow enough to outlive a 300 ms lease (an emulated Lua engine, a loaded CI box).
+   * Default 1.
+   */
+  leaseScale?: number
 }
 
 /** What one conformance area runs with; made by {@link createStoreConformanceContext}. */
@@ -40,6 +46,8 @@ export interface StoreConformanceContext {
   api: StoreConformanceTestApi
   /** The backend hooks. */
   options: StoreConformanceOptions
+  /** The lease lengths this run uses (ms): {@link LEASE}, the short ones stretched by `leaseScale`. */
+  leases: { long: number; short: number; lapseWait: number }
   /** Opens a fresh store; it is closed after the test. */
   open(settings?: SessionStoreConformanceSettings): Promise<SessionStore>
   /** Expects `promise` to reject with a SandkeepError of `code`, and returns that error. */
@@ -140,9 +148,11 @@ export function createStoreConformanceContext(
     })
     return { lease: acquired.lease, record }
   }
+  const scale = options.leaseScale ?? 1
   return {
     api,
     options,
+    leases: { long: LEASE.long, short: LEASE.short * scale, lapseWait: LEASE.lapseWait * scale },
     open,
     createSession,
     expectCode: (promise, code) => expectCode(api.expect, promise, code),

@@ -46,16 +46,16 @@ function concurrentCreation({ test, expect, open, expectCode }: AreaTools): void
 }
 
 /** The creation claim passes on when the creator lapses or gives up. */
-function claimHandOver({ test, expect, open, expectCode }: AreaTools): void {
+function claimHandOver({ test, expect, open, expectCode, leases }: AreaTools): void {
   test('hands the claim to a waiter when the creator lapses, and refuses the dead creator', async () => {
     const store = await open()
     const key = newKey()
-    const creator = await store.acquire(key, { holderId: 'creator', leaseMs: LEASE.short })
+    const creator = await store.acquire(key, { holderId: 'creator', leaseMs: leases.short })
     const waiter = await store.acquire(key, { holderId: 'waiter', leaseMs: LEASE.long })
     expect(creator.create).toBe(true)
     expect(waiter.create).toBe(false)
     expect((await store.claimCreation(key, waiter.lease)).create).toBe(false)
-    await sleep(LEASE.lapseWait)
+    await sleep(leases.lapseWait)
     const claim = await store.claimCreation(key, waiter.lease)
     expect(claim).toEqual({ record: null, create: true })
     // Polling again keeps the claim with the same holder.
@@ -83,10 +83,10 @@ function claimHandOver({ test, expect, open, expectCode }: AreaTools): void {
   test('grants the claim again to a new holder after the creator lapsed', async () => {
     const store = await open()
     const key = newKey()
-    await store.acquire(key, { holderId: 'creator', leaseMs: LEASE.short })
-    const blocked = await store.acquire(key, { holderId: 'early', leaseMs: LEASE.short })
+    await store.acquire(key, { holderId: 'creator', leaseMs: leases.short })
+    const blocked = await store.acquire(key, { holderId: 'early', leaseMs: leases.short })
     expect(blocked.create).toBe(false)
-    await sleep(LEASE.lapseWait)
+    await sleep(leases.lapseWait)
     const next = await store.acquire(key, { holderId: 'next', leaseMs: LEASE.long })
     expect(next.create).toBe(true)
     expect(next.holders).toBe(1)

@@ -64,8 +64,8 @@ export interface StoreConformanceRun extends StoreConformanceOptions {
 function runStoreConformance(api: StoreConformanceTestApi, run: StoreConformanceRun): void {
   const areas = run.areas ?? (Object.keys(storeConformanceAreas) as StoreConformanceArea[])
   api.describe(`SessionStore conformance: ${run.name}`, () => {
-    const options = run.corruptRecord ? { corruptRecord: run.corruptRecord } : {}
-    const context = createStoreConformanceContext(api, run.makeStore, options)
+    const { name: _name, makeStore, areas: _areas, ...options } = run
+    const context = createStoreConformanceContext(api, makeStore, options)
     for (const area of areas) storeConformanceAreas[area](context)
   })
 }

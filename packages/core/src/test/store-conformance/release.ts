@@ -2,7 +2,7 @@
 import { defineArea, LEASE, newKey, sleep } from './context.js'
 
 /** Registers the release area of the SessionStore conformance suite. */
-export const releaseConformance = defineArea('release', ({ test, expect, open, createSession }) => {
+export const releaseConformance = defineArea('release', ({ test, expect, open, createSession, leases }) => {
   test('tells only the last live holder that it is last, and applies stateIfLast only for it', async () => {
     const store = await open()
     const key = newKey()
@@ -37,9 +37,9 @@ export const releaseConformance = defineArea('release', ({ test, expect, open, c
     const store = await open()
     const key = newKey()
     const { lease: live } = await createSession(store, key, 'sbx-1')
-    const dead = await store.acquire(key, { holderId: 'dies', leaseMs: LEASE.short })
+    const dead = await store.acquire(key, { holderId: 'dies', leaseMs: leases.short })
     expect(dead.holders).toBe(2)
-    await sleep(LEASE.lapseWait)
+    await sleep(leases.lapseWait)
     const probe = await store.acquire(key, { holderId: 'probe', leaseMs: LEASE.long })
     expect(probe.holders).toBe(2)
     expect((await store.release(key, probe.lease, { turnEndedAt: Date.now() })).last).toBe(false)
@@ -53,8 +53,8 @@ export const releaseConformance = defineArea('release', ({ test, expect, open, c
     const key = newKey()
     const { lease: creator } = await createSession(store, key)
     await store.release(key, creator, { turnEndedAt: Date.now() })
-    const slow = await store.acquire(key, { holderId: 'slow', leaseMs: LEASE.short })
-    await sleep(LEASE.lapseWait)
+    const slow = await store.acquire(key, { holderId: 'slow', leaseMs: leases.short })
+    await sleep(leases.lapseWait)
     const result = await store.release(key, slow.lease, { turnEndedAt: Date.now(), runningSeconds: 1 })
     expect(result.last).toBe(true)
     expect(result.record?.turnCount).toBe(2)

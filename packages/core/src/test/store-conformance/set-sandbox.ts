@@ -58,7 +58,7 @@ function firstCreationAndCompareAndSet({ test, expect, open, createSession, expe
 }
 
 /** Fencing: older tokens, lapsed leases and forged tokens cannot write. */
-function fencing({ test, expect, open, createSession, expectCode }: AreaTools): void {
+function fencing({ test, expect, open, createSession, expectCode, leases }: AreaTools): void {
   test('fences the mapping: a holder with an older token cannot overwrite a newer mapping', async () => {
     const store = await open()
     const key = newKey()
@@ -81,10 +81,10 @@ function fencing({ test, expect, open, createSession, expectCode }: AreaTools): 
   test('refuses a write from a lapsed lease or a forged token', async () => {
     const store = await open()
     const key = newKey()
-    const acquired = await store.acquire(key, { holderId: 'slow', leaseMs: LEASE.short })
+    const acquired = await store.acquire(key, { holderId: 'slow', leaseMs: leases.short })
     const forged: Lease = { ...acquired.lease, fencingToken: acquired.lease.fencingToken + 100 }
     await expectCode(store.setSandbox(key, forged, mapping('sbx-f')), 'LEASE_LOST')
-    await sleep(LEASE.lapseWait)
+    await sleep(leases.lapseWait)
     await expectCode(store.setSandbox(key, acquired.lease, mapping('sbx-1')), 'LEASE_LOST')
     expect(await store.get(key)).toBeNull()
   })

@@ -54,7 +54,7 @@ const idleTtl = defineArea('ttl', ({ test, expect, open, createSession }) => {
   })
 })
 
-const perCallTtl = defineArea('per-call TTL', ({ test, expect, open, expectCode }) => {
+const perCallTtl = defineArea('per-call TTL', ({ test, expect, open, expectCode, leases }) => {
   test('honours ttlMs on setSandbox, renew, setState and appendJournal, and falls back to the store default', async () => {
     const store = await open({ ttlMs: 1_500 })
     const long = { ttlMs: 60_000 }
@@ -66,12 +66,12 @@ const perCallTtl = defineArea('per-call TTL', ({ test, expect, open, expectCode 
     const mapping = { sandboxId: 'sbx-1', expectedSandboxId: null, providerId: 'mock' }
     // Each session's last write is the call under test; its short lease lapses long before the check.
     const begin = async (key: SessionKey, ttl?: { ttlMs: number }) => {
-      const begun = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.short })
+      const begun = await store.acquire(key, { holderId: holder(), leaseMs: leases.short })
       await store.setSandbox(key, begun.lease, { ...mapping, ...ttl })
       return begun.lease
     }
     await begin(viaSetSandbox, long)
-    await store.renew(viaRenew, await begin(viaRenew), { leaseMs: LEASE.short, ...long })
+    await store.renew(viaRenew, await begin(viaRenew), { leaseMs: leases.short, ...long })
     await begin(viaState)
     await store.setState(viaState, 'paused', long)
     await begin(viaJournal)
