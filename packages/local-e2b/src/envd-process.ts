@@ -11,7 +11,6 @@ import {
 import type { HostEventLog } from './events.js'
 import { normalizeSandboxPath, type PathEscapeError, SANDBOX_HOME } from './paths.js'
 import type { ManagedProcess, ProcessConfig, Sandbox } from './sandbox.js'
-import { SandboxFs } from './sandbox-fs.js'
 
 /** The environment every sandbox process starts from (nothing of the host's own environment leaks in). */
 export function baseEnvironment(): Record<string, string> {
@@ -114,7 +113,7 @@ export async function startProcess(
     cwd.startsWith('/tmp/')
   ) {
     // Walked race-free like every file operation: a swapped symlink must not make the host stat its own dirs.
-    const stats = await new SandboxFs(sandbox.record.rootDir).statFollowing(cwd)
+    const stats = await sandbox.fs.statFollowing(cwd)
     if (!stats?.isDirectory()) {
       throw new ConnectError('invalid_argument', `cwd '${cwd}' does not exist`)
     }
