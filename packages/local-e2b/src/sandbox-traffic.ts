@@ -15,7 +15,8 @@ import type { Lifecycle } from './lifecycle.js'
 import type { ResolvedOptions } from './options.js'
 import { SANDBOX_HOME } from './paths.js'
 import type { SandboxRegistry } from './registry.js'
-import { type RuntimeSupport, SANDBOX_KERNEL_DIR } from './runtime.js'
+import { SANDBOX_KERNEL_DIR } from './runtime/namespace.js'
+import type { RuntimeSupport } from './runtime/support.js'
 import type { Sandbox } from './sandbox.js'
 
 const ENVD_PORT = 49983

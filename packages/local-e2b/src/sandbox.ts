@@ -7,7 +7,8 @@ import { ConnectError, type ServerStream } from './connect-protocol.js'
 import type { HostEventLog } from './events.js'
 import type { CodeInterpreter } from './interpreter/types.js'
 import { normalizeSandboxPath, SANDBOX_HOME } from './paths.js'
-import { processCpuTicks, type SandboxRuntime, type SpawnedProcess } from './runtime.js'
+import { processCpuTicks } from './runtime/freezer.js'
+import type { SandboxRuntime, SpawnedProcess } from './runtime.js'
 import { SandboxFs } from './sandbox-fs.js'
 
 /** What a pause keeps (see DESIGN.md's platform table). */
