@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
-import { handleAdmin } from './admin.js'
+import { type AdminOptions, handleAdmin } from './admin.js'
 import { ControlPlane } from './control-plane.js'
 import { type HostEvent, HostEventLog } from './events.js'
 import { HostFaults, type LocalE2BFaults } from './faults.js'
@@ -106,6 +106,27 @@ function answerError(
   }
 }
 
+/** One server for everything: sandbox traffic by its headers, then /_local admin, /health, the REST API. */
+function router(parts: {
+  events: HostEventLog
+  traffic: SandboxTraffic
+  controlPlane: ControlPlane
+  admin: AdminOptions
+}): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
+  return async (request, response) => {
+    const url = new URL(request.url ?? '/', 'http://local')
+    const sandboxId = header(request, 'e2b-sandbox-id')
+    try {
+      if (sandboxId) return await parts.traffic.handle(request, response, url, sandboxId)
+      if (url.pathname.startsWith('/_local/')) return await handleAdmin(parts.admin, request, response, url)
+      if (url.pathname === '/health') return sendJson(response, 200, { status: 'ok' })
+      return await parts.controlPlane.handle(request, response, url)
+    } catch (error) {
+      answerError(parts.events, response, url, sandboxId, error)
+    }
+  }
+}
+
 function listen(server: Server, port: number, hostname: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject)
@@ -116,20 +137,24 @@ function listen(server: Server, port: number, hostname: string): Promise<Address
   })
 }
 
+const UNISOLATED_WARNING =
+  '[sandkeep-local-e2b] WARNING: running sandboxes UNISOLATED (no bubblewrap, or not root): their processes run as this user on this machine with full access to it. Install bubblewrap and run as root for isolation.'
+
+/** The state directory (made when given, a new temp dir otherwise, which the host then owns). */
+function prepareStateDir(given: string | undefined): { stateDir: string; ownsStateDir: boolean } {
+  if (given !== undefined) mkdirSync(given, { recursive: true })
+  const stateDir = realpathSync(given ?? mkdtempSync(join(tmpdir(), 'sandkeep-local-e2b-')))
+  mkdirSync(join(stateDir, 'sandboxes'), { recursive: true })
+  return { stateDir, ownsStateDir: given === undefined }
+}
+
 /** Starts a local E2B-compatible host. Throws SandkeepError INVALID_ARGUMENT for bad options. */
 export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<LocalE2BHost> {
   const settings: ResolvedOptions = resolveOptions(options)
   const support = probeRuntimeSupport(settings.isolation)
-  const ownsStateDir = settings.stateDir === undefined
-  if (settings.stateDir !== undefined) mkdirSync(settings.stateDir, { recursive: true })
-  const stateDir = realpathSync(settings.stateDir ?? mkdtempSync(join(tmpdir(), 'sandkeep-local-e2b-')))
-  mkdirSync(join(stateDir, 'sandboxes'), { recursive: true })
+  const { stateDir, ownsStateDir } = prepareStateDir(settings.stateDir)
   const apiKey = settings.apiKey ?? `e2b_${randomBytes(20).toString('hex')}`
-  if (support.isolation === 'none') {
-    settings.logger(
-      '[sandkeep-local-e2b] WARNING: running sandboxes UNISOLATED (no bubblewrap, or not root): their processes run as this user on this machine with full access to it. Install bubblewrap and run as root for isolation.',
-    )
-  }
+  if (support.isolation === 'none') settings.logger(UNISOLATED_WARNING)
 
   const events = new HostEventLog()
   const registry = new SandboxRegistry(stateDir, settings.logger)
@@ -152,31 +177,17 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     makeSandbox,
   })
   const traffic = new SandboxTraffic({ settings, support, events, registry, lifecycle, faults })
-  const getSandbox = (id: string) => registry.get(id)?.view(support.isolation)
+  const { isolation } = support
+  const getSandbox = (id: string) => registry.get(id)?.view(isolation)
 
-  async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const url = new URL(request.url ?? '/', 'http://local')
-    const sandboxId = header(request, 'e2b-sandbox-id')
-    try {
-      if (sandboxId) return await traffic.handle(request, response, url, sandboxId)
-      if (url.pathname.startsWith('/_local/')) {
-        return await handleAdmin({ apiKey, events, faults, getSandbox }, request, response, url)
-      }
-      if (url.pathname === '/health') return sendJson(response, 200, { status: 'ok' })
-      return await controlPlane.handle(request, response, url)
-    } catch (error) {
-      answerError(events, response, url, sandboxId, error)
-    }
-  }
-
-  const server: Server = createServer((request, response) => {
-    void route(request, response)
-  })
+  const route = router({ events, traffic, controlPlane, admin: { apiKey, events, faults, getSandbox } })
+  const server: Server = createServer((request, response) => void route(request, response))
   server.keepAliveTimeout = 30_000
   lifecycle.restore('host-restart')
   const address = await listen(server, settings.port, settings.hostname)
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
-  const baseUrl = `http://${urlHost}:${address.port}`
+  const domain = `${urlHost}:${address.port}`
+  const baseUrl = `http://${domain}`
 
   let closed = false
   async function close(): Promise<void> {
@@ -195,32 +206,23 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     apiUrl: baseUrl,
     sandboxUrl: baseUrl,
     apiKey,
-    env: {
-      E2B_API_URL: baseUrl,
-      E2B_SANDBOX_URL: baseUrl,
-      E2B_API_KEY: apiKey,
-      E2B_DOMAIN: `${urlHost}:${address.port}`,
-    },
+    env: { E2B_API_URL: baseUrl, E2B_SANDBOX_URL: baseUrl, E2B_API_KEY: apiKey, E2B_DOMAIN: domain },
     events,
     faults,
     stateDir,
     port: address.port,
     hostname: settings.hostname,
-    isolation: support.isolation,
+    isolation,
     freezer: support.freezer,
     pauseMode: settings.pauseMode,
     getSandbox,
     listSandboxes() {
-      return [...registry.values()].map((sandbox) => sandbox.view(support.isolation))
+      return [...registry.values()].map((sandbox) => sandbox.view(isolation))
     },
     close,
     [Symbol.asyncDispose]: close,
   }
-  events.record('host-start', undefined, {
-    port: address.port,
-    isolation: support.isolation,
-    freezer: support.freezer,
-  })
+  events.record('host-start', undefined, { port: address.port, isolation, freezer: support.freezer })
   return host
 }
 
