@@ -83,7 +83,7 @@ async function entryFromStats(
 }
 
 /** EntryInfo of a sandbox path (the entry itself, walked race-free). */
-export async function entryInfo(sandbox: Sandbox, path: string): Promise<Record<string, unknown>> {
+async function entryInfo(sandbox: Sandbox, path: string): Promise<Record<string, unknown>> {
   const fs = sandbox.fs
   const shown = normalizeSandboxPath(path)
   const located = await fs.locate(shown, { followLast: false })

@@ -43,7 +43,7 @@ function asStringMap(value: unknown, what: string): Record<string, string> {
 }
 
 /** Parses a ProcessConfig message. */
-export function parseProcessConfig(value: unknown): ProcessConfig {
+function parseProcessConfig(value: unknown): ProcessConfig {
   const config = asRecord(value, 'process')
   if (typeof config.cmd !== 'string' || config.cmd.length === 0) {
     throw new ConnectError('invalid_argument', 'process.cmd must be a non-empty string')

@@ -23,7 +23,7 @@ export interface LifecycleOptions {
  * Marks a record paused with its memory lost: what a host restart or close leaves of a running sandbox
  * (its processes are gone; its files are kept and the next resume cold boots).
  */
-export function markMemoryLost(record: SandboxRecord, reason: string): void {
+function markMemoryLost(record: SandboxRecord, reason: string): void {
   if (record.state === 'running') {
     const now = Date.now()
     record.pauses.push({ mode: 'filesystem', pausedAt: now, pauseMs: 0, reason })

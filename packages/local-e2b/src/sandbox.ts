@@ -11,7 +11,7 @@ import { processCpuTicks } from './runtime/freezer.js'
 import type { SandboxRuntime, SpawnedProcess } from './runtime.js'
 import { SandboxFs } from './sandbox-fs.js'
 
-/** What a pause keeps (see DESIGN.md's platform table). */
+/** What a pause keeps (the README's "Pause fidelities" table). */
 export type PauseMode = 'memory' | 'filesystem' | 'processes'
 
 /** Metadata key that overrides the host's pause mode for one sandbox (`memory` | `filesystem` | `processes`). */

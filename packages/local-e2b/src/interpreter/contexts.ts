@@ -2,12 +2,11 @@
 // from the start), one kernel process per context cold-started on demand, and one cell at a time per context.
 import { randomUUID } from 'node:crypto'
 import { HttpError } from '../http.js'
+import { SANDBOX_HOME } from '../paths.js'
 import type { LanguageChoice } from './input.js'
 import { type KernelLanguage, KernelProcess } from './kernel.js'
 import type { InterpreterHost } from './types.js'
 
-/** What contexts report as their default working directory (E2B's home). */
-const SANDBOX_HOME = '/home/user'
 /** A kernel that has not said `ready` by then failed (generous: tests share two cores). */
 const KERNEL_START_TIMEOUT_MS = 20_000
 const MAX_CONTEXT_ID_LENGTH = 128

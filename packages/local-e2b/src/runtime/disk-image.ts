@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 
-export function isMountPoint(path: string): boolean {
+function isMountPoint(path: string): boolean {
   try {
     return statSync(path).dev !== statSync(dirname(path)).dev
   } catch {
