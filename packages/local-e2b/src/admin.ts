@@ -3,16 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { HostEventLog } from './events.js'
 import { type HostFaults, isFaultOperation } from './faults.js'
-import {
-  checkApiKey,
-  HttpError,
-  JSON_LIMIT,
-  type Json,
-  parseJsonBody,
-  readBody,
-  sendJson,
-  stringMap,
-} from './http.js'
+import { checkApiKey, HttpError, type Json, readJson, sendJson, stringMap } from './http.js'
 import type { SandboxView } from './sandbox.js'
 
 export interface AdminOptions {
@@ -32,7 +23,7 @@ export async function handleAdmin(
   if (!checkApiKey(request, response, options.apiKey)) return
   const parts = url.pathname.split('/').filter(Boolean).slice(1)
   const method = request.method ?? 'GET'
-  const body = method === 'POST' ? parseJsonBody(await readBody(request, JSON_LIMIT)) : {}
+  const body = method === 'POST' ? await readJson(request) : {}
   if (parts[0] === 'events' && method === 'GET') {
     const type = url.searchParams.get('type') ?? undefined
     const sandboxId = url.searchParams.get('sandboxId') ?? undefined

@@ -8,10 +8,8 @@ import type { HostFaults } from './faults.js'
 import {
   checkApiKey,
   HttpError,
-  JSON_LIMIT,
   type Json,
-  parseJsonBody,
-  readBody,
+  readJson,
   safeDecode,
   sendJson,
   stringMap,
@@ -115,7 +113,7 @@ export class ControlPlane {
     const { faults, registry } = this.#options
     if (sandboxId === undefined) {
       if (method === 'POST') {
-        const body = parseJsonBody(await readBody(request, JSON_LIMIT))
+        const body = await readJson(request)
         if (await faults.apply('create', undefined, response)) return
         return this.#create(body, response)
       }
@@ -127,7 +125,7 @@ export class ControlPlane {
         return this.#kill(sandboxId, response)
       }
     } else if (method === 'POST' && path.length === 3) {
-      const body = parseJsonBody(await readBody(request, JSON_LIMIT))
+      const body = await readJson(request)
       if (await this.#action(action, sandboxId, body, response)) return
     } else if (method === 'GET' && action === 'metrics' && path.length === 3) {
       registry.lookup(sandboxId)

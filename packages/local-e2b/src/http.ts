@@ -75,6 +75,11 @@ export function readBody(request: IncomingMessage, limit: number): Promise<Buffe
   })
 }
 
+/** Reads a JSON object body of at most {@link JSON_LIMIT} bytes; an empty body is `{}`. */
+export async function readJson(request: IncomingMessage): Promise<Json> {
+  return parseJsonBody(await readBody(request, JSON_LIMIT))
+}
+
 /** Parses a JSON object body; an empty body is `{}`. */
 export function parseJsonBody(body: Buffer): Json {
   if (body.length === 0) return {}
