@@ -15,7 +15,7 @@ import {
   stringMap,
   timeoutSeconds,
 } from './http.js'
-import type { Lifecycle } from './lifecycle.js'
+import { type Lifecycle, teardown } from './lifecycle.js'
 import type { ResolvedOptions } from './options.js'
 import { newSandboxId, type SandboxRegistry } from './registry.js'
 import { newToken, type PauseMode, type Sandbox, type SandboxRecord } from './sandbox.js'
@@ -172,7 +172,7 @@ export class ControlPlane {
     try {
       await sandbox.runtime.boot()
     } catch (error) {
-      await sandbox.runtime.destroy().catch(() => {})
+      await teardown(sandbox, 'could not start').catch(() => {})
       sandbox.runtime.removeStorage()
       throw new HttpError(500, `could not start the sandbox: ${(error as Error).message}`)
     }

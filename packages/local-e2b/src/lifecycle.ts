@@ -163,7 +163,6 @@ export class Lifecycle {
 
   /** Kills a sandbox: out of the registry, torn down, its files and disk deleted. */
   async destroy(sandbox: Sandbox, reason: string): Promise<void> {
-    sandbox.clearTimers()
     this.#registry.delete(sandbox)
     this.#registry.save()
     await teardown(sandbox, 'was killed')
