@@ -1,8 +1,7 @@
 import { defineConfig } from 'tsdown'
 
 export default defineConfig({
-  // The interpreter is its own entry: the host loads it with a dynamic import (./interpreter/index.js).
-  entry: ['src/index.ts', 'src/bin.ts', 'src/interpreter/index.ts'],
+  entry: ['src/index.ts', 'src/bin.ts'],
   format: 'esm',
   dts: true,
   clean: true,

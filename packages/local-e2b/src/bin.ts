@@ -3,7 +3,7 @@
 import { chmod, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { startLocalE2B } from './host.js'
+import { type LocalE2BHost, startLocalE2B } from './host.js'
 import type { LocalE2BOptions } from './options.js'
 
 const HELP = `Usage: sandkeep-local-e2b [options]
@@ -32,7 +32,8 @@ function integer(name: string, value: string | undefined): number | undefined {
   return Number(value)
 }
 
-async function main(): Promise<void> {
+/** The options the flags ask for, or `help`; a bad flag ends the process with code 2. */
+function parseFlags(): LocalE2BOptions | 'help' {
   let values: Record<string, string | boolean | undefined>
   try {
     values = parseArgs({
@@ -52,10 +53,7 @@ async function main(): Promise<void> {
   } catch (error) {
     fail((error as Error).message.split('\n')[0] ?? 'bad arguments')
   }
-  if (values.help) {
-    process.stdout.write(HELP)
-    return
-  }
+  if (values.help) return 'help'
   const options: LocalE2BOptions = {}
   const port = integer('port', values.port as string | undefined)
   if (port !== undefined) options.port = port
@@ -78,16 +76,11 @@ async function main(): Promise<void> {
     options.isolation = isolation
   }
   if (typeof values['api-key'] === 'string') options.apiKey = values['api-key']
-  options.logger = (line) => process.stderr.write(`${line}\n`)
-  let host: Awaited<ReturnType<typeof startLocalE2B>>
-  try {
-    host = await startLocalE2B(options)
-  } catch (error) {
-    fail((error as Error).message)
-  }
-  process.stderr.write(
-    `sandkeep-local-e2b listening on ${host.apiUrl} (isolation: ${host.isolation}, freezer: ${host.freezer}, pause: ${host.pauseMode}, state: ${host.stateDir})\n`,
-  )
+  return options
+}
+
+/** Prints the export lines; the key itself goes to a 0600 file that the E2B_API_KEY line reads. */
+async function printExports(host: LocalE2BHost): Promise<void> {
   process.stderr.write('Export these in the shell that runs your E2B client:\n')
   // The key never reaches the terminal (scrollback, CI logs): it goes to a 0600 file in the state dir and
   // the export line reads it from there.
@@ -98,6 +91,25 @@ async function main(): Promise<void> {
     const shown = name === 'E2B_API_KEY' ? `"$(cat '${keyFile.replaceAll("'", "'\\''")}')"` : value
     process.stdout.write(`export ${name}=${shown}\n`)
   }
+}
+
+async function main(): Promise<void> {
+  const options = parseFlags()
+  if (options === 'help') {
+    process.stdout.write(HELP)
+    return
+  }
+  options.logger = (line) => process.stderr.write(`${line}\n`)
+  let host: LocalE2BHost
+  try {
+    host = await startLocalE2B(options)
+  } catch (error) {
+    fail((error as Error).message)
+  }
+  process.stderr.write(
+    `sandkeep-local-e2b listening on ${host.apiUrl} (isolation: ${host.isolation}, freezer: ${host.freezer}, pause: ${host.pauseMode}, state: ${host.stateDir})\n`,
+  )
+  await printExports(host)
   let stopping = false
   const stop = (signal: string) => {
     if (stopping) return

@@ -1,21 +1,14 @@
-// envd's filesystem.Filesystem service (Stat, ListDir, MakeDir, Move, Remove, WatchDir) and the plain
-// `/files` download/upload endpoints. Every path is walked race-free by SandboxFs (no check-then-open by name:
-// sandbox code may swap a component for a symlink at any time), and uploads stream to disk under the caps.
+// envd's filesystem.Filesystem service: Stat, ListDir, MakeDir, Move, Remove, WatchDir (the plain `/files`
+// endpoints are envd-files.ts). Every path is walked race-free by SandboxFs (no check-then-open by name:
+// sandbox code may swap a component for a symlink at any time).
 import { type Stats, watch } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { posix } from 'node:path'
-import { PassThrough, type Readable, Transform } from 'node:stream'
-import { createGunzip, createGzip } from 'node:zlib'
-import busboy from 'busboy'
 import { ConnectError, decodeEnvelopes, openServerStream, parseJson, writeUnary } from './connect-protocol.js'
 import { normalizeSandboxPath, PathEscapeError } from './paths.js'
 import type { Sandbox } from './sandbox.js'
-import { SandboxFs, SandboxFsError } from './sandbox-fs.js'
-
-function fsOf(sandbox: Sandbox): SandboxFs {
-  return new SandboxFs(sandbox.record.rootDir, () => sandbox.record.owner)
-}
+import { type SandboxFs, SandboxFsError } from './sandbox-fs.js'
 
 /** Maps a path or filesystem failure to the RPC error the SDK expects. */
 function rpcError(error: unknown, path: unknown): unknown {
@@ -90,8 +83,8 @@ async function entryFromStats(
 }
 
 /** EntryInfo of a sandbox path (the entry itself, walked race-free). */
-export async function entryInfo(sandbox: Sandbox, path: string): Promise<Record<string, unknown>> {
-  const fs = fsOf(sandbox)
+async function entryInfo(sandbox: Sandbox, path: string): Promise<Record<string, unknown>> {
+  const fs = sandbox.fs
   const shown = normalizeSandboxPath(path)
   const located = await fs.locate(shown, { followLast: false })
   try {
@@ -141,399 +134,108 @@ export async function handleFilesystemRpc(
   response: ServerResponse,
   body: Buffer,
 ): Promise<void> {
-  const fs = fsOf(sandbox)
-  if (method === 'WatchDir') {
-    const [message] = decodeEnvelopes(body)
-    const watchRequest = (message ?? {}) as { path?: unknown; recursive?: unknown; includeEntry?: unknown }
-    const path = pathArgument(watchRequest.path)
-    // The watch is set on the directory held by fd, so a later swap of the path cannot retarget it.
-    const opened = await fs.openDirectory(path).catch((error) => {
-      throw rpcError(error, path)
-    })
-    const shown = normalizeSandboxPath(path)
-    let watcher: ReturnType<typeof watch>
-    try {
-      watcher = watch(fs.pathOf(opened.handle), { recursive: watchRequest.recursive === true })
-    } catch (error) {
-      await opened.handle.close()
-      throw error
-    }
-    const stream = openServerStream(response)
-    watcher.on('change', (eventType, filename) => {
-      if (!filename) return
-      const name = filename.toString()
-      const target = `${shown}/${name}`
-      void entryInfo(sandbox, target).then(
-        (entry) => {
-          const event: Record<string, unknown> = {
-            name,
-            type: eventType === 'rename' ? 'EVENT_TYPE_CREATE' : 'EVENT_TYPE_WRITE',
-          }
-          if (watchRequest.includeEntry === true) event.entry = entry
-          stream.send({ filesystem: event })
-        },
-        () => stream.send({ filesystem: { name, type: 'EVENT_TYPE_REMOVE' } }),
-      )
-    })
-    watcher.on('error', () => stream.end(new ConnectError('internal', 'watcher failed')))
-    const interval = Number(request.headers['keepalive-ping-interval'])
-    const keepalive =
-      Number.isFinite(interval) && interval > 0
-        ? setInterval(() => stream.send({ keepalive: {} }), interval * 1000)
-        : undefined
-    keepalive?.unref()
-    stream.onClose(() => {
-      watcher.close()
-      void opened.handle.close().catch(() => {})
-      if (keepalive) clearInterval(keepalive)
-    })
-    stream.send({ start: {} })
-    return
-  }
+  if (method === 'WatchDir') return watchDir(sandbox, request, response, body)
   const message = (parseJson(body) ?? {}) as Record<string, unknown>
-  const path = () => pathArgument(message.path)
   try {
-    switch (method) {
-      case 'Stat': {
-        writeUnary(response, { entry: await entryInfo(sandbox, path()) })
-        return
-      }
-      case 'ListDir': {
-        const depth = typeof message.depth === 'number' && message.depth > 0 ? Math.min(message.depth, 64) : 1
-        const opened = await fs.openDirectory(path())
-        try {
-          const entries: Record<string, unknown>[] = []
-          await listDir(fs, opened.handle, normalizeSandboxPath(path()), depth, entries)
-          writeUnary(response, { entries })
-        } finally {
-          await opened.handle.close()
-        }
-        return
-      }
-      case 'MakeDir': {
-        await fs.makeDir(path())
-        writeUnary(response, { entry: await entryInfo(sandbox, path()) })
-        return
-      }
-      case 'Move': {
-        const source = pathArgument(message.source)
-        const destination = pathArgument(message.destination)
-        try {
-          await fs.move(source, destination)
-        } catch (error) {
-          throw rpcError(error, (error as NodeJS.ErrnoException).code === 'ENOENT' ? source : destination)
-        }
-        writeUnary(response, { entry: await entryInfo(sandbox, destination) })
-        return
-      }
-      case 'Remove': {
-        await fs.remove(path())
-        writeUnary(response, {})
-        return
-      }
-      default:
-        throw new ConnectError('unimplemented', `filesystem.Filesystem/${method} is not supported`)
-    }
+    writeUnary(response, await unaryCall(method, sandbox, message))
   } catch (error) {
     throw rpcError(error, message.path)
   }
 }
 
-/** An error of the plain HTTP endpoints: `{code, message}` with the HTTP status. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    /** Extra response headers (Retry-After). */
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message)
-  }
-}
-
-function httpError(error: unknown, path: string | null): unknown {
-  if (error instanceof HttpError) return error
-  if (error instanceof PathEscapeError) return new HttpError(400, error.message)
-  const code = (error as NodeJS.ErrnoException | undefined)?.code
-  if (code === 'ENOENT') return new HttpError(404, `file '${path}' does not exist`)
-  if (code === 'EISDIR') return new HttpError(400, `path '${path}' is a directory`)
-  if (code === 'ENOTDIR' || code === 'ELOOP' || code === 'EINVAL')
-    return new HttpError(400, error instanceof SandboxFsError ? error.message : `${code} on '${path}'`)
-  if (code === 'ENOSPC' || code === 'EDQUOT') return new HttpError(507, `no space left for '${path}'`)
-  return error
-}
-
-/** `GET /files?path=`: the raw bytes (gzip when the client asked for it explicitly). */
-export async function handleFileDownload(
+/** The unary methods: their answer message. */
+async function unaryCall(
+  method: string,
   sandbox: Sandbox,
-  url: URL,
-  request: IncomingMessage,
-  response: ServerResponse,
-) {
-  const path = url.searchParams.get('path')
-  if (!path) throw new HttpError(400, 'query parameter path is required')
-  const { handle, stats } = await fsOf(sandbox)
-    .openRead(path)
-    .catch((error) => {
-      throw httpError(error, path)
-    })
-  const gzip = request.headers['accept-encoding'] === 'gzip'
-  if (gzip) {
-    response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' })
-    const stream = handle.createReadStream()
-    response.on('close', () => stream.destroy())
-    stream.pipe(createGzip()).pipe(response)
-    return
-  }
-  response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': stats.size })
-  if (stats.size === 0) {
-    await handle.close()
-    response.end()
-    return
-  }
-  await new Promise<void>((resolvePipe, reject) => {
-    // The length was taken from this fd's fstat; never send more than it announced.
-    const stream = handle.createReadStream({ end: stats.size - 1 })
-    stream.on('error', reject)
-    response.on('finish', () => resolvePipe())
-    response.on('close', () => {
-      stream.destroy()
-      resolvePipe()
-    })
-    stream.pipe(response)
-  })
-}
-
-function metadataFromHeaders(request: IncomingMessage): Record<string, string> | undefined {
-  const metadata: Record<string, string> = {}
-  for (const [key, value] of Object.entries(request.headers)) {
-    if (key.startsWith('x-metadata-') && typeof value === 'string')
-      metadata[key.slice('x-metadata-'.length)] = value
-  }
-  return Object.keys(metadata).length > 0 ? metadata : undefined
-}
-
-/** Upload caps shared by every sandbox of one host (issue 13 item 4). */
-export class UploadLimits {
-  #inFlight = 0
-  constructor(
-    /** Most bytes one upload request may carry (on the wire and after gzip decoding). */
-    readonly maxUploadBytes: number,
-    /** Most upload bytes in flight across the host at once. */
-    readonly maxConcurrentUploadBytes: number,
-  ) {}
-
-  /** Bytes of uploads currently reserved. */
-  get inFlight(): number {
-    return this.#inFlight
-  }
-
-  /** Reserves `bytes` of the concurrent budget; false when that would pass it. */
-  reserve(bytes: number): boolean {
-    if (this.#inFlight + bytes > this.maxConcurrentUploadBytes) return false
-    this.#inFlight += bytes
-    return true
-  }
-
-  release(bytes: number): void {
-    this.#inFlight = Math.max(0, this.#inFlight - bytes)
-  }
-}
-
-function tooLarge(limits: UploadLimits): HttpError {
-  return new HttpError(413, `upload is larger than the host's limit of ${limits.maxUploadBytes} bytes`)
-}
-
-function busy(limits: UploadLimits): HttpError {
-  return new HttpError(
-    429,
-    `the host already receives ${limits.maxConcurrentUploadBytes} bytes of uploads; retry shortly`,
-    { 'retry-after': '1' },
-  )
-}
-
-/** Counts bytes through and fails past `max`; with `limits`, also reserves concurrent budget as they come. */
-function meter(
-  max: number,
-  onOver: () => HttpError,
-  limits?: UploadLimits,
-  onReserved?: (n: number) => void,
-) {
-  let total = 0
-  return new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      total += chunk.length
-      if (total > max) return callback(onOver())
-      if (limits) {
-        if (!limits.reserve(chunk.length)) return callback(busy(limits))
-        onReserved?.(chunk.length)
+  message: Record<string, unknown>,
+): Promise<unknown> {
+  const fs = sandbox.fs
+  const path = () => pathArgument(message.path)
+  switch (method) {
+    case 'Stat':
+      return { entry: await entryInfo(sandbox, path()) }
+    case 'ListDir': {
+      const depth = typeof message.depth === 'number' && message.depth > 0 ? Math.min(message.depth, 64) : 1
+      const opened = await fs.openDirectory(path())
+      try {
+        const entries: Record<string, unknown>[] = []
+        await listDir(fs, opened.handle, normalizeSandboxPath(path()), depth, entries)
+        return { entries }
+      } finally {
+        await opened.handle.close()
       }
-      callback(null, chunk)
-    },
-  })
-}
-
-/**
- * `POST /files?path=`: multipart (`file` parts named by their path) or a raw octet-stream body, streamed from
- * the request to disk (never buffered whole), each file into a temp file renamed into place when complete.
- * The request is refused with 413 past `maxUploadBytes` and 429 (Retry-After) past the host's concurrent
- * budget. The body is not consumed yet when this is called.
- */
-export async function handleFileUpload(
-  sandbox: Sandbox,
-  url: URL,
-  request: IncomingMessage,
-  response: ServerResponse,
-  limits: UploadLimits,
-) {
-  const contentType = request.headers['content-type'] ?? ''
-  const queryPath = url.searchParams.get('path')
-  const metadata = metadataFromHeaders(request)
-  const declared =
-    request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length'])
-  try {
-    if (declared !== undefined && declared > limits.maxUploadBytes) throw tooLarge(limits)
-    // A declared length is reserved up front; a chunked body reserves as its bytes arrive.
-    let reserved = declared ?? 0
-    if (!limits.reserve(reserved)) throw busy(limits)
-    try {
-      const wire =
-        declared === undefined
-          ? meter(
-              limits.maxUploadBytes,
-              () => tooLarge(limits),
-              limits,
-              (bytes) => {
-                reserved += bytes
-              },
-            )
-          : meter(limits.maxUploadBytes, () => tooLarge(limits))
-      let source: Readable = request.pipe(wire)
-      request.on('error', (error) => wire.destroy(error))
-      if (request.headers['content-encoding'] === 'gzip') {
-        const gunzip = createGunzip()
-        wire.on('error', (error) => gunzip.destroy(error))
-        const decoded = meter(limits.maxUploadBytes, () => tooLarge(limits))
-        gunzip.on('error', (error) =>
-          decoded.destroy(error instanceof HttpError ? error : new HttpError(400, 'body is not valid gzip')),
-        )
-        source = wire.pipe(gunzip).pipe(decoded)
-      }
-      const written = contentType.startsWith('multipart/form-data')
-        ? await writeMultipart(sandbox, source, request, queryPath, metadata, limits)
-        : [await writeOne(sandbox, queryPath, source, metadata)]
-      const payload = JSON.stringify(written)
-      response.writeHead(200, {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(payload),
-      })
-      response.end(payload)
-    } finally {
-      limits.release(reserved)
     }
+    case 'MakeDir':
+      await fs.makeDir(path())
+      return { entry: await entryInfo(sandbox, path()) }
+    case 'Move': {
+      const source = pathArgument(message.source)
+      const destination = pathArgument(message.destination)
+      try {
+        await fs.move(source, destination)
+      } catch (error) {
+        throw rpcError(error, (error as NodeJS.ErrnoException).code === 'ENOENT' ? source : destination)
+      }
+      return { entry: await entryInfo(sandbox, destination) }
+    }
+    case 'Remove':
+      await fs.remove(path())
+      return {}
+    default:
+      throw new ConnectError('unimplemented', `filesystem.Filesystem/${method} is not supported`)
+  }
+}
+
+/** WatchDir: a server stream of the directory's events, until the client goes away. */
+async function watchDir(
+  sandbox: Sandbox,
+  request: IncomingMessage,
+  response: ServerResponse,
+  body: Buffer,
+): Promise<void> {
+  const fs = sandbox.fs
+  const [message] = decodeEnvelopes(body)
+  const watchRequest = (message ?? {}) as { path?: unknown; recursive?: unknown; includeEntry?: unknown }
+  const path = pathArgument(watchRequest.path)
+  // The watch is set on the directory held by fd, so a later swap of the path cannot retarget it.
+  const opened = await fs.openDirectory(path).catch((error) => {
+    throw rpcError(error, path)
+  })
+  const shown = normalizeSandboxPath(path)
+  let watcher: ReturnType<typeof watch>
+  try {
+    watcher = watch(fs.pathOf(opened.handle), { recursive: watchRequest.recursive === true })
   } catch (error) {
-    discardRest(request)
+    await opened.handle.close()
     throw error
   }
-}
-
-/** Most bytes of a refused upload read and dropped so the client sees the answer; past it the socket closes. */
-const DISCARD_LIMIT = 64 * 1024 * 1024
-
-/**
- * Reads and drops what is left of a refused request body: a client (undici) sends its whole body before
- * reading the answer, so a body left unread would hang it instead of showing it the 413/429.
- */
-function discardRest(request: IncomingMessage): void {
-  if (request.complete) return
-  request.unpipe()
-  request.removeAllListeners('data')
-  let dropped = 0
-  request.on('data', (chunk: Buffer) => {
-    dropped += chunk.length
-    if (dropped > DISCARD_LIMIT) request.socket.destroy()
+  const stream = openServerStream(response)
+  watcher.on('change', (eventType, filename) => {
+    if (!filename) return
+    const name = filename.toString()
+    void entryInfo(sandbox, `${shown}/${name}`).then(
+      (entry) => {
+        const event: Record<string, unknown> = {
+          name,
+          type: eventType === 'rename' ? 'EVENT_TYPE_CREATE' : 'EVENT_TYPE_WRITE',
+        }
+        if (watchRequest.includeEntry === true) event.entry = entry
+        stream.send({ filesystem: event })
+      },
+      () => stream.send({ filesystem: { name, type: 'EVENT_TYPE_REMOVE' } }),
+    )
   })
-  request.resume()
-}
-
-async function writeOne(
-  sandbox: Sandbox,
-  path: string | null,
-  source: Readable,
-  metadata: Record<string, string> | undefined,
-): Promise<Record<string, unknown>> {
-  if (!path) throw new HttpError(400, 'query parameter path is required')
-  const written = await fsOf(sandbox)
-    .writeStream(path, source)
-    .catch((error) => {
-      throw httpError(error, path)
-    })
-  const info: Record<string, unknown> = { name: posix.basename(written), path: written, type: 'file' }
-  if (metadata) info.metadata = metadata
-  return info
-}
-
-function writeMultipart(
-  sandbox: Sandbox,
-  source: Readable,
-  request: IncomingMessage,
-  queryPath: string | null,
-  metadata: Record<string, string> | undefined,
-  limits: UploadLimits,
-): Promise<Record<string, unknown>[]> {
-  return new Promise((resolve, reject) => {
-    let parser: busboy.Busboy
-    try {
-      // preservePath: the SDK names each part by its full sandbox path.
-      parser = busboy({
-        headers: request.headers,
-        preservePath: true,
-        limits: { fileSize: limits.maxUploadBytes },
-      })
-    } catch {
-      reject(new HttpError(400, 'malformed multipart body'))
-      return
-    }
-    const writes: Promise<Record<string, unknown>>[] = []
-    const parts = new Set<PassThrough>()
-    let failed = false
-    // The answer waits until every part's write has given up and removed its temp file.
-    const fail = (error: unknown) => {
-      if (failed) return
-      failed = true
-      source.unpipe(parser)
-      source.resume()
-      for (const part of parts) part.destroy(error instanceof Error ? error : new Error(String(error)))
-      void Promise.allSettled(writes).then(() => reject(error))
-    }
-    parser.on('file', (field, stream, info) => {
-      if (field !== 'file' || failed) {
-        stream.resume()
-        return
-      }
-      // busboy truncates a part at `fileSize` and says so; the write must fail, not keep a prefix.
-      const part = new PassThrough()
-      stream.on('limit', () => part.destroy(tooLarge(limits)))
-      stream.on('error', (error) => part.destroy(error))
-      stream.pipe(part)
-      parts.add(part)
-      // The write reports the part's failure; a part whose write gave up early has nobody reading it.
-      part.on('error', () => {})
-      part.on('close', () => parts.delete(part))
-      const write = writeOne(sandbox, info.filename || queryPath, part, metadata)
-      write.catch(fail)
-      writes.push(write)
-    })
-    parser.on('error', () => fail(new HttpError(400, 'malformed multipart body')))
-    parser.on('close', () => {
-      if (failed) return
-      if (writes.length === 0) {
-        fail(new HttpError(400, 'multipart body has no file part'))
-        return
-      }
-      Promise.all(writes).then(resolve, fail)
-    })
-    source.on('error', fail)
-    source.pipe(parser)
+  watcher.on('error', () => stream.end(new ConnectError('internal', 'watcher failed')))
+  const interval = Number(request.headers['keepalive-ping-interval'])
+  const keepalive =
+    Number.isFinite(interval) && interval > 0
+      ? setInterval(() => stream.send({ keepalive: {} }), interval * 1000)
+      : undefined
+  keepalive?.unref()
+  stream.onClose(() => {
+    watcher.close()
+    void opened.handle.close().catch(() => {})
+    if (keepalive) clearInterval(keepalive)
   })
+  stream.send({ start: {} })
 }

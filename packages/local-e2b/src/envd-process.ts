@@ -11,7 +11,6 @@ import {
 import type { HostEventLog } from './events.js'
 import { normalizeSandboxPath, type PathEscapeError, SANDBOX_HOME } from './paths.js'
 import type { ManagedProcess, ProcessConfig, Sandbox } from './sandbox.js'
-import { SandboxFs } from './sandbox-fs.js'
 
 /** The environment every sandbox process starts from (nothing of the host's own environment leaks in). */
 export function baseEnvironment(): Record<string, string> {
@@ -44,7 +43,7 @@ function asStringMap(value: unknown, what: string): Record<string, string> {
 }
 
 /** Parses a ProcessConfig message. */
-export function parseProcessConfig(value: unknown): ProcessConfig {
+function parseProcessConfig(value: unknown): ProcessConfig {
   const config = asRecord(value, 'process')
   if (typeof config.cmd !== 'string' || config.cmd.length === 0) {
     throw new ConnectError('invalid_argument', 'process.cmd must be a non-empty string')
@@ -114,7 +113,7 @@ export async function startProcess(
     cwd.startsWith('/tmp/')
   ) {
     // Walked race-free like every file operation: a swapped symlink must not make the host stat its own dirs.
-    const stats = await new SandboxFs(sandbox.record.rootDir).statFollowing(cwd)
+    const stats = await sandbox.fs.statFollowing(cwd)
     if (!stats?.isDirectory()) {
       throw new ConnectError('invalid_argument', `cwd '${cwd}' does not exist`)
     }
@@ -148,59 +147,72 @@ export async function startProcess(
     entry.deadline.unref()
   }
   events.record('process-start', sandbox.id, { pid: entry.pid, cmd: options.config.cmd, spawnMs })
-  const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
-    if (entry.deadline) clearTimeout(entry.deadline)
-    const exitedAt = performance.now()
-    // Output written just before the exit can still be in the pipes. A grandchild that kept them open
-    // (`server &`) must not hold the end event back forever, so stop waiting once the pipes have been quiet
-    // for a while; a busy event loop (timers can fire before pending reads) must not cut output short.
-    const drained = Promise.all([
-      new Promise((resolve) =>
-        child.stdout.readableEnded ? resolve(null) : child.stdout.once('end', resolve),
-      ),
-      new Promise((resolve) =>
-        child.stderr.readableEnded ? resolve(null) : child.stderr.once('end', resolve),
-      ),
-    ])
-    let lastData = performance.now()
-    const onData = () => {
-      lastData = performance.now()
-    }
-    child.stdout.on('data', onData)
-    child.stderr.on('data', onData)
-    const grace = new Promise<void>((resolve) => {
-      const check = () => {
-        const now = performance.now()
-        if (now - exitedAt >= 300 && now - lastData >= 200) resolve()
-        else setTimeout(check, 50).unref()
-      }
-      setTimeout(check, 100).unref()
-    })
-    void Promise.race([drained, grace]).then(() => {
-      entry.ended = true
-      const end =
-        signal !== null
-          ? { exitCode: -1, exited: false, status: `signal: ${signalName(signal)}` }
-          : { exitCode: code ?? -1, exited: true, status: `exit status ${code ?? -1}` }
-      broadcast(entry, { end })
-      events.record('process-end', sandbox.id, {
-        pid: entry.pid,
-        exitCode: end.exitCode,
-        status: end.status,
-        drainMs: performance.now() - exitedAt,
-        runMs: exitedAt - spawnStarted - spawnMs,
-      })
-      for (const stream of entry.subscribers) stream.end()
-      entry.subscribers.clear()
-      if (sandbox.processes.get(entry.pid) === entry) sandbox.processes.delete(entry.pid)
-    })
-  }
+  const onExit = (code: number | null, signal: NodeJS.Signals | null) =>
+    endWhenDrained(sandbox, events, entry, { code, signal, spawnStarted, spawnMs })
   // A fast command (`echo`) can exit while the spawn awaited its pid handshake, on a busy host (many commands
   // at once): its exit event has then already fired, and waiting for it would hold the stream open until the
   // command's timeout.
   if (child.exitCode !== null || child.signalCode !== null) onExit(child.exitCode, child.signalCode)
   else child.once('exit', onExit)
   return entry
+}
+
+/**
+ * A process exited: once its output is drained, its subscribers get the end event and it leaves the table.
+ * Output written just before the exit can still be in the pipes. A grandchild that kept them open
+ * (`server &`) must not hold the end event back forever, so stop waiting once the pipes have been quiet
+ * for a while; a busy event loop (timers can fire before pending reads) must not cut output short.
+ */
+function endWhenDrained(
+  sandbox: Sandbox,
+  events: HostEventLog,
+  entry: ManagedProcess,
+  exit: { code: number | null; signal: NodeJS.Signals | null; spawnStarted: number; spawnMs: number },
+): void {
+  const { code, signal, spawnStarted, spawnMs } = exit
+  const child = entry.spawned.child
+  if (entry.deadline) clearTimeout(entry.deadline)
+  const exitedAt = performance.now()
+  const drained = Promise.all([
+    new Promise((resolve) =>
+      child.stdout.readableEnded ? resolve(null) : child.stdout.once('end', resolve),
+    ),
+    new Promise((resolve) =>
+      child.stderr.readableEnded ? resolve(null) : child.stderr.once('end', resolve),
+    ),
+  ])
+  let lastData = performance.now()
+  const onData = () => {
+    lastData = performance.now()
+  }
+  child.stdout.on('data', onData)
+  child.stderr.on('data', onData)
+  const grace = new Promise<void>((resolve) => {
+    const check = () => {
+      const now = performance.now()
+      if (now - exitedAt >= 300 && now - lastData >= 200) resolve()
+      else setTimeout(check, 50).unref()
+    }
+    setTimeout(check, 100).unref()
+  })
+  void Promise.race([drained, grace]).then(() => {
+    entry.ended = true
+    const end =
+      signal !== null
+        ? { exitCode: -1, exited: false, status: `signal: ${signalName(signal)}` }
+        : { exitCode: code ?? -1, exited: true, status: `exit status ${code ?? -1}` }
+    broadcast(entry, { end })
+    events.record('process-end', sandbox.id, {
+      pid: entry.pid,
+      exitCode: end.exitCode,
+      status: end.status,
+      drainMs: performance.now() - exitedAt,
+      runMs: exitedAt - spawnStarted - spawnMs,
+    })
+    for (const stream of entry.subscribers) stream.end()
+    entry.subscribers.clear()
+    if (sandbox.processes.get(entry.pid) === entry) sandbox.processes.delete(entry.pid)
+  })
 }
 
 function signalName(signal: NodeJS.Signals): string {
@@ -238,7 +250,6 @@ function headerNumber(request: IncomingMessage, name: string): number {
   return Number.isFinite(value) && value > 0 ? value : 0
 }
 
-/** Serves `/process.Process/<method>`. */
 /** The user an envd request names (`Authorization: Basic base64(user:)`), if any. */
 function requestedUser(request: IncomingMessage): string | undefined {
   const header = request.headers.authorization
@@ -247,6 +258,105 @@ function requestedUser(request: IncomingMessage): string | undefined {
   return decoded.slice(0, Math.max(0, decoded.indexOf(':')))
 }
 
+/** One RPC method: answers on `response` (a unary message or a server stream). */
+type ProcessMethod = (call: {
+  sandbox: Sandbox
+  events: HostEventLog
+  request: IncomingMessage
+  response: ServerResponse
+  body: Buffer
+}) => Promise<void> | void
+
+/** E2B runs `user: 'root'` commands as root. Here root exists only in a sandbox whose template asks for it. */
+const ROOT_REFUSED =
+  "this sandbox runs as 'user'; root needs a template with user: 'root' (startLocalE2B templateOptions or user)"
+
+const PROCESS_METHODS: Record<string, ProcessMethod> = {
+  async Start({ sandbox, events, request, response, body }) {
+    const [message] = decodeEnvelopes(body)
+    const start = asRecord(message, 'request')
+    if (start.pty !== undefined && start.pty !== null) {
+      throw new ConnectError('unimplemented', 'pty is not supported by the local host')
+    }
+    const config = parseProcessConfig(start.process)
+    // Root (uid 0, still without capabilities) only where the template asks for it; elsewhere the request is
+    // refused rather than quietly run as `user`.
+    if (requestedUser(request) === 'root' && sandbox.record.owner) {
+      throw new ConnectError('permission_denied', ROOT_REFUSED)
+    }
+    const options: StartProcessOptions = {
+      config,
+      stdin: start.stdin === true,
+      timeoutMs: headerNumber(request, 'connect-timeout-ms'),
+    }
+    if (typeof start.tag === 'string') options.tag = start.tag
+    const entry = await startProcess(sandbox, events, options)
+    const stream = openServerStream(response)
+    subscribe(entry, stream, headerNumber(request, 'keepalive-ping-interval'))
+    stream.send({ event: { start: { pid: entry.pid } } })
+  },
+  Connect({ sandbox, request, response, body }) {
+    const [message] = decodeEnvelopes(body)
+    const entry = selectProcess(sandbox, asRecord(message, 'request').process)
+    const stream = openServerStream(response)
+    subscribe(entry, stream, headerNumber(request, 'keepalive-ping-interval'))
+    stream.send({ event: { start: { pid: entry.pid } } })
+  },
+  List({ sandbox, response }) {
+    const processes = [...sandbox.processes.values()]
+      .filter((entry) => !entry.ended)
+      .map((entry) => ({
+        pid: entry.pid,
+        config: {
+          cmd: entry.config.cmd,
+          args: entry.config.args,
+          envs: entry.config.envs,
+          cwd: entry.config.cwd ?? SANDBOX_HOME,
+        },
+        ...(entry.tag === undefined ? {} : { tag: entry.tag }),
+      }))
+    writeUnary(response, { processes })
+  },
+  SendInput({ sandbox, response, body }) {
+    const message = asRecord(parseJson(body), 'request')
+    const entry = selectProcess(sandbox, message.process)
+    const input = asRecord(message.input, 'input')
+    const data =
+      typeof input.stdin === 'string' ? input.stdin : typeof input.pty === 'string' ? input.pty : ''
+    if (entry.spawned.child.stdin.writableEnded) {
+      throw new ConnectError('failed_precondition', `stdin of process ${entry.pid} is closed`)
+    }
+    entry.spawned.child.stdin.write(Buffer.from(data, 'base64'))
+    writeUnary(response, {})
+  },
+  CloseStdin({ sandbox, response, body }) {
+    const entry = selectProcess(sandbox, asRecord(parseJson(body), 'request').process)
+    entry.spawned.child.stdin.end()
+    writeUnary(response, {})
+  },
+  SendSignal({ sandbox, events, response, body }) {
+    const message = asRecord(parseJson(body), 'request')
+    const entry = selectProcess(sandbox, message.process)
+    const signal =
+      message.signal === 'SIGNAL_SIGTERM' || message.signal === 15
+        ? 'SIGTERM'
+        : message.signal === 'SIGNAL_SIGKILL' || message.signal === 9
+          ? 'SIGKILL'
+          : undefined
+    if (!signal) throw new ConnectError('invalid_argument', `unsupported signal ${String(message.signal)}`)
+    entry.spawned.child.kill(signal)
+    events.record('process-signal', sandbox.id, { pid: entry.pid, signal })
+    writeUnary(response, {})
+  },
+  Update() {
+    throw new ConnectError('unimplemented', 'pty is not supported by the local host')
+  },
+  StreamInput() {
+    throw new ConnectError('unimplemented', 'StreamInput (client streaming) is not supported; use SendInput')
+  },
+}
+
+/** Serves `/process.Process/<method>`. */
 export async function handleProcessRpc(
   method: string,
   sandbox: Sandbox,
@@ -255,100 +365,7 @@ export async function handleProcessRpc(
   response: ServerResponse,
   body: Buffer,
 ): Promise<void> {
-  switch (method) {
-    case 'Start': {
-      const [message] = decodeEnvelopes(body)
-      const start = asRecord(message, 'request')
-      if (start.pty !== undefined && start.pty !== null) {
-        throw new ConnectError('unimplemented', 'pty is not supported by the local host')
-      }
-      const config = parseProcessConfig(start.process)
-      // E2B runs `user: 'root'` commands as root. Here root exists only in a sandbox whose template asks for it
-      // (uid 0, still without capabilities); elsewhere the request is refused rather than quietly run as `user`.
-      if (requestedUser(request) === 'root' && sandbox.record.owner) {
-        throw new ConnectError(
-          'permission_denied',
-          "this sandbox runs as 'user'; root needs a template with user: 'root' (startLocalE2B templateOptions or user)",
-        )
-      }
-      const options: StartProcessOptions = {
-        config,
-        stdin: start.stdin === true,
-        timeoutMs: headerNumber(request, 'connect-timeout-ms'),
-      }
-      if (typeof start.tag === 'string') options.tag = start.tag
-      const entry = await startProcess(sandbox, events, options)
-      const stream = openServerStream(response)
-      subscribe(entry, stream, headerNumber(request, 'keepalive-ping-interval'))
-      stream.send({ event: { start: { pid: entry.pid } } })
-      return
-    }
-    case 'Connect': {
-      const [message] = decodeEnvelopes(body)
-      const entry = selectProcess(sandbox, asRecord(message, 'request').process)
-      const stream = openServerStream(response)
-      subscribe(entry, stream, headerNumber(request, 'keepalive-ping-interval'))
-      stream.send({ event: { start: { pid: entry.pid } } })
-      return
-    }
-    case 'List': {
-      const processes = [...sandbox.processes.values()]
-        .filter((entry) => !entry.ended)
-        .map((entry) => ({
-          pid: entry.pid,
-          config: {
-            cmd: entry.config.cmd,
-            args: entry.config.args,
-            envs: entry.config.envs,
-            cwd: entry.config.cwd ?? SANDBOX_HOME,
-          },
-          ...(entry.tag === undefined ? {} : { tag: entry.tag }),
-        }))
-      writeUnary(response, { processes })
-      return
-    }
-    case 'SendInput': {
-      const message = asRecord(parseJson(body), 'request')
-      const entry = selectProcess(sandbox, message.process)
-      const input = asRecord(message.input, 'input')
-      const data =
-        typeof input.stdin === 'string' ? input.stdin : typeof input.pty === 'string' ? input.pty : ''
-      if (entry.spawned.child.stdin.writableEnded) {
-        throw new ConnectError('failed_precondition', `stdin of process ${entry.pid} is closed`)
-      }
-      entry.spawned.child.stdin.write(Buffer.from(data, 'base64'))
-      writeUnary(response, {})
-      return
-    }
-    case 'CloseStdin': {
-      const entry = selectProcess(sandbox, asRecord(parseJson(body), 'request').process)
-      entry.spawned.child.stdin.end()
-      writeUnary(response, {})
-      return
-    }
-    case 'SendSignal': {
-      const message = asRecord(parseJson(body), 'request')
-      const entry = selectProcess(sandbox, message.process)
-      const signal =
-        message.signal === 'SIGNAL_SIGTERM' || message.signal === 15
-          ? 'SIGTERM'
-          : message.signal === 'SIGNAL_SIGKILL' || message.signal === 9
-            ? 'SIGKILL'
-            : undefined
-      if (!signal) throw new ConnectError('invalid_argument', `unsupported signal ${String(message.signal)}`)
-      entry.spawned.child.kill(signal)
-      events.record('process-signal', sandbox.id, { pid: entry.pid, signal })
-      writeUnary(response, {})
-      return
-    }
-    case 'Update':
-      throw new ConnectError('unimplemented', 'pty is not supported by the local host')
-    case 'StreamInput':
-      throw new ConnectError(
-        'unimplemented',
-        'StreamInput (client streaming) is not supported; use SendInput',
-      )
-    default:
-      throw new ConnectError('unimplemented', `process.Process/${method} does not exist`)
-  }
+  const handler = Object.hasOwn(PROCESS_METHODS, method) ? PROCESS_METHODS[method] : undefined
+  if (!handler) throw new ConnectError('unimplemented', `process.Process/${method} does not exist`)
+  await handler({ sandbox, events, request, response, body })
 }

@@ -1,7 +1,7 @@
 import { SandkeepError } from '@sandkeep/core'
 import { describe, expect, it } from 'vitest'
 import { resolveOptions } from './options.js'
-import { DEFAULT_LIMITS } from './runtime.js'
+import { DEFAULT_LIMITS } from './runtime/limits.js'
 
 describe('resolveOptions', () => {
   it('applies defaults', () => {

@@ -1,6 +1,7 @@
 // Options of startLocalE2B, checked before anything is started.
 import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
-import { DEFAULT_LIMITS, type SandboxLimits, type SandboxUser } from './runtime.js'
+import type { SandboxUser } from './runtime/etc-files.js'
+import { DEFAULT_LIMITS, type SandboxLimits } from './runtime/limits.js'
 import { type PauseMode, parsePauseMode } from './sandbox.js'
 
 /** Per-sandbox resource limits; every field optional, defaults in the README's "Security model". */

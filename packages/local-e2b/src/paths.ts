@@ -1,8 +1,7 @@
-// Maps a sandbox path (what a process inside sees) onto the host directory that backs it, and refuses every
-// path that would leave the sandbox. Only the sandbox's writable tree is reachable through envd's file API:
-// `/home/user/...` and `/tmp/...` (the system directories are read-only host binds, not the sandbox's own).
-import { lstatSync, realpathSync } from 'node:fs'
-import { posix, sep } from 'node:path'
+// Sandbox paths (what a process inside sees): normalizing them, and refusing every path that would leave the
+// sandbox. Only the sandbox's writable tree is reachable through envd's file API: `/home/user/...` and
+// `/tmp/...` (the system directories are read-only host binds, not the sandbox's own). Opening one on the host
+// is SandboxFs's job (sandbox-fs.ts), walked race-free.
 
 /** The sandbox's home and default working directory. */
 export const SANDBOX_HOME = '/home/user'
@@ -45,58 +44,4 @@ export function normalizeSandboxPath(input: string, cwd: string = SANDBOX_HOME):
 /** True when `path` (normalized) is inside one of the sandbox's writable roots. */
 export function isWritableSandboxPath(path: string): boolean {
   return WRITABLE_ROOTS.some((root) => path === root || path.startsWith(`${root}/`))
-}
-
-/**
- * Resolves a sandbox path to the host path under `rootDir` (the directory holding `home/user` and `tmp`).
- * Refuses paths outside the writable roots and paths whose existing part resolves (through symlinks)
- * outside `rootDir`. The final component may be missing (for writes and makeDir).
- * A check only, not race-free: anything that opens a sandbox path goes through SandboxFs (sandbox-fs.ts).
- */
-export function resolveSandboxPath(rootDir: string, input: string, cwd?: string): string {
-  const path = normalizeSandboxPath(input, cwd)
-  if (!isWritableSandboxPath(path)) {
-    throw new PathEscapeError(`path ${path} is outside the sandbox's writable tree (/home/user, /tmp)`)
-  }
-  const hostPath = rootDir + path
-  assertInside(rootDir, hostPath)
-  return hostPath
-}
-
-/**
- * Checks, through symlinks, that the deepest existing ancestor of `hostPath` (or itself) stays in `rootDir`.
- * A symlink inside the sandbox pointing to `/etc/passwd` would otherwise make the host read its own file.
- */
-export function assertInside(rootDir: string, hostPath: string): void {
-  const realRoot = realpathSync(rootDir)
-  let probe = hostPath
-  for (;;) {
-    let exists = true
-    try {
-      lstatSync(probe)
-    } catch {
-      exists = false
-    }
-    if (exists) {
-      let real: string
-      try {
-        real = realpathSync(probe)
-      } catch {
-        // A dangling symlink: its target does not exist, so judge the link text itself.
-        throw new PathEscapeError(`path ${hostPath.slice(rootDir.length)} is a dangling symlink`)
-      }
-      if (real !== realRoot && !real.startsWith(realRoot + sep)) {
-        throw new PathEscapeError(`path ${hostPath.slice(rootDir.length)} resolves outside the sandbox`)
-      }
-      return
-    }
-    const parent = posix.dirname(probe)
-    if (parent === probe) return
-    probe = parent
-  }
-}
-
-/** The sandbox path of a host path under `rootDir` (inverse of {@link resolveSandboxPath}). */
-export function toSandboxPath(rootDir: string, hostPath: string): string {
-  return hostPath.slice(rootDir.length) || '/'
 }

@@ -1,15 +1,17 @@
 // One sandbox: its persisted record, its runtime (processes, freezer), the table of processes envd started,
 // its code interpreter, and the lifecycle transitions (pause in each fidelity, resume, reboot, kill).
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConnectError, type ServerStream } from './connect-protocol.js'
 import type { HostEventLog } from './events.js'
 import type { CodeInterpreter } from './interpreter/types.js'
 import { normalizeSandboxPath, SANDBOX_HOME } from './paths.js'
-import { processCpuTicks, type SandboxRuntime, type SpawnedProcess } from './runtime.js'
+import { processCpuTicks } from './runtime/freezer.js'
+import type { SandboxRuntime, SpawnedProcess } from './runtime.js'
+import { SandboxFs } from './sandbox-fs.js'
 
-/** What a pause keeps (see DESIGN.md's platform table). */
+/** What a pause keeps (the README's "Pause fidelities" table). */
 export type PauseMode = 'memory' | 'filesystem' | 'processes'
 
 /** Metadata key that overrides the host's pause mode for one sandbox (`memory` | `filesystem` | `processes`). */
@@ -131,7 +133,10 @@ export class Sandbox {
   readonly runtime: SandboxRuntime
   readonly processes = new Map<number, ManagedProcess>()
   interpreter: CodeInterpreter | undefined
+  /** Fires when a running sandbox reaches `endAt` (auto-pause or kill); see lifecycle.ts. */
   timeoutTimer: NodeJS.Timeout | undefined
+  /** Fires when a paused sandbox passes the host's retention; see lifecycle.ts. */
+  retentionTimer: NodeJS.Timeout | undefined
   #queue: Promise<unknown> = Promise.resolve()
   readonly #events: HostEventLog
   readonly #hostPauseMode: PauseMode
@@ -156,6 +161,34 @@ export class Sandbox {
     return parsePauseMode(this.record.metadata[PAUSE_MODE_METADATA_KEY]) ?? this.#hostPauseMode
   }
 
+  /** The sandbox's traffic token (port 49999 only), derived so that it never opens envd. */
+  get trafficAccessToken(): string {
+    return createHmac('sha256', this.record.envdAccessToken).update('traffic-access-token').digest('hex')
+  }
+
+  /** Race-free file operations in the sandbox's writable tree; what they create belongs to its user. */
+  get fs(): SandboxFs {
+    return new SandboxFs(this.record.rootDir, () => this.record.owner)
+  }
+
+  /** Stops the sandbox's timeout and retention timers. */
+  clearTimers(): void {
+    if (this.timeoutTimer) clearTimeout(this.timeoutTimer)
+    if (this.retentionTimer) clearTimeout(this.retentionTimer)
+    this.timeoutTimer = undefined
+    this.retentionTimer = undefined
+  }
+
+  /** Ends every envd stream of the process table (`sandbox <reason>`) and forgets the table. */
+  forgetProcesses(reason: string): void {
+    for (const entry of this.processes.values()) {
+      if (entry.deadline) clearTimeout(entry.deadline)
+      for (const stream of entry.subscribers) stream.end(new ConnectError('unavailable', `sandbox ${reason}`))
+      entry.subscribers.clear()
+    }
+    this.processes.clear()
+  }
+
   /** Runs lifecycle transitions one at a time per sandbox. */
   serialize<T>(task: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(task, task)
@@ -165,12 +198,7 @@ export class Sandbox {
 
   /** Kills every process, forgets the process table and the interpreter's kernels. */
   async stopProcesses(reason: string): Promise<void> {
-    for (const entry of this.processes.values()) {
-      if (entry.deadline) clearTimeout(entry.deadline)
-      for (const stream of entry.subscribers) stream.end(new ConnectError('unavailable', `sandbox ${reason}`))
-      entry.subscribers.clear()
-    }
-    this.processes.clear()
+    this.forgetProcesses(reason)
     await this.runtime.stopAll()
     this.interpreter?.reset()
   }

@@ -1,17 +1,11 @@
 // The code interpreter end to end: the real @e2b/code-interpreter SDK against startLocalE2B(), kernels running
 // inside the sandbox (bubblewrap when available). What a client of E2B's port 49999 relies on.
 import { NotFoundError, Sandbox } from '@e2b/code-interpreter'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, stopTestHost, type TestHost, waitUntil } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { useTestHost, waitUntil } from './helpers.js'
 
 describe('code interpreter end to end', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost()
-  })
-  afterAll(async () => {
-    await stopTestHost(t)
-  })
+  const t = useTestHost()
   const create = (options: Record<string, unknown> = {}) =>
     Sandbox.create({ ...t.opts, template: 'code-interpreter-v1', ...options } as never)
 
@@ -250,13 +244,7 @@ describe('code interpreter end to end', () => {
 })
 
 describe('interpreter memory under faults and retention', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost({ retentionMs: 1_500 })
-  })
-  afterAll(async () => {
-    await stopTestHost(t)
-  })
+  const t = useTestHost({ retentionMs: 1_500 })
   const create = () => Sandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
 
   it('a dropped memory loses every kernel but keeps contexts; a cell running then ends with ContextRestarting', async () => {

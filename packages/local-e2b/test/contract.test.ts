@@ -2,8 +2,8 @@
 // for 2.50 (the last release on the old `POST /sandboxes` and `/sandboxes/{id}/connect` paths).
 import { type CommandExitError, Sandbox as SandboxLatest } from 'e2b'
 import { Sandbox as Sandbox250 } from 'e2b-2-50'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, type TestHost, waitUntil } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { useTestHost, waitUntil } from './helpers.js'
 
 const sdks = [
   { name: 'e2b latest', Sandbox: SandboxLatest as typeof SandboxLatest },
@@ -11,22 +11,11 @@ const sdks = [
 ]
 
 describe.each(sdks)('contract: $name', ({ Sandbox }) => {
-  let t: TestHost
-  const created: string[] = []
+  const t = useTestHost()
   const tag = `contract-${Math.random().toString(36).slice(2, 8)}`
 
-  beforeAll(async () => {
-    t = await startTestHost()
-  })
-  afterAll(async () => {
-    for (const id of created) await Sandbox.kill(id, t.opts).catch(() => {})
-    await t.host.close()
-  })
-
-  async function create(options: Parameters<typeof Sandbox.create>[0] = {}) {
-    const sandbox = await Sandbox.create({ ...t.opts, ...(options as object) })
-    created.push(sandbox.sandboxId)
-    return sandbox
+  function create(options: Parameters<typeof Sandbox.create>[0] = {}) {
+    return Sandbox.create({ ...t.opts, ...(options as object) })
   }
 
   it('create keeps metadata and envs; getInfo reports them', async () => {
@@ -202,13 +191,7 @@ describe.each(sdks)('contract: $name', ({ Sandbox }) => {
 })
 
 describe('contract: latest-only options', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost()
-  })
-  afterAll(async () => {
-    await t.host.close()
-  })
+  const t = useTestHost()
 
   it('gzip upload and download round-trip', async () => {
     const sandbox = await SandboxLatest.create(t.opts)

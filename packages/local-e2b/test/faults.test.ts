@@ -1,17 +1,11 @@
 // Every fault the host can inject, each observed through the real SDK, and recorded in host.events.
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { Sandbox } from 'e2b'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { useTestHost } from './helpers.js'
 
 describe('fault injection', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost()
-  })
-  afterAll(async () => {
-    await stopTestHost(t)
-  })
+  const t = useTestHost()
 
   const triggered = (operation: string) =>
     t.host.events.list({ type: 'fault-trigger' }).filter((event) => event.detail.operation === operation)

@@ -1,9 +1,9 @@
 // The pause fidelities of DESIGN.md's platform table, reproduced for real: one scenario per mode (memory in a
 // running server, a file, the server process itself), observed through the real SDK after pause + connect.
 import { Sandbox } from '@e2b/code-interpreter'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { PAUSE_MODE_METADATA_KEY, VOLUME_METADATA_KEY } from '../src/index.js'
-import { COUNTING_SERVER, startTestHost, stopTestHost, type TestHost, waitUntil } from './helpers.js'
+import { COUNTING_SERVER, type TestHost, useTestHost, waitUntil } from './helpers.js'
 
 const GET = `python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:8080', timeout=2).read().decode())"`
 
@@ -37,13 +37,7 @@ async function scenario(t: TestHost, mode: string) {
 }
 
 describe('pause fidelities', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost()
-  })
-  afterAll(async () => {
-    await stopTestHost(t)
-  })
+  const t = useTestHost()
 
   it('memory: everything kept (server memory, file, same pid)', async () => {
     const { resumed, serverPid } = await scenario(t, 'memory')
@@ -95,13 +89,7 @@ describe('pause fidelities', () => {
 })
 
 describe('retention', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost({ retentionMs: 400 })
-  })
-  afterAll(async () => {
-    await t.host.close()
-  })
+  const t = useTestHost({ retentionMs: 400 })
 
   it('a sandbox paused longer than retentionMs is gone: connect gets SandboxNotFoundError', async () => {
     const sandbox = await Sandbox.create(t.opts)

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
+import { useTestHost } from './helpers.js'
 
 const SWAP_SECONDS = 6
 const HOST_OPS_MS = 4000
@@ -28,13 +28,12 @@ function swapLoop(pairs: string): string {
 }
 
 describe('issue 13 item 1: host file operations under a symlink swap race', () => {
-  let t: TestHost
+  const t = useTestHost({ isolation: 'bubblewrap' })
   let canaryDir: string
   const canaryText = `CANARY-${randomBytes(8).toString('hex')}-`.padEnd(777, 'x')
   const keyText = `e2b_fake_host_key_${randomBytes(16).toString('hex')}`
 
   beforeAll(async () => {
-    t = await startTestHost({ isolation: 'bubblewrap' })
     // Not under /tmp: an absolute link to /tmp/... means the sandbox's own /tmp (in-root resolution).
     canaryDir = mkdtempSync('/var/tmp/sk-canary-')
     writeFileSync(join(canaryDir, 'secret.txt'), canaryText)
@@ -44,7 +43,6 @@ describe('issue 13 item 1: host file operations under a symlink swap race', () =
     mkdirSync(join(canaryDir, 'victim-dir'))
   })
   afterAll(async () => {
-    await stopTestHost(t)
     rmSync(canaryDir, { recursive: true, force: true })
   })
 

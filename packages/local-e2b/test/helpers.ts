@@ -1,5 +1,6 @@
 // Shared setup for the contract tests: a host per file and SDK connection options pointing at it.
 import { Sandbox } from 'e2b'
+import { afterAll, beforeAll } from 'vitest'
 import { type LocalE2BHost, type LocalE2BOptions, startLocalE2B } from '../src/index.js'
 
 export interface TestHost {
@@ -26,6 +27,30 @@ export async function startTestHost(options: LocalE2BOptions = {}): Promise<Test
   return {
     host,
     opts: { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, requestTimeoutMs: 30_000 },
+  }
+}
+
+/**
+ * A host for the enclosing `describe`: started in `beforeAll`, its sandboxes killed and the host closed in
+ * `afterAll`. `host` and `opts` are readable from the tests on.
+ */
+export function useTestHost(options: LocalE2BOptions = {}): TestHost {
+  let started: TestHost | undefined
+  beforeAll(async () => {
+    started = await startTestHost(options)
+  })
+  afterAll(() => stopTestHost(started))
+  const current = (): TestHost => {
+    if (!started) throw new Error('the test host starts in beforeAll; use it from a test')
+    return started
+  }
+  return {
+    get host() {
+      return current().host
+    },
+    get opts() {
+      return current().opts
+    },
   }
 }
 

@@ -1,17 +1,11 @@
 // The code interpreter as wired into the host: reached through the real @e2b/code-interpreter SDK on the same
 // sandboxUrl, its kernels inside the sandbox (isolated, frozen by a pause, reset by a cold boot).
 import { Sandbox } from '@e2b/code-interpreter'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { useTestHost } from './helpers.js'
 
 describe('code interpreter through the host', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost()
-  })
-  afterAll(async () => {
-    await stopTestHost(t)
-  })
+  const t = useTestHost()
   const create = () => Sandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
 
   it('keeps state across cells, streams stdout, reports errors, runs javascript', async () => {

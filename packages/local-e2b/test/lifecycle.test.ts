@@ -1,21 +1,15 @@
 // Pause keeps memory and processes; a paused sandbox uses no CPU; isolation holds; tokens and keys are
 // checked; path escapes are refused; a restarted host finds its sandboxes (files yes, processes no).
 import { Sandbox } from 'e2b'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { startLocalE2B } from '../src/index.js'
-import { COUNTING_SERVER, startTestHost, type TestHost, waitUntil } from './helpers.js'
+import { COUNTING_SERVER, startTestHost, useTestHost, waitUntil } from './helpers.js'
 
 describe('lifecycle and isolation', () => {
-  let t: TestHost
+  const t = useTestHost()
   const created: Sandbox[] = []
-  beforeAll(async () => {
-    t = await startTestHost()
-  })
   afterEach(async () => {
     for (const sandbox of created.splice(0)) await Sandbox.kill(sandbox.sandboxId, t.opts).catch(() => {})
-  })
-  afterAll(async () => {
-    await t.host.close()
   })
   async function create(options: Parameters<typeof Sandbox.create>[0] = {}) {
     const sandbox = await Sandbox.create({ ...t.opts, ...(options as object) })

@@ -4,9 +4,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { PAUSE_MODE_METADATA_KEY } from '../src/index.js'
-import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
+import { type TestHost, useTestHost } from './helpers.js'
 
 const MiB = 1024 * 1024
 
@@ -56,16 +56,12 @@ function kernelLimits(t: TestHost, sandboxId: string) {
 }
 
 describe('issue 13 item 3: per-sandbox limits', () => {
-  let t: TestHost
+  const t = useTestHost({
+    limits: { pids: 64, memoryBytes: 64 * MiB, diskBytes: 16 * MiB, tmpfsBytes: 8 * MiB, cpuWeight: 50 },
+  })
   let bystander: Sandbox
   beforeAll(async () => {
-    t = await startTestHost({
-      limits: { pids: 64, memoryBytes: 64 * MiB, diskBytes: 16 * MiB, tmpfsBytes: 8 * MiB, cpuWeight: 50 },
-    })
     bystander = await Sandbox.create(t.opts)
-  })
-  afterAll(async () => {
-    await stopTestHost(t)
   })
 
   /** The other sandbox and the host still answer. */

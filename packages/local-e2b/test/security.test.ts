@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { SandkeepError } from '@sandkeep/core'
 import { Sandbox } from 'e2b'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { SANDBOX_USER_ID, startLocalE2B } from '../src/index.js'
-import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
+import { useTestHost } from './helpers.js'
 
 /** Runs a command and returns its result even when it exits non-zero. */
 async function run(sandbox: Sandbox, command: string, options: { user?: 'root' | 'user' } = {}) {
@@ -21,13 +21,7 @@ async function run(sandbox: Sandbox, command: string, options: { user?: 'root' |
 }
 
 describe('issue 13 item 2: a minimal /etc and an unprivileged user', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost({ templateOptions: { 'root-box': { user: 'root' } } })
-  })
-  afterAll(async () => {
-    await stopTestHost(t)
-  })
+  const t = useTestHost({ templateOptions: { 'root-box': { user: 'root' } } })
 
   it('runs commands as `user` without capabilities, in a /etc without shadow or host credentials', async () => {
     const sandbox = await Sandbox.create(t.opts)
@@ -122,13 +116,7 @@ describe('issue 13 item 2: a minimal /etc and an unprivileged user', () => {
 })
 
 describe('issue 13 item 5: no host path inside a sandbox', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost()
-  })
-  afterAll(async () => {
-    await stopTestHost(t)
-  })
+  const t = useTestHost()
 
   it('mountinfo, /proc/mounts, environment and cwd name no host directory', async () => {
     const sandbox = await CodeSandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)

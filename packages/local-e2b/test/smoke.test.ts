@@ -1,15 +1,9 @@
 import { Sandbox } from 'e2b'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, type TestHost } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { useTestHost } from './helpers.js'
 
 describe('local-e2b first slice through the real e2b SDK', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost()
-  })
-  afterAll(async () => {
-    await t.host.close()
-  })
+  const t = useTestHost()
 
   it('creates, runs a command, writes and reads a file, pauses, connects, kills', async () => {
     const sandbox = await Sandbox.create({ ...t.opts })

@@ -2,18 +2,12 @@
 // frozen by a pause, still behind the same token and path checks. The host says so loudly.
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { Sandbox } from 'e2b'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { useTestHost } from './helpers.js'
 
 describe('isolation: none', () => {
-  let t: TestHost
   const warnings: string[] = []
-  beforeAll(async () => {
-    t = await startTestHost({ isolation: 'none', logger: (line) => void warnings.push(line) })
-  })
-  afterAll(async () => {
-    await stopTestHost(t)
-  })
+  const t = useTestHost({ isolation: 'none', logger: (line) => void warnings.push(line) })
 
   it('warns, runs commands in the sandbox directory, pauses and resumes', async () => {
     expect(t.host.isolation).toBe('none')

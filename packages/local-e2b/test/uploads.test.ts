@@ -5,20 +5,14 @@ import { readdirSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestHost, stopTestHost, type TestHost } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { useTestHost } from './helpers.js'
 
 const MiB = 1024 * 1024
 const sha = (data: Uint8Array) => createHash('sha256').update(data).digest('hex')
 
 describe('issue 13 item 4: streamed uploads with caps', () => {
-  let t: TestHost
-  beforeAll(async () => {
-    t = await startTestHost({ maxUploadBytes: 2 * MiB, maxConcurrentUploadBytes: 2 * MiB })
-  })
-  afterAll(async () => {
-    await stopTestHost(t)
-  })
+  const t = useTestHost({ maxUploadBytes: 2 * MiB, maxConcurrentUploadBytes: 2 * MiB })
 
   it('writes the right bytes for multipart, octet-stream and stream uploads', async () => {
     const sandbox = await Sandbox.create({ ...t.opts })

@@ -13,7 +13,7 @@ import { join } from 'node:path'
  * C source of the launcher. Usage: `sandkeep-enter <cgroup dirs|-> <target pid|-> <uid:gid|-> <cwd> <cmd> [args...]`;
  * the cgroup dirs are colon-separated, the first is forked into, the others are joined first.
  */
-export const ENTER_SOURCE = String.raw`#define _GNU_SOURCE
+const ENTER_SOURCE = String.raw`#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>

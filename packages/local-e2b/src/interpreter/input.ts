@@ -1,0 +1,67 @@
+// What the interpreter's requests carry, checked: the language (E2B's names and aliases), env_vars, cwd.
+import { HttpError } from '../http.js'
+import type { KernelLanguage } from './kernel.js'
+
+const MAX_CWD_LENGTH = 4096
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/
+
+export interface LanguageChoice {
+  /** The language reported to the client (E2B's normalized name). */
+  language: string
+  kernel: KernelLanguage
+}
+
+/** E2B's language names and aliases (`js`, `ts`) mapped to the kernels shipped here. */
+export function chooseLanguage(value: unknown): LanguageChoice | string {
+  if (value === undefined || value === null || value === '') return { language: 'python', kernel: 'python' }
+  if (typeof value !== 'string') return 'language must be a string'
+  const name = value.trim().toLowerCase()
+  switch (name) {
+    case 'python':
+    case 'python3':
+    case 'py':
+      return { language: 'python', kernel: 'python' }
+    case 'javascript':
+    case 'js':
+    case 'node':
+    case 'nodejs':
+      return { language: 'javascript', kernel: 'javascript' }
+    // TypeScript cells run on the JavaScript kernel: plain JavaScript is valid TypeScript, annotations are not
+    // stripped (Node 20 in the sandbox has no type stripping).
+    case 'typescript':
+    case 'ts':
+      return { language: 'typescript', kernel: 'javascript' }
+    case 'bash':
+    case 'sh':
+    case 'shell':
+      return { language: 'bash', kernel: 'bash' }
+    default:
+      return `language ${JSON.stringify(value.slice(0, 64))} is not supported by local-e2b; use python, javascript or bash`
+  }
+}
+
+export function readEnvVars(value: unknown): Record<string, string> {
+  if (value === undefined || value === null) return {}
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new HttpError(400, 'env_vars must be an object')
+  const env: Record<string, string> = {}
+  for (const [key, entry] of Object.entries(value as Record<string, unknown>)) {
+    if (!key || key.includes('=') || CONTROL_CHARACTERS.test(key)) {
+      throw new HttpError(400, `env_vars has an invalid name ${JSON.stringify(key.slice(0, 64))}`)
+    }
+    if (typeof entry !== 'string' || entry.includes('\u0000')) {
+      throw new HttpError(400, `env_vars.${key.slice(0, 64)} must be a string without NUL characters`)
+    }
+    env[key] = entry
+  }
+  return env
+}
+
+export function readCwd(value: unknown): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined
+  if (typeof value !== 'string') throw new HttpError(400, 'cwd must be a string')
+  if (!value.startsWith('/') || value.length > MAX_CWD_LENGTH || CONTROL_CHARACTERS.test(value)) {
+    throw new HttpError(400, 'cwd must be an absolute sandbox path without control characters')
+  }
+  return value
+}

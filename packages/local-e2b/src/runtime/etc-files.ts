@@ -1,0 +1,96 @@
+// The sandbox's identity and its minimal /etc: its `user`, the generated files (passwd, group, hosts,
+// resolv.conf, the lean profile) and the allow list of host /etc entries bound read-only.
+import { readdirSync, readFileSync } from 'node:fs'
+
+/**
+ * Host uid and gid of a sandbox's `user`: far above any real account (Debian hands out from 1000, and
+ * subordinate id ranges of user namespaces start at 100000 with 65536 ids each), so a sandbox process owns
+ * nothing of the host's.
+ */
+export const SANDBOX_USER_ID = 1_500_000
+
+/** Who a sandbox's processes run as: E2B's `user`, or uid 0 without capabilities when the template asks. */
+export type SandboxUser = 'user' | 'root'
+
+/**
+ * Entries of the host's /etc a sandbox sees: the dynamic loader's cache, TLS roots, alternatives (python3,
+ * editors), the interpreters' site configuration, name-service tables, time zone. Nothing with credentials.
+ */
+const HOST_ETC_ALLOWED = [
+  'alternatives',
+  'bash.bashrc',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'debian_version',
+  'ethertypes',
+  'gai.conf',
+  'host.conf',
+  'inputrc',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'locale.alias',
+  'localtime',
+  'magic',
+  'magic.mime',
+  'mime.types',
+  'networks',
+  'os-release',
+  'profile.d',
+  'protocols',
+  'python3',
+  'services',
+  'shells',
+  'ssl',
+  'terminfo',
+  'timezone',
+]
+
+/** The host /etc entries bound into a sandbox (the allowed ones that exist, plus python3.X directories). */
+export function hostEtcEntries(): string[] {
+  let names: string[]
+  try {
+    names = readdirSync('/etc')
+  } catch {
+    return []
+  }
+  return names.filter((name) => HOST_ETC_ALLOWED.includes(name) || /^python3\.\d+$/.test(name))
+}
+
+/** The generated part of a sandbox's /etc: its own users, hosts and name service, the lean profile. */
+export function sandboxEtcFiles(): Record<string, string> {
+  const id = SANDBOX_USER_ID
+  let resolv = 'nameserver 127.0.0.1\n'
+  try {
+    // Name servers only: the host's file may carry search domains and options that say where it runs.
+    const servers = readFileSync('/etc/resolv.conf', 'utf8')
+      .split('\n')
+      .filter((line) => /^nameserver\s/.test(line))
+    if (servers.length > 0) resolv = `${servers.join('\n')}\n`
+  } catch {}
+  return {
+    passwd: [
+      'root:x:0:0:root:/root:/bin/bash',
+      // A root template still names its files' owner `user` (the host may have created them as it).
+      `user:x:${id}:${id}:user:/home/user:/bin/bash`,
+      'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin',
+      '',
+    ].join('\n'),
+    group: ['root:x:0:', `user:x:${id}:`, 'nogroup:x:65534:', ''].join('\n'),
+    hosts: '127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n',
+    hostname: 'sandbox\n',
+    'resolv.conf': resolv,
+    'nsswitch.conf':
+      'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n',
+    profile: SANDBOX_PROFILE,
+  }
+}
+
+/** The sandbox's /etc/profile: PATH plus /etc/profile.d, without the host profile's per-login subshells. */
+const SANDBOX_PROFILE = `# /etc/profile of a sandkeep local-e2b sandbox
+export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+for i in /etc/profile.d/*.sh; do
+  [ -r "$i" ] && . "$i"
+done
+unset i
+`

@@ -1,0 +1,139 @@
+// How a process enters a sandbox: the compiled launcher (enter-helper.ts) in one exec, or the shell chain
+// (sh joining the cgroups → nsenter → setpriv → sh) without a compiler, or, unisolated, sh in the sandbox's
+// directory. Each reports the pid the sandbox sees on fd 3 before it execs the command.
+import type { ChildProcessWithoutNullStreams } from 'node:child_process'
+import { dirname } from 'node:path'
+
+/** `sh -c` script: join the N cgroups named first (their cgroup.procs files), then exec the rest. */
+const JOIN_CGROUPS =
+  'n=$0; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 126; shift; n=$((n - 1)); done; exec "$@"'
+
+/** `sh -c` script: report the pid on fd 3, cd to $0, exec the rest. */
+const HANDSHAKE = 'echo $$ >&3; exec 3>&-; cd -- "$0" || exit 1; exec "$@"'
+
+/** Prefixes a command so that it joins the cgroups (their `cgroup.procs` files) before it execs. */
+export function wrapInCgroups(procsFiles: string[], command: string, args: string[]): [string, string[]] {
+  if (procsFiles.length === 0) return [command, args]
+  // The shell joins the cgroups and then execs, so every descendant is born inside them (no race with forks).
+  return ['/bin/sh', ['-c', JOIN_CGROUPS, String(procsFiles.length), ...procsFiles, command, ...args]]
+}
+
+/** Who and where: what every way of entering needs. */
+export interface LaunchTarget {
+  /** The compiled launcher, when there is one. */
+  enterHelper: string | undefined
+  /** The namespace's init pid (isolated), undefined unisolated. */
+  initPid: number | undefined
+  /** `cgroup.procs` files to join: the freezer's first, then the limit hierarchies'. */
+  procsFiles: string[]
+  /** Host uid/gid to switch to (isolated, not root). */
+  owner: { uid: number; gid: number } | undefined
+  /** Host path of a sandbox path (unisolated). */
+  hostPathOf: (sandboxPath: string) => string
+  /** The sandbox's home (cwd of the wrapper when unisolated). */
+  home: string
+}
+
+/** The program, its arguments and the host cwd that run `command args` in `cwd` (a sandbox path). */
+export function launchCommand(
+  target: LaunchTarget,
+  cwd: string,
+  command: string,
+  args: string[],
+): { file: string; args: string[]; cwd: string | undefined } {
+  const isolated = target.initPid !== undefined
+  const hostCwd = isolated ? undefined : target.hostPathOf(target.home)
+  if (target.enterHelper) {
+    const { owner } = target
+    const cgroups = target.procsFiles.map(dirname)
+    const helperArgs = [
+      cgroups.length > 0 ? cgroups.join(':') : '-',
+      isolated ? String(target.initPid) : '-',
+      owner ? `${owner.uid}:${owner.gid}` : '-',
+      isolated ? cwd : target.hostPathOf(cwd),
+      command,
+      ...args,
+    ]
+    return { file: target.enterHelper, args: helperArgs, cwd: hostCwd }
+  }
+  if (!isolated) {
+    const shell = ['-c', HANDSHAKE, target.hostPathOf(cwd), command, ...args]
+    const [file, wrapped] = wrapInCgroups(target.procsFiles, '/bin/sh', shell)
+    return { file, args: wrapped, cwd: hostCwd }
+  }
+  const owner = target.owner
+  const entered = ['-t', String(target.initPid), '-m', '-p', '-n', '-i', '-u', '-r', '-w', '--', 'setpriv']
+  if (owner) entered.push(`--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups')
+  entered.push('--bounding-set=-all', '--inh-caps=-all', '--no-new-privs', '--')
+  entered.push('/bin/sh', '-c', HANDSHAKE, cwd, command, ...args)
+  const [file, wrapped] = wrapInCgroups(target.procsFiles, 'nsenter', entered)
+  return { file, args: wrapped, cwd: undefined }
+}
+
+/** Makes `child.kill` signal the child's whole process group: the wrapper (nsenter) does not forward them. */
+export function killByGroup(child: ChildProcessWithoutNullStreams): void {
+  const originalKill = child.kill.bind(child)
+  child.kill = (signal?: NodeJS.Signals | number) => {
+    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null)
+      return originalKill(signal)
+    try {
+      process.kill(-child.pid, signal ?? 'SIGTERM')
+      return true
+    } catch {
+      return originalKill(signal)
+    }
+  }
+}
+
+/** Reads the pid a launched process reported on fd 3; rejects (saying why) when it ended first. */
+export function readHandshake(child: ChildProcessWithoutNullStreams): Promise<number> {
+  const stream = child.stdio[3] as NodeJS.ReadableStream
+  // Only the pipe decides: a fast command (`true`) can exit before its pid line is read, and the exit event
+  // may come first; the line is still in the pipe, which ends once every writer closed it.
+  return new Promise<number>((resolve, reject) => {
+    let text = ''
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString()
+      const newline = text.indexOf('\n')
+      if (newline < 0) return
+      cleanup()
+      const pid = Number.parseInt(text.slice(0, newline), 10)
+      if (Number.isFinite(pid)) resolve(pid)
+      else reject(new Error('process did not report its pid'))
+    }
+    const onEnd = () => {
+      cleanup()
+      endedBeforeStart(child).then(reject)
+    }
+    const onError = (error: Error) => {
+      cleanup()
+      reject(error)
+    }
+    const cleanup = () => {
+      stream.off('data', onData)
+      stream.off('end', onEnd)
+      child.off('error', onError)
+    }
+    stream.on('data', onData)
+    stream.on('end', onEnd)
+    child.on('error', onError)
+  })
+}
+
+/** The error of a process that ended before it reported its pid, with the wrapper's own complaint. */
+function endedBeforeStart(child: ChildProcessWithoutNullStreams): Promise<Error> {
+  return new Promise((resolve) => {
+    // Say why: the wrapper's own complaint (nsenter, setpriv, cd) is on stderr, still buffered.
+    const done = () => {
+      const stderr = (child.stderr.read() as Buffer | null)?.toString().trim().slice(0, 500) ?? ''
+      const status = child.exitCode ?? child.signalCode ?? 'unknown'
+      resolve(new Error(`process ended before it started (exit ${status})${stderr ? `: ${stderr}` : ''}`))
+    }
+    if (child.exitCode !== null || child.signalCode !== null) return done()
+    const timer = setTimeout(done, 500)
+    child.once('exit', () => {
+      clearTimeout(timer)
+      setImmediate(done)
+    })
+  })
+}

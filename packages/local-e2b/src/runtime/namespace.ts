@@ -1,0 +1,178 @@
+// The sandbox's long-lived namespace set (pid, mount, net, ipc, uts): the bubblewrap command line (read-only
+// system, minimal /etc, home and /tmp from the sandbox's disk, private tmpfs, covered /proc entries, the
+// kernels) and the start of its init, which every later process enters.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { join } from 'node:path'
+import { SANDBOX_HOME } from '../paths.js'
+import { hostEtcEntries, sandboxEtcFiles } from './etc-files.js'
+
+/** Where the interpreter's kernels are visible inside an isolated sandbox. */
+export const SANDBOX_KERNEL_DIR = '/opt/sandkeep/kernels'
+
+const SYSTEM_DIRECTORIES = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']
+
+/** /proc entries a capability-less root could still write; bound read-only over the sandbox's /proc. */
+const PROC_COVERS = ['/proc/sys', '/proc/sysrq-trigger', '/proc/irq', '/proc/bus', '/proc/acpi']
+
+/** First file descriptor of the files handed to bwrap (0-2 stdio, 3 info, 4 ready). */
+const DATA_FD_BASE = 5
+
+/** The sandbox's init: announce readiness on fd 4, then idle (bwrap's own pid 1 reaps orphans). */
+const READY_INIT = 'echo ready >&4; exec 4>&-; exec sleep infinity'
+
+/** What the namespace is built from. */
+export interface NamespaceSpec {
+  /** Host directory holding the sandbox's `home/user` and `tmp`. */
+  rootDir: string
+  /** Share the host's network namespace; otherwise only the sandbox's own loopback. */
+  allowInternet: boolean
+  /** Host directory made visible read-only at {@link SANDBOX_KERNEL_DIR}. */
+  kernelHostDir: string | undefined
+  /** Size of each private tmpfs (/var/tmp, /dev/shm). */
+  tmpfsBytes: number
+}
+
+/** bwrap's arguments, and the contents of the files it reads from fds DATA_FD_BASE and up. */
+export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: string[] } {
+  const args = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent']
+  args.push('--cap-drop', 'ALL', '--hostname', 'sandbox')
+  if (!spec.allowInternet) args.push('--unshare-net')
+  for (const dir of SYSTEM_DIRECTORIES) bindHostPath(args, dir, false)
+  // Files handed to bwrap through pipes (--ro-bind-data) instead of host paths: nothing in the sandbox's
+  // mount table then names a host directory.
+  const data: string[] = []
+  const bindData = (content: string, destination: string) => {
+    args.push('--perms', '0644', '--ro-bind-data', String(DATA_FD_BASE + data.length), destination)
+    data.push(content)
+  }
+  // A minimal /etc: the generated identity files plus what the interpreters and TLS need from the host's,
+  // never shadow, gshadow, ssh keys or the host's package-manager credentials (pip.conf, npmrc, gitconfig).
+  args.push('--tmpfs', '/etc')
+  for (const [name, content] of Object.entries(sandboxEtcFiles())) bindData(content, `/etc/${name}`)
+  for (const name of hostEtcEntries()) bindHostPath(args, join('/etc', name), true)
+  args.push('--remount-ro', '/etc')
+  // The disk image holds home and /tmp: its mount root is the image, so the binds name `/home/user` and
+  // `/tmp` of the image, not the host directory they live in.
+  args.push('--tmpfs', '/home', '--bind', join(spec.rootDir, 'home/user'), SANDBOX_HOME)
+  args.push('--bind', join(spec.rootDir, 'tmp'), '/tmp', '--tmpfs', '/var')
+  args.push('--perms', '1777', '--size', String(spec.tmpfsBytes), '--tmpfs', '/var/tmp')
+  args.push('--proc', '/proc', '--dev', '/dev')
+  args.push('--perms', '1777', '--size', String(spec.tmpfsBytes), '--tmpfs', '/dev/shm')
+  // Sandbox processes lack every capability, and a root template's uid 0 may still write most sysctls
+  // (core_pattern would run a program on the host) and /proc/sysrq-trigger: cover them read-only.
+  for (const dir of PROC_COVERS) if (existsSync(dir)) args.push('--ro-bind', dir, dir)
+  const { kernelHostDir } = spec
+  if (kernelHostDir && existsSync(kernelHostDir)) {
+    for (const entry of readdirSync(kernelHostDir, { withFileTypes: true })) {
+      if (!entry.isFile()) continue
+      bindData(readFileSync(join(kernelHostDir, entry.name), 'utf8'), `${SANDBOX_KERNEL_DIR}/${entry.name}`)
+    }
+  }
+  // The root itself is bwrap's tmpfs: read-only too, so that even a root template writes only its own dirs.
+  args.push('--remount-ro', '/')
+  // bwrap reports its child's pid before the child finished building the mount namespace; entering it then
+  // would land in a half-built root. The init therefore says `ready` on fd 4 once it runs inside the
+  // finished sandbox, and only then may processes enter.
+  args.push('--chdir', SANDBOX_HOME, '--info-fd', '3', '--', '/bin/sh', '-c', READY_INIT)
+  return { args, data }
+}
+
+/** Binds a host path at the same place, read-only (a symlink is recreated); `mustExist`: throw when absent. */
+function bindHostPath(args: string[], path: string, mustExist: boolean): void {
+  let stat: ReturnType<typeof lstatSync>
+  try {
+    stat = lstatSync(path)
+  } catch (error) {
+    if (mustExist) throw error
+    return
+  }
+  if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path)
+  else if (mustExist || stat.isDirectory()) args.push('--ro-bind', path, path)
+}
+
+/**
+ * Spawns `command args` (bwrap, possibly wrapped to join cgroups first), feeds it the data files and waits
+ * until the init runs inside the finished namespace. Resolves with the spawned process and the init's pid.
+ */
+export async function startNamespace(
+  command: string,
+  commandArgs: string[],
+  data: string[],
+): Promise<{ init: ChildProcessWithoutNullStreams; initPid: number }> {
+  const init = spawn(command, commandArgs, {
+    stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe', ...data.map(() => 'pipe' as const)],
+    detached: true,
+    env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+  }) as unknown as ChildProcessWithoutNullStreams
+  // Each file is far below a pipe's buffer; bwrap reads them while it builds the mount namespace.
+  data.forEach((content, index) => {
+    const stream = init.stdio[DATA_FD_BASE + index] as NodeJS.WritableStream
+    stream.on('error', () => {})
+    stream.end(content)
+  })
+  let stderr = ''
+  init.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  const ready = readUntilEnd(init.stdio[4] as NodeJS.ReadableStream, 'ready').then((text) => {
+    if (!text.includes('ready')) throw new Error(`sandbox init did not start: ${stderr.trim()}`)
+  })
+  // Awaited below once the pid is known; an init that fails first must not leave it unhandled.
+  ready.catch(() => {})
+  const info = await new Promise<string>((resolve, reject) => {
+    let text = ''
+    const stream = init.stdio[3] as NodeJS.ReadableStream
+    stream.on('data', (chunk: Buffer) => {
+      text += chunk.toString()
+    })
+    stream.on('end', () => resolve(text))
+    init.on('error', reject)
+    init.on('exit', (code) => {
+      if (!text) reject(new Error(`bubblewrap exited with ${code}: ${stderr.trim()}`))
+    })
+  })
+  const initPid = (JSON.parse(info) as { 'child-pid'?: number })['child-pid']
+  if (typeof initPid !== 'number')
+    throw new Error(`bubblewrap did not report its child pid: ${stderr.trim()}`)
+  await ready
+  return { init, initPid }
+}
+
+/** Reads a stream until `marker` shows up (resolves early) or it ends; resolves with what was read. */
+function readUntilEnd(stream: NodeJS.ReadableStream, marker: string): Promise<string> {
+  return new Promise((resolve) => {
+    let text = ''
+    stream.on('data', (chunk: Buffer) => {
+      text += chunk.toString()
+      if (text.includes(marker)) resolve(text)
+    })
+    stream.on('end', () => resolve(text))
+  })
+}
+
+/**
+ * Sets ns_last_pid of a new pid namespace (needs the capabilities sandbox processes lack), so that its pids
+ * continue above `floor`.
+ */
+export async function setLastPid(initPid: number, floor: number): Promise<void> {
+  const writer = spawn(
+    'nsenter',
+    [
+      '-t',
+      String(initPid),
+      // The sandbox's /proc/sys is read-only; the host's is not, and ns_last_pid acts on the writer's pid
+      // namespace, so enter only the pid namespace.
+      '-p',
+      '--',
+      '/bin/sh',
+      '-c',
+      `echo ${Math.floor(floor)} > /proc/sys/kernel/ns_last_pid`,
+    ],
+    { stdio: 'ignore', env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } },
+  )
+  await new Promise((resolve) => {
+    writer.on('exit', resolve)
+    writer.on('error', resolve)
+  })
+}
