@@ -2,6 +2,7 @@
 // third-party stores take their input checks, record parsing, limits, list cursor and errors from here, so
 // every store refuses the same inputs with the same words. Then run `sessionStoreConformance` from
 // `@sandkeep/core/test` against the store.
+export { SandkeepError } from '../errors.js'
 export {
   CONTROL_CHARACTERS,
   invalidArgument,
