@@ -66,6 +66,37 @@ async function runChecked(
 /** KEYS[1..3] of the session scripts. */
 const sessionKeys = ({ keys }: Session) => [keys.record, keys.lease, keys.journal]
 
+/**
+ * Runs a session write that also lists the session in its tenant's index. On one node `<name>-4` does both
+ * (ARGV: `args`, the index member, then `score` when given); with `singleSlot` (Cluster) `<name>-3` and
+ * the index touch go side by side, the index being in another slot. `score` defaults to now.
+ */
+async function runListed(
+  redis: RedisClient,
+  session: Session,
+  name: 'set-sandbox' | 'release',
+  args: ScriptArgument[],
+  score: number | undefined,
+  singleSlot: boolean,
+): Promise<ScriptReply> {
+  const { keys } = session
+  if (!singleSlot) {
+    const indexArgs = score === undefined ? [keys.member] : [keys.member, score]
+    return runChecked(
+      redis,
+      `${name}-4`,
+      session,
+      [...sessionKeys(session), keys.index],
+      [...args, ...indexArgs],
+    )
+  }
+  const [reply] = await Promise.all([
+    runChecked(redis, `${name}-3`, session, sessionKeys(session), args),
+    indexTouch(redis, keys, score ?? Date.now()),
+  ])
+  return reply
+}
+
 /** A record from a script's positional reply (empty = no record). */
 function recordOf(values: unknown, session: Session): SessionRecord | null {
   if (!Array.isArray(values) || values.length === 0) return null
@@ -146,10 +177,7 @@ export type SetSandboxReply =
   | { written: true; record: SessionRecord }
   | { written: false; reason: 'lapsed' | 'stale-token' | 'mismatch'; mappingToken: string }
 
-/**
- * Compare-and-set of the mapping, fenced. On one node the session is listed in the same script
- * (`set-sandbox-4`); with `singleSlot` (Cluster) `set-sandbox-3` and the index touch go side by side.
- */
+/** Compare-and-set of the mapping, fenced; lists the session (see {@link runListed}). */
 export async function setSandbox(
   redis: RedisClient,
   session: Session,
@@ -157,7 +185,6 @@ export async function setSandbox(
   singleSlot: boolean,
 ): Promise<SetSandboxReply> {
   const { key, lease, input, checked } = write
-  const keys = session.keys
   const args: ScriptArgument[] = [
     key.tenant,
     key.conversationId,
@@ -171,29 +198,13 @@ export async function setSandbox(
     checked.state,
     checked.ttlMs,
   ]
-  const reply = singleSlot
-    ? (
-        await Promise.all([
-          runChecked(redis, 'set-sandbox-3', session, sessionKeys(session), args),
-          indexTouch(redis, keys, Date.now()),
-        ])
-      )[0]
-    : await runChecked(
-        redis,
-        'set-sandbox-4',
-        session,
-        [...sessionKeys(session), keys.index],
-        [...args, keys.member],
-      )
+  const reply = await runListed(redis, session, 'set-sandbox', args, undefined, singleSlot)
   const [status, detail, mappingToken] = reply
   if (status === 'ok') return { written: true, record: recordOf(detail, session)! }
   return { written: false, reason: detail as 'lapsed', mappingToken: String(mappingToken) }
 }
 
-/**
- * Ends a holder's turn. On one node the session moves up in its listing in the same script (`release-4`);
- * with `singleSlot` (Cluster) `release-3` and the index touch go side by side.
- */
+/** Ends a holder's turn; moves the session up in its listing (see {@link runListed}). */
 export async function release(
   redis: RedisClient,
   session: Session,
@@ -201,7 +212,6 @@ export async function release(
   singleSlot: boolean,
 ): Promise<{ last: boolean; record: SessionRecord | null }> {
   const { key, lease, checked } = end
-  const keys = session.keys
   const manifest = checked.manifest
   const args: ScriptArgument[] = [
     key.tenant,
@@ -218,20 +228,7 @@ export async function release(
     checked.manifestIfTurnCount ?? '',
     checked.runningFrom ?? '',
   ]
-  const reply = singleSlot
-    ? (
-        await Promise.all([
-          runChecked(redis, 'release-3', session, sessionKeys(session), args),
-          indexTouch(redis, keys, checked.turnEndedAt),
-        ])
-      )[0]
-    : await runChecked(
-        redis,
-        'release-4',
-        session,
-        [...sessionKeys(session), keys.index],
-        [...args, keys.member, checked.turnEndedAt],
-      )
+  const reply = await runListed(redis, session, 'release', args, checked.turnEndedAt, singleSlot)
   const [, last, record] = reply
   return { last: last === 1, record: recordOf(record, session) }
 }

@@ -24,16 +24,13 @@ import {
   utf8Bytes,
 } from './limits.js'
 import { checkManifest } from './manifest.js'
+import { isPlainObject } from './shape.js'
 
 /** The sandbox states a record may hold. */
 export const SANDBOX_STATES: readonly SessionSandboxState[] = ['running', 'paused', 'killed', 'unknown']
 
 /** Latest epoch ms a time argument may name (the end of ECMAScript's Date range). */
 const MAX_EPOCH_MS = 8.64e15
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /**
  * Checks a session key passed to a store method (an object `{ tenant, conversationId }`).

@@ -5,6 +5,7 @@ import type { JournalEntry, JournalStep } from '../journal.js'
 import { invalidArgument, rejectUnknownOptions } from '../validation.js'
 import { corruptRecordError } from './errors.js'
 import { MAX_JOURNAL_STEP_BYTES, utf8Bytes } from './limits.js'
+import { isPlainObject } from './shape.js'
 
 /** The sandbox's home: file steps write under it, and a relative path is taken from it. */
 const SANDBOX_HOME = '/home/user'
@@ -27,10 +28,6 @@ export function journalFilePathProblem(path: string): string | undefined {
     return `resolves to ${JSON.stringify(resolved)}, outside the sandbox's home ${SANDBOX_HOME}`
   }
   return undefined
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** A step's text field: a string (non-empty unless `allowEmpty`) of well-formed UTF-16. */

@@ -2,10 +2,7 @@
 import type { TurnManifest } from '../session-store.js'
 import { invalidArgument, validateInteger, validateSandboxId } from '../validation.js'
 import { MAX_MANIFEST_BYTES, utf8Bytes } from './limits.js'
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
+import { isPlainObject } from './shape.js'
 
 function text(name: string, value: unknown): string {
   if (typeof value !== 'string') throw invalidArgument(`manifest ${name}`, 'must be a string.')

@@ -8,8 +8,9 @@ import {
   type TurnManifest,
 } from '../session-store.js'
 import { corruptRecordError } from './errors.js'
-import { isPlainObject, SANDBOX_STATES } from './input.js'
+import { SANDBOX_STATES } from './input.js'
 import { checkManifest } from './manifest.js'
+import { isPlainObject } from './shape.js'
 
 const NUMBER_TEXT = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/
 
