@@ -6,6 +6,7 @@ const source = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 // Tests run against the TypeScript sources of the workspace packages, so a change is tested without a
 // rebuild. The built `exports` maps are checked separately by test/exports.test.ts in a plain Node process.
 const alias = [
+  { find: /^@sandkeep\/core\/store$/, replacement: source('./packages/core/src/store/index.ts') },
   { find: /^@sandkeep\/core\/test$/, replacement: source('./packages/core/src/test/index.ts') },
   {
     find: /^@sandkeep\/core\/test\/mock-provider$/,

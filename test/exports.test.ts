@@ -11,6 +11,7 @@ const run = promisify(execFile)
 // built `exports` maps are what is tested. `pnpm build` runs before the tests in .ci/run.
 const entries = [
   '@sandkeep/core',
+  '@sandkeep/core/store',
   '@sandkeep/core/test',
   '@sandkeep/redis',
   '@sandkeep/e2b',

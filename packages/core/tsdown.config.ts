@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsdown'
 
 export default defineConfig({
-  entry: ['src/index.ts', 'src/test/index.ts', 'src/test/mock-provider.ts'],
+  entry: ['src/index.ts', 'src/store/index.ts', 'src/test/index.ts', 'src/test/mock-provider.ts'],
   format: 'esm',
   dts: true,
   clean: true,

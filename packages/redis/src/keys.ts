@@ -9,7 +9,7 @@
 // `a:b`, `{x}` or `*` cannot add separators, change the Cluster hash tag or act as glob patterns. The hash
 // tag `{<tenant>:<hash>}` puts one session's keys in one slot (one script may touch them all) and spreads
 // sessions over a Cluster; the tenant index has its own slot and is only ever touched on its own.
-import { conversationHash, SandkeepError, type SessionKey } from '@sandkeep/core'
+import { conversationHash, invalidArgument, type SessionKey } from '@sandkeep/core/store'
 
 /** Prefixes: short, and free of the hash-tag braces and whitespace. */
 export const PREFIX_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/
@@ -34,12 +34,30 @@ export interface SessionKeys {
  */
 export function checkPrefix(prefix: unknown): string {
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
-    throw new SandkeepError({
-      code: 'INVALID_ARGUMENT',
-      message: `prefix must be 1 to 64 characters from A-Z, a-z, 0-9, '.', '_', ':' and '-' (no braces), got ${JSON.stringify(String(prefix).slice(0, 40))}.`,
-    })
+    throw invalidArgument(
+      'prefix',
+      `must be 1 to 64 characters from A-Z, a-z, 0-9, '.', '_', ':' and '-' (no braces), got ${JSON.stringify(String(prefix).slice(0, 40))}.`,
+    )
   }
   return prefix
+}
+
+/**
+ * The keys of sessions under `prefix`, remembering the recent ones: a turn's begin and end hash the same
+ * conversation id.
+ */
+export function sessionKeyCache(prefix: string): (key: SessionKey) => SessionKeys {
+  const recent = new Map<string, SessionKeys>()
+  return (key) => {
+    const id = `${key.tenant}\u0000${key.conversationId}`
+    let keys = recent.get(id)
+    if (!keys) {
+      if (recent.size >= 10_000) recent.clear()
+      keys = sessionKeys(prefix, key)
+      recent.set(id, keys)
+    }
+    return keys
+  }
 }
 
 /** The keys of the session `key` under `prefix` (both already validated). */

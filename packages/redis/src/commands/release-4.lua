@@ -10,20 +10,7 @@
 
   KEYS[1] record    KEYS[2] lease    KEYS[3] journal (TTL only)    KEYS[4] tenant index
 
-  ARGV[1] tenant
-  ARGV[2] conversation id
-  ARGV[3] holder id
-  ARGV[4] fencing token of the lease
-  ARGV[5] manifest JSON, 'null' to clear it, '' to keep the stored one
-  ARGV[6] sandbox id the manifest describes ('' when none); written only when it is the mapped one
-  ARGV[7] turn end, epoch ms
-  ARGV[8] seconds to add to runningSeconds
-  ARGV[9] seconds to add to pausedSeconds
-  ARGV[10] state to record if last, '' to leave it
-  ARGV[11] session TTL, ms
-  ARGV[12] turn count the manifest is conditional on ('' none): written only if the record's count is still it
-  ARGV[13] when this turn started the sandbox running, epoch ms ('' never): the last holder of overlapping
-           turns adds the time from their earliest start to its turn end to runningSeconds
+  ARGV[1..13] as in release-3.lua
   ARGV[14] index member (the conversation hash)
   ARGV[15] index score (the turn end)
 

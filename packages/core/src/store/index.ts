@@ -1,0 +1,72 @@
+// `@sandkeep/core/store`: the kit a SessionStore is built from. The memory store, the Redis store and
+// third-party stores take their input checks, record parsing, limits, list cursor and errors from here, so
+// every store refuses the same inputs with the same words. Then run `sessionStoreConformance` from
+// `@sandkeep/core/test` against the store.
+export { SandkeepError } from '../errors.js'
+export {
+  CONTROL_CHARACTERS,
+  invalidArgument,
+  rejectUnknownOptions,
+  type SessionKey,
+  validateInteger,
+  validateSandboxId,
+  validateSessionKey,
+  validateTenant,
+} from '../validation.js'
+export {
+  compareListPositions,
+  decodeListCursor,
+  encodeListCursor,
+  isAfterListPosition,
+  type ListPosition,
+} from './cursor.js'
+export {
+  corruptRecordError,
+  type JournalLimits,
+  type JournalUsage,
+  journalFull,
+  leaseLost,
+  storeClosed,
+} from './errors.js'
+export {
+  type CheckedAcquireOptions,
+  type CheckedReleaseInput,
+  checkAcquireOptions,
+  checkHolderId,
+  checkLease,
+  checkLeaseMs,
+  checkListOptions,
+  checkReleaseInput,
+  checkRenewOptions,
+  checkSandboxState,
+  checkSetSandboxInput,
+  checkSetStateOptions,
+  checkStoreKey,
+  SANDBOX_STATES,
+} from './input.js'
+export {
+  checkJournalStep,
+  journalFilePathProblem,
+  parseJournalEntry,
+  serializeJournalEntry,
+  validateJournalStep,
+} from './journal-step.js'
+export {
+  checkJournalRoom,
+  checkStoreLimits,
+  checkTtlMs,
+  DEFAULT_LIST_LIMIT,
+  DEFAULT_MAX_JOURNAL_BYTES,
+  DEFAULT_MAX_JOURNAL_STEPS,
+  DEFAULT_SESSION_TTL_MS,
+  MAX_HOLDER_ID_BYTES,
+  MAX_JOURNAL_STEP_BYTES,
+  MAX_LEASE_MS,
+  MAX_LIST_LIMIT,
+  MAX_MANIFEST_BYTES,
+  MAX_SESSION_TTL_MS,
+  type StoreLimits,
+  utf8Bytes,
+} from './limits.js'
+export { checkManifest } from './manifest.js'
+export { conversationHash, parseRecordFields } from './record.js'

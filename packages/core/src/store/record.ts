@@ -1,0 +1,111 @@
+// Reading a stored record back: one text field per scalar, checked field by field, refused as STORE_CORRUPT
+// when anything is off (never repaired, never overwritten).
+import { createHash } from 'node:crypto'
+import {
+  SESSION_RECORD_SCHEMA_VERSION,
+  type SessionRecord,
+  type SessionSandboxState,
+  type TurnManifest,
+} from '../session-store.js'
+import { corruptRecordError } from './errors.js'
+import { SANDBOX_STATES } from './input.js'
+import { checkManifest } from './manifest.js'
+import { isPlainObject } from './shape.js'
+
+const NUMBER_TEXT = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/
+
+type Fields = Readonly<Record<string, string | undefined>>
+
+/** Readers of a record's fields that throw STORE_CORRUPT naming `where`. */
+function fieldReaders(fields: Fields, where: string) {
+  const number = (name: string): number => {
+    const text = fields[name]
+    // `1e400` matches the pattern but is Infinity: a count or time no clock or counter can reach.
+    const value = text === undefined || !NUMBER_TEXT.test(text) ? Number.NaN : Number(text)
+    if (!Number.isFinite(value)) throw corruptRecordError(where, `field ${name} is not a finite number`)
+    return value
+  }
+  const json = <T>(name: string, why: string, parse: (value: unknown) => T): T | undefined => {
+    const text = fields[name]
+    if (text === undefined) return undefined
+    try {
+      return parse(JSON.parse(text))
+    } catch (error) {
+      throw corruptRecordError(where, why, undefined, error)
+    }
+  }
+  return {
+    number,
+    nullableNumber: (name: string): number | null => (fields[name] === undefined ? null : number(name)),
+    nullableText: (name: string): string | null => fields[name] ?? null,
+    json,
+  }
+}
+
+/** Refuses a record of an unknown schema, with a missing field, or one naming another session. */
+function checkIdentity(fields: Fields, where: string, expected: { tenant: string; conversationId?: string }) {
+  if (fields.schemaVersion !== String(SESSION_RECORD_SCHEMA_VERSION)) {
+    throw corruptRecordError(where, `unknown schemaVersion ${JSON.stringify(fields.schemaVersion ?? null)}`)
+  }
+  if (
+    typeof fields.tenant !== 'string' ||
+    typeof fields.conversationId !== 'string' ||
+    !SANDBOX_STATES.includes(fields.state as SessionSandboxState)
+  ) {
+    throw corruptRecordError(where, 'a field is missing or has the wrong value')
+  }
+  if (
+    fields.tenant !== expected.tenant ||
+    (expected.conversationId !== undefined && fields.conversationId !== expected.conversationId)
+  ) {
+    throw corruptRecordError(where, 'it names another tenant or conversation')
+  }
+  return { tenant: fields.tenant, conversationId: fields.conversationId }
+}
+
+/**
+ * Parses a stored record kept as one text field per scalar (a missing field is null) plus `manifest` (the
+ * manifest's JSON) and `schemaVersion`. `expected` is the key the record must belong to (a mismatch means
+ * a hash collision or tampering); `conversationId` may be left out when only the hash is known.
+ * @throws SandkeepError STORE_CORRUPT naming `where`
+ */
+export function parseRecordFields(
+  fields: Fields,
+  where: string,
+  expected: { tenant: string; conversationId?: string },
+): SessionRecord {
+  const { tenant, conversationId } = checkIdentity(fields, where, expected)
+  const read = fieldReaders(fields, where)
+  const manifest: TurnManifest | null =
+    read.json('manifest', 'the manifest does not parse', checkManifest) ?? null
+  const record: SessionRecord = {
+    schemaVersion: SESSION_RECORD_SCHEMA_VERSION,
+    tenant,
+    conversationId,
+    sandboxId: read.nullableText('sandboxId'),
+    providerId: read.nullableText('providerId'),
+    template: read.nullableText('template'),
+    createdAt: read.number('createdAt'),
+    updatedAt: read.number('updatedAt'),
+    lastTurnStartedAt: read.nullableNumber('lastTurnStartedAt'),
+    lastTurnEndedAt: read.nullableNumber('lastTurnEndedAt'),
+    turnCount: read.number('turnCount'),
+    runningSeconds: read.number('runningSeconds'),
+    pausedSeconds: read.number('pausedSeconds'),
+    state: fields.state as SessionSandboxState,
+    pausedAt: read.nullableNumber('pausedAt'),
+    mappingToken: read.number('mappingToken'),
+    manifest,
+  }
+  const extra = read.json('extra', 'field extra does not parse', (value) => value)
+  if (isPlainObject(extra)) record.extra = extra
+  return record
+}
+
+/**
+ * The key-safe hash of a conversation id: SHA-256, base64url, first 22 characters (132 bits). Stores put it
+ * in keys and indexes instead of the raw id, so no id can inject separators or glob characters.
+ */
+export function conversationHash(conversationId: string): string {
+  return createHash('sha256').update(conversationId, 'utf8').digest('base64url').slice(0, 22)
+}

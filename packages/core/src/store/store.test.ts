@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest'
+import { SandkeepError } from '../errors.js'
+import {
+  checkJournalRoom,
+  checkStoreLimits,
+  compareListPositions,
+  DEFAULT_MAX_JOURNAL_STEPS,
+  decodeListCursor,
+  encodeListCursor,
+  isAfterListPosition,
+  journalFull,
+  leaseLost,
+  parseRecordFields,
+} from './index.js'
+
+const key = { tenant: 't', conversationId: 'c' }
+
+describe('the store kit', () => {
+  it('checks a factory’s shared options with one wording', () => {
+    expect(checkStoreLimits('createXStore', {}, ['ttlMs']).maxJournalSteps).toBe(DEFAULT_MAX_JOURNAL_STEPS)
+    expect(() => checkStoreLimits('createXStore', { ttl: 1 }, ['ttlMs'])).toThrow(
+      'createXStore options has an unknown option "ttl"; known: ttlMs.',
+    )
+    expect(() => checkStoreLimits('createXStore', null, [])).toThrow('options must be an object.')
+    expect(() => checkStoreLimits('createXStore', { maxJournalBytes: 0 }, ['maxJournalBytes'])).toThrow(
+      /maxJournalBytes/,
+    )
+  })
+
+  it('refuses a journal entry past either limit with JOURNAL_FULL', () => {
+    const limits = { maxJournalSteps: 2, maxJournalBytes: 100 }
+    expect(() => checkJournalRoom(key, { steps: 1, bytes: 50 }, 50, limits)).not.toThrow()
+    for (const used of [
+      { steps: 2, bytes: 0 },
+      { steps: 0, bytes: 51 },
+    ]) {
+      expect(
+        SandkeepError.hasCode(
+          catchError(() => checkJournalRoom(key, used, 50, limits)),
+          'JOURNAL_FULL',
+        ),
+      ).toBe(true)
+    }
+    expect(journalFull(key, { steps: 2, bytes: 9 }, limits).message).toMatch(
+      /2 steps, 9 bytes; limits 2 steps/,
+    )
+    expect(leaseLost(key, 'why').code).toBe('LEASE_LOST')
+  })
+
+  it('round-trips a list cursor and orders positions', () => {
+    const position = { score: 5, member: 'm' }
+    expect(decodeListCursor(encodeListCursor(position))).toEqual(position)
+    expect(() => decodeListCursor('nope')).toThrow(/not one this store returned/)
+    expect(isAfterListPosition(5, 'a', position)).toBe(true)
+    expect([{ score: 1, member: 'a' }, position].sort(compareListPositions)[0]).toBe(position)
+  })
+
+  it('refuses a record with a non-finite number as STORE_CORRUPT', () => {
+    const fields = {
+      schemaVersion: '1',
+      tenant: 't',
+      conversationId: 'c',
+      state: 'running',
+      createdAt: '1e400',
+    }
+    const error = catchError(() => parseRecordFields(fields, 'at-key', key))
+    expect(SandkeepError.hasCode(error, 'STORE_CORRUPT')).toBe(true)
+    expect((error as Error).message).toMatch(/at-key.*createdAt/)
+  })
+})
+
+function catchError(run: () => unknown): unknown {
+  try {
+    run()
+  } catch (error) {
+    return error
+  }
+  return undefined
+}

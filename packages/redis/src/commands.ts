@@ -1,0 +1,295 @@
+// One typed function per Lua script in ./commands: each builds the script's KEYS and ARGV, picks the
+// one-node or the Cluster variant, and reads the reply into named fields (a corrupt key becomes
+// STORE_CORRUPT naming it). The KEYS/ARGV order of each script is documented at the top of its .lua file.
+import type {
+  JournalStep,
+  Lease,
+  SessionKey,
+  SessionRecord,
+  SessionSandboxState,
+  SetSandboxInput,
+} from '@sandkeep/core'
+import {
+  type CheckedAcquireOptions,
+  type CheckedReleaseInput,
+  corruptRecordError,
+  type JournalUsage,
+  parseRecordFields,
+} from '@sandkeep/core/store'
+import type { RedisClient } from './connection.js'
+import type { SessionKeys } from './keys.js'
+import { recordFieldMap } from './record-fields.js'
+import { loadScripts, type ScriptFile } from './scripts.js'
+
+type ScriptArgument = string | number
+type ScriptReply = Array<string | number | Array<string | null>>
+type ScriptCommand = (...args: ScriptArgument[]) => Promise<ScriptReply>
+
+/** The session a command runs on. */
+export interface Session {
+  keys: SessionKeys
+  /** Its key; `undefined` when only the hash is known (a listing). */
+  key: SessionKey | undefined
+  /** What the stored record must name: a listing knows only the tenant. */
+  expected: { tenant: string; conversationId?: string }
+}
+
+/** The session of a known key. */
+export function sessionOf(keys: SessionKeys, key: SessionKey): Session {
+  return { keys, key, expected: key }
+}
+
+function run(redis: RedisClient, file: ScriptFile, ...args: ScriptArgument[]): Promise<ScriptReply> {
+  const command = (redis as unknown as Record<string, ScriptCommand>)[loadScripts().get(file)!.command]!
+  return command.call(redis, ...args)
+}
+
+/**
+ * Runs a script on `keys` (its KEYS, in order) and `args`, and refuses a `{ 'corrupt', i }` reply with
+ * STORE_CORRUPT naming KEYS[i].
+ */
+async function runChecked(
+  redis: RedisClient,
+  file: ScriptFile,
+  session: Session,
+  keys: string[],
+  args: ScriptArgument[],
+  why = 'it does not parse, has an unknown schemaVersion or the wrong type',
+): Promise<ScriptReply> {
+  const reply = await run(redis, file, ...keys, ...args)
+  if (reply[0] === 'corrupt') {
+    throw corruptRecordError(keys[Number(reply[1]) - 1] ?? session.keys.record, why, session.key)
+  }
+  return reply
+}
+
+/** KEYS[1..3] of the session scripts. */
+const sessionKeys = ({ keys }: Session) => [keys.record, keys.lease, keys.journal]
+
+/**
+ * Runs a session write that also lists the session in its tenant's index. On one node `<name>-4` does both
+ * (ARGV: `args`, the index member, then `score` when given); with `singleSlot` (Cluster) `<name>-3` and
+ * the index touch go side by side, the index being in another slot. `score` defaults to now.
+ */
+async function runListed(
+  redis: RedisClient,
+  session: Session,
+  name: 'set-sandbox' | 'release',
+  args: ScriptArgument[],
+  score: number | undefined,
+  singleSlot: boolean,
+): Promise<ScriptReply> {
+  const { keys } = session
+  if (!singleSlot) {
+    const indexArgs = score === undefined ? [keys.member] : [keys.member, score]
+    return runChecked(
+      redis,
+      `${name}-4`,
+      session,
+      [...sessionKeys(session), keys.index],
+      [...args, ...indexArgs],
+    )
+  }
+  const [reply] = await Promise.all([
+    runChecked(redis, `${name}-3`, session, sessionKeys(session), args),
+    indexTouch(redis, keys, score ?? Date.now()),
+  ])
+  return reply
+}
+
+/** A record from a script's positional reply (empty = no record). */
+function recordOf(values: unknown, session: Session): SessionRecord | null {
+  if (!Array.isArray(values) || values.length === 0) return null
+  return parseRecordFields(recordFieldMap(values), session.keys.record, session.expected)
+}
+
+/** Moves a session up in its tenant's listing (another slot on a Cluster, so its own command). */
+export function indexTouch(redis: RedisClient, keys: SessionKeys, score: number): Promise<unknown> {
+  return run(redis, 'index-touch-1', keys.index, keys.member, Math.trunc(score))
+}
+
+/** Drops listing entries (`member, score` pairs) whose session is gone; answers how many it removed. */
+export async function indexPrune(redis: RedisClient, index: string, gone: string[]): Promise<number> {
+  return Number(await run(redis, 'index-prune-1', index, ...gone))
+}
+
+/** Removes a holder whose acquire was given up on (sent after it on the same connection). */
+export function dropHolder(redis: RedisClient, keys: SessionKeys, holderId: string): Promise<unknown> {
+  return run(redis, 'drop-holder-1', keys.lease, holderId)
+}
+
+/** What `acquire-3` answers. */
+export interface AcquireReply {
+  record: SessionRecord | null
+  create: boolean
+  holders: number
+  fencingToken: number
+  expiresAt: number
+}
+
+/** Begins a turn: adds the holder, issues a fencing token, grants the creation claim when it is free. */
+export async function acquire(
+  redis: RedisClient,
+  session: Session,
+  key: SessionKey,
+  input: CheckedAcquireOptions,
+): Promise<AcquireReply> {
+  const args = [key.tenant, key.conversationId, input.holderId, input.leaseMs, input.ttlMs]
+  const reply = await runChecked(redis, 'acquire-3', session, sessionKeys(session), args)
+  const [, record, create, holders, fencingToken, expiresAt] = reply
+  return {
+    record: recordOf(record, session),
+    create: create === 1,
+    holders: Number(holders),
+    fencingToken: Number(fencingToken),
+    expiresAt: Number(expiresAt),
+  }
+}
+
+/** Extends a live lease; answers its new expiry, or undefined when the lease is lost. */
+export async function renew(
+  redis: RedisClient,
+  session: Session,
+  lease: Lease,
+  input: { leaseMs: number; ttlMs: number },
+): Promise<number | undefined> {
+  const args = [lease.holderId, lease.fencingToken, input.leaseMs, input.ttlMs]
+  const [status, expiresAt] = await runChecked(redis, 'renew-3', session, sessionKeys(session), args)
+  return status === 'ok' ? Number(expiresAt) : undefined
+}
+
+/** Asks for the creation claim again; undefined when the caller's lease is lost. */
+export async function claimCreation(
+  redis: RedisClient,
+  session: Session,
+  key: SessionKey,
+  lease: Lease,
+): Promise<{ record: SessionRecord | null; create: boolean } | undefined> {
+  const { keys } = session
+  const args = [key.tenant, key.conversationId, lease.holderId, lease.fencingToken]
+  const reply = await runChecked(redis, 'claim-creation-2', session, [keys.record, keys.lease], args)
+  const [status, record, create] = reply
+  return status === 'ok' ? { record: recordOf(record, session), create: create === 1 } : undefined
+}
+
+/** What `set-sandbox` answers: the record, or why the lease is lost. */
+export type SetSandboxReply =
+  | { written: true; record: SessionRecord }
+  | { written: false; reason: 'lapsed' | 'stale-token' | 'mismatch'; mappingToken: string }
+
+/** Compare-and-set of the mapping, fenced; lists the session (see {@link runListed}). */
+export async function setSandbox(
+  redis: RedisClient,
+  session: Session,
+  write: { key: SessionKey; lease: Lease; input: SetSandboxInput; checked: Required<SetSandboxInput> },
+  singleSlot: boolean,
+): Promise<SetSandboxReply> {
+  const { key, lease, input, checked } = write
+  const args: ScriptArgument[] = [
+    key.tenant,
+    key.conversationId,
+    lease.holderId,
+    lease.fencingToken,
+    checked.sandboxId,
+    checked.expectedSandboxId ?? '',
+    checked.providerId,
+    input.template === undefined ? 'keep' : checked.template === null ? 'null' : 'set',
+    checked.template ?? '',
+    checked.state,
+    checked.ttlMs,
+  ]
+  const reply = await runListed(redis, session, 'set-sandbox', args, undefined, singleSlot)
+  const [status, detail, mappingToken] = reply
+  if (status === 'ok') return { written: true, record: recordOf(detail, session)! }
+  return { written: false, reason: detail as 'lapsed', mappingToken: String(mappingToken) }
+}
+
+/** Ends a holder's turn; moves the session up in its listing (see {@link runListed}). */
+export async function release(
+  redis: RedisClient,
+  session: Session,
+  end: { key: SessionKey; lease: Lease; checked: CheckedReleaseInput },
+  singleSlot: boolean,
+): Promise<{ last: boolean; record: SessionRecord | null }> {
+  const { key, lease, checked } = end
+  const manifest = checked.manifest
+  const args: ScriptArgument[] = [
+    key.tenant,
+    key.conversationId,
+    lease.holderId,
+    lease.fencingToken,
+    manifest === undefined ? '' : manifest === null ? 'null' : JSON.stringify(manifest),
+    manifest ? manifest.sandboxId : '',
+    checked.turnEndedAt,
+    String(checked.runningSeconds),
+    String(checked.pausedSeconds),
+    checked.stateIfLast ?? '',
+    checked.ttlMs,
+    checked.manifestIfTurnCount ?? '',
+    checked.runningFrom ?? '',
+  ]
+  const reply = await runListed(redis, session, 'release', args, checked.turnEndedAt, singleSlot)
+  const [, last, record] = reply
+  return { last: last === 1, record: recordOf(record, session) }
+}
+
+/** Records a sandbox state; null when there is no record. */
+export async function setState(
+  redis: RedisClient,
+  session: Session,
+  key: SessionKey,
+  change: { state: SessionSandboxState; at: number | undefined; ttlMs: number },
+): Promise<SessionRecord | null> {
+  const args = [key.tenant, key.conversationId, change.state, change.at ?? '', change.ttlMs]
+  const [status, record] = await runChecked(redis, 'set-state-3', session, sessionKeys(session), args)
+  return status === 'ok' ? recordOf(record, session) : null
+}
+
+/** Reads a record; null when there is none. `conversationId` '' when only the hash is known. */
+export async function readRecord(
+  redis: RedisClient,
+  session: Session,
+  tenant: string,
+  conversationId: string,
+): Promise<SessionRecord | null> {
+  const reply = await runChecked(
+    redis,
+    'read-record-1',
+    session,
+    [session.keys.record],
+    [tenant, conversationId],
+  )
+  const [status, record] = reply
+  return status === 'ok' ? recordOf(record, session) : null
+}
+
+/** Appends a journal step unless a limit is reached; answers the journal's usage when it is full. */
+export async function appendJournal(
+  redis: RedisClient,
+  session: Session,
+  step: JournalStep,
+  limits: { maxJournalSteps: number; maxJournalBytes: number; ttlMs: number },
+): Promise<JournalUsage | undefined> {
+  const args = [JSON.stringify(step), limits.maxJournalSteps, limits.maxJournalBytes, limits.ttlMs]
+  const [status, steps, bytes] = await runChecked(
+    redis,
+    'append-journal-3',
+    session,
+    sessionKeys(session),
+    args,
+  )
+  return status === 'full' ? { steps: Number(steps), bytes: Number(bytes) } : undefined
+}
+
+/** Empties the journal (and its byte count). */
+export async function clearJournal(redis: RedisClient, session: Session): Promise<void> {
+  const { keys } = session
+  await runChecked(
+    redis,
+    'clear-journal-2',
+    session,
+    [keys.lease, keys.journal],
+    [],
+    'it holds the wrong Redis type',
+  )
+}
