@@ -1,5 +1,5 @@
 import { SandkeepError } from '../errors.js'
-import { writeManifest } from '../fidelity.js'
+import { writeManifest } from '../fidelity-manifest.js'
 import type { TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
 import type { ProcessInfo } from '../sandbox-provider.js'

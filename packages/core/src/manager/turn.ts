@@ -1,5 +1,6 @@
 import { SandkeepError } from '../errors.js'
-import type { UsedContext, VerifiedState } from '../fidelity.js'
+import type { UsedContext } from '../fidelity.js'
+import type { VerifiedState } from '../fidelity-manifest.js'
 import type { JournalStep } from '../journal.js'
 import { validateJournalStep } from '../rehydrate.js'
 import type { ResumeReport, TurnEndReport } from '../report.js'
