@@ -31,7 +31,7 @@ async function creationPause(
   waiters.add(wake)
   const stop = new AbortController()
   try {
-    await Promise.race([sleep(ms, AbortSignal.any([signal, stop.signal])), woken])
+    await Promise.race([sleep(ms, AbortSignal.any([signal, stop.signal]), 'reject'), woken])
   } finally {
     stop.abort()
     waiters.delete(wake)
