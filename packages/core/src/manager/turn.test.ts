@@ -114,4 +114,19 @@ describe('createSessionManager: turn lifecycle', () => {
       resumes[1]?.report.timings.connectMs ?? 0,
     )
   })
+
+  it('reports a throwing listener as an error event (phase listener:<event>) and the turn goes on', async () => {
+    const { sessions, id } = setup()
+    const errors = record(sessions, 'error')
+    const broken = new Error('listener bug')
+    sessions.on('turn-end', () => {
+      throw broken
+    })
+    const end = await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.runCode('1')
+      return 'done'
+    })
+    expect(end).toBe('done')
+    expect(errors.map((e) => [e.phase, e.error])).toEqual([['listener:turn-end', broken]])
+  })
 })
