@@ -17,7 +17,7 @@ export const MARKER_PATH = '/home/user/.sandkeep/marker'
  * Bound of an envd read of the marker, ms. Code in the sandbox may have replaced the marker with a FIFO, whose
  * read never ends: the probe must fail and repair, not hold the turn.
  */
-export const MARKER_READ_TIMEOUT_MS = 5000
+const MARKER_READ_TIMEOUT_MS = 5000
 
 /** An interpreter context a turn ran code in. */
 export interface UsedContext {
