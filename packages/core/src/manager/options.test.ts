@@ -56,4 +56,20 @@ describe('createSessionManager: options', () => {
       createSessionManager({ store: createMemorySessionStore(), provider, onTurnEnd: 'keep' }),
     ).not.toThrow()
   })
+
+  it('says what is wrong with one wording: the parameter, then the fix', async () => {
+    const { provider, store, sessions, id } = setup()
+    expect(() => createSessionManager({ store, provider, extra: 1 } as never)).toThrow(
+      'createSessionManager has an unknown option "extra"; known: store, provider,',
+    )
+    expect(() => createSessionManager({ store, provider, sandbox: { size: 1 } as never })).toThrow(
+      'options.sandbox has an unknown option "size"; known: template,',
+    )
+    await expect(sessions.beginTurn(id, { colour: 1 } as never)).rejects.toThrow(
+      'turn options has an unknown option "colour"; known: tenant, abortSignal, lazy.',
+    )
+    expect(() => createSessionManager({ store, provider, rehydrate: 'all' as never })).toThrow(
+      "options.rehydrate must be 'journal' or 'none'.",
+    )
+  })
 })
