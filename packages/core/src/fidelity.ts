@@ -149,7 +149,7 @@ async function probeMemory(
     return {
       survived: null,
       kept: [] as UsedContext[],
-      result: skipped('memory', 'memory', 'no interpreter context was used before the pause', started),
+      result: skipped('memory', 'no interpreter context was used before the pause', started),
     }
   }
   const found = await Promise.all(
@@ -187,19 +187,16 @@ async function probeMemory(
   return {
     survived,
     kept,
-    result: {
-      name: 'memory',
-      kind: 'memory' as const,
-      status: survived === true ? ('passed' as const) : ('failed' as const),
-      required: false,
-      probeMs: performance.now() - started,
-      message:
-        survived === true
-          ? `interpreter state kept in ${entries.length} context(s)`
-          : survived === false
-            ? `interpreter state lost in ${lost.map(name).join(', ')}`
-            : `unknown: the probe call failed on the platform in ${unknown.map(name).join(', ')}`,
-    },
+    result: probed(
+      'memory',
+      survived === true ? 'passed' : 'failed',
+      started,
+      survived === true
+        ? `interpreter state kept in ${entries.length} context(s)`
+        : survived === false
+          ? `interpreter state lost in ${lost.map(name).join(', ')}`
+          : `unknown: the probe call failed on the platform in ${unknown.map(name).join(', ')}`,
+    ),
   }
 }
 
@@ -214,19 +211,12 @@ async function probeFilesystem(
   if (!marker) {
     return {
       survived: null,
-      result: skipped('filesystem', 'filesystem', 'no marker file was written', started),
+      result: skipped('filesystem', 'no marker file was written', started),
     }
   }
   const content = await read()
   if (typeof content === 'object' && content !== null) {
-    const result = {
-      name: 'filesystem',
-      kind: 'filesystem' as const,
-      status: 'failed' as HealthCheckResult['status'],
-      required: false,
-      probeMs: performance.now() - started,
-      message: '',
-    }
+    const result = probed('filesystem', 'failed', started, '')
     if ('unknown' in content) {
       result.message = `unknown: the marker file could not be read (${content.unknown})`
       return { survived: null, result }
@@ -255,18 +245,16 @@ async function probeFilesystem(
   const survived = content === marker.value
   return {
     survived,
-    result: {
-      name: 'filesystem',
-      kind: 'filesystem' as const,
-      status: survived ? ('passed' as const) : ('failed' as const),
-      required: false,
-      probeMs: performance.now() - started,
-      message: survived
+    result: probed(
+      'filesystem',
+      survived ? 'passed' : 'failed',
+      started,
+      survived
         ? 'files kept'
         : content === null
           ? 'marker file is gone: files were lost'
           : 'marker file differs',
-    },
+    ),
   }
 }
 
@@ -283,12 +271,7 @@ async function probeProcesses(
       survived: null,
       list: undefined,
       restarted: false,
-      result: skipped(
-        'processes',
-        'processes',
-        'no background process was running before the pause',
-        started,
-      ),
+      result: skipped('processes', 'no background process was running before the pause', started),
     }
   }
   let running: Awaited<ReturnType<SandboxHandle['listProcesses']>>
@@ -306,7 +289,7 @@ async function probeProcesses(
         survived: null,
         list: undefined,
         restarted: false,
-        result: skipped('processes', 'processes', 'the provider cannot list processes', started),
+        result: skipped('processes', 'the provider cannot list processes', started),
       }
     }
     if (signal.aborted || !SandkeepError.isInstance(error)) throw error
@@ -314,14 +297,12 @@ async function probeProcesses(
       survived: null,
       list: undefined,
       restarted: false,
-      result: {
-        name: 'processes',
-        kind: 'processes' as const,
-        status: 'failed' as const,
-        required: false,
-        probeMs: performance.now() - started,
-        message: `unknown: the process list could not be read (${error.message})`,
-      },
+      result: probed(
+        'processes',
+        'failed',
+        started,
+        `unknown: the process list could not be read (${error.message})`,
+      ),
     }
   }
   const missing = recorded.filter((p) => !running.some((r) => r.command === p.command))
@@ -339,22 +320,22 @@ async function probeProcesses(
     // Restarted = running again under a new pid (processes-mode platforms). A process that is simply gone
     // was not restarted: a port check must not wait for a server nobody is starting.
     restarted: recorded.some((p) => !samePid.includes(p) && !missing.includes(p)),
-    result: {
-      name: 'processes',
-      kind: 'processes' as const,
-      status: survived ? ('passed' as const) : ('failed' as const),
-      required: false,
-      probeMs: performance.now() - started,
-      message,
-    },
+    result: probed('processes', survived ? 'passed' : 'failed', started, message),
   }
 }
 
-function skipped(
-  name: string,
-  kind: 'memory' | 'filesystem' | 'processes',
-  message: string,
+type ProbeKind = 'memory' | 'filesystem' | 'processes'
+
+/** A built-in probe's result (named after its kind, never required), timed from `started`. */
+function probed(
+  kind: ProbeKind,
+  status: HealthCheckResult['status'],
   started: number,
+  message: string,
 ): HealthCheckResult {
-  return { name, kind, status: 'skipped', required: false, probeMs: performance.now() - started, message }
+  return { name: kind, kind, status, required: false, probeMs: performance.now() - started, message }
+}
+
+function skipped(kind: ProbeKind, message: string, started: number): HealthCheckResult {
+  return probed(kind, 'skipped', started, message)
 }
