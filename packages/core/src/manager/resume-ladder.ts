@@ -1,7 +1,7 @@
 import { SandkeepError } from '../errors.js'
 import type { ResumeOutcome } from '../report.js'
 import type { SandboxHandle } from '../sandbox-provider.js'
-import type { SessionRecord, SessionSandboxState } from '../session-store.js'
+import type { SessionRecord } from '../session-store.js'
 import { waitForCreation, wakeCreationWaiters } from './creation-wait.js'
 import { SANDKEEP_METADATA, sandboxCreateOptions, sessionMetadata } from './metadata.js'
 import { checkRecord } from './records.js'
@@ -105,15 +105,14 @@ function mapSandbox(
   sandboxId: string,
   expected: string | null,
   template: string | null,
-): Promise<unknown> {
+): Promise<SessionRecord> {
   const { store, provider, config } = turn.ctx
-  const state: SessionSandboxState = 'running'
   return store.setSandbox(turn.key, turn.lease, {
     sandboxId,
     expectedSandboxId: expected,
     providerId: provider.providerId,
     template,
-    state,
+    state: 'running',
     ttlMs: config.ttlMs,
   })
 }
