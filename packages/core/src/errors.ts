@@ -12,8 +12,6 @@ export const SandkeepErrorCode = {
   SESSION_BUSY: 'SESSION_BUSY',
   /** This holder's lease expired or was superseded (stale fencing token); its write was refused. */
   LEASE_LOST: 'LEASE_LOST',
-  /** The session or the sandbox does not exist (never created, killed, or expired on the platform). */
-  SESSION_NOT_FOUND: 'SESSION_NOT_FOUND',
   /** The provider says the sandbox does not exist (killed, or past the platform's retention). */
   SANDBOX_NOT_FOUND: 'SANDBOX_NOT_FOUND',
   /** The provider could not be reached or kept failing (5xx, network, still transitioning) after retries. */

@@ -1,11 +1,11 @@
 // Built-in fidelity probes: what did the pause keep? Each compares the sandbox with the manifest the
 // previous turn wrote at its end: a sentinel value in every interpreter context it used (memory), a marker
 // file (filesystem), and the list of background processes (processes).
-import { randomBytes } from 'node:crypto'
 import { SandkeepError } from './errors.js'
+import { isPlatformError, type ProbeCellAnswer, probeCall, runProbeCell } from './fidelity-cell.js'
 import type { HealthCheckResult } from './health.js'
 import type { CodeLanguage } from './journal.js'
-import { DEFAULT_RETRY_POLICY, type RetryPolicy, retryProviderCall } from './retry.js'
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js'
 import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
 import type { TurnManifest } from './session-store.js'
 
@@ -17,7 +17,7 @@ export const MARKER_PATH = '/home/user/.sandkeep/marker'
  * Bound of an envd read of the marker, ms. Code in the sandbox may have replaced the marker with a FIFO, whose
  * read never ends: the probe must fail and repair, not hold the turn.
  */
-export const MARKER_READ_TIMEOUT_MS = 5000
+const MARKER_READ_TIMEOUT_MS = 5000
 
 /** An interpreter context a turn ran code in. */
 export interface UsedContext {
@@ -41,13 +41,6 @@ export interface FidelityOutcome {
   processesRestarted: boolean
 }
 
-function setSentinelCode(language: CodeLanguage, value: string): string {
-  const literal = JSON.stringify(value)
-  return language === 'javascript'
-    ? `globalThis.${SENTINEL_VARIABLE} = ${literal}; undefined`
-    : `${SENTINEL_VARIABLE} = ${literal}`
-}
-
 function readSentinelCode(language: CodeLanguage): string {
   return language === 'javascript'
     ? `globalThis.${SENTINEL_VARIABLE}`
@@ -63,108 +56,7 @@ function unquote(text: string | null): string | null {
   return value
 }
 
-/** First line of the combined probe cell; the rest of the line is its parameters as JSON. */
-export const PROBE_CELL_TAG = '# sandkeep:probe '
-
-/**
- * One Python cell that reads the memory sentinel and the marker file together, so a turn that used the
- * default Python context pays one sandbox call for both probes instead of two. It defines no name in the
- * user's namespace and leaves no cell result (so `_` is untouched); it prints one JSON line:
- * `{"sentinel": value or null, "marker": text, null when the file is missing, or {"error": ...}}`.
- */
-function probeCellCode(variable: string, path: string): string {
-  const body = [
-    'import json, os, stat, sys',
-    'try:',
-    '    st = os.lstat(P)',
-    // Check the type before opening: a FIFO would block the read, a directory or a symlink is not our marker.
-    '    if not stat.S_ISREG(st.st_mode):',
-    '        m = {"unreadable": "not a regular file (mode %o)" % st.st_mode}',
-    '    else:',
-    '        fd = os.open(P, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))',
-    '        try: m = os.read(fd, 65536).decode("utf-8")',
-    '        finally: os.close(fd)',
-    'except FileNotFoundError:',
-    '    m = None',
-    'except Exception as e:',
-    '    m = {"error": repr(e)}',
-    'sys.stdout.write(json.dumps({"sentinel": G.get(S), "marker": m}, default=repr) + "\\n")',
-  ].join('\n')
-  return [
-    `${PROBE_CELL_TAG}${JSON.stringify({ variable, path })}`,
-    `__import__('builtins').exec(${JSON.stringify(body)}, {'G': globals(), 'S': ${JSON.stringify(variable)}, 'P': ${JSON.stringify(path)}})`,
-  ].join('\n')
-}
-
-/** What the combined cell printed; null when it printed nothing we can read. */
-function parseProbeCell(stdout: string): { sentinel: unknown; marker: unknown } | null {
-  const lines = stdout.trim().split('\n')
-  try {
-    const value: unknown = JSON.parse(lines.at(-1) ?? '')
-    if (typeof value === 'object' && value !== null && 'sentinel' in value && 'marker' in value) {
-      return value as { sentinel: unknown; marker: unknown }
-    }
-  } catch {}
-  return null
-}
-
-/**
- * The combined cell's answer: whether the sentinel matched (null: the call errored, unknown), and the marker
- * as read (undefined = unknown).
- */
-interface ProbeCellAnswer {
-  sentinelKept: boolean | null
-  marker: unknown
-}
-
-/**
- * A probe call that failed for a reason that says nothing about the sandbox's state (a platform hiccup: 5xx,
- * timeout, network): the probe's answer is unknown, never "lost".
- */
-function isPlatformError(error: unknown): boolean {
-  return SandkeepError.isInstance(error) && (error.retryable || error.code === 'TIMEOUT')
-}
-
-/** Runs `operation` with the connect retry policy, then once more if it still failed on the platform. */
-async function probeCall<T>(
-  operation: () => Promise<T>,
-  policy: RetryPolicy,
-  signal: AbortSignal,
-  unknownIf: (error: unknown) => boolean = isPlatformError,
-): Promise<T> {
-  try {
-    return await retryProviderCall(operation, policy, { signal })
-  } catch (error) {
-    if (signal.aborted || !unknownIf(error)) throw error
-    return retryProviderCall(operation, policy, { signal })
-  }
-}
-
-/** Runs the combined cell; never rejects except on abort (a failed cell is memory lost or unknown, marker unknown). */
-async function runProbeCell(
-  sandbox: SandboxHandle,
-  entry: NonNullable<TurnManifest['memory']>[number],
-  path: string,
-  signal: AbortSignal,
-  policy: RetryPolicy,
-): Promise<ProbeCellAnswer> {
-  try {
-    const result = await probeCall(
-      () => sandbox.runCode(probeCellCode(entry.variable, path), { language: 'python', signal }),
-      policy,
-      signal,
-    )
-    const answer = result.error ? null : parseProbeCell(result.stdout)
-    return { sentinelKept: answer !== null && answer.sentinel === entry.value, marker: answer?.marker }
-  } catch (error) {
-    if (signal.aborted) throw error
-    if (isPlatformError(error)) return { sentinelKept: null, marker: undefined }
-    // A context the platform no longer knows is memory lost, not a failed turn.
-    if (SandkeepError.isInstance(error) && error.code !== 'ABORTED')
-      return { sentinelKept: false, marker: undefined }
-    throw error
-  }
-}
+export { PROBE_CELL_TAG } from './fidelity-cell.js'
 
 /**
  * The marker as the filesystem probe found it: its content, null when it is missing, `unreadable` when
@@ -257,7 +149,7 @@ async function probeMemory(
     return {
       survived: null,
       kept: [] as UsedContext[],
-      result: skipped('memory', 'memory', 'no interpreter context was used before the pause', started),
+      result: skipped('memory', 'no interpreter context was used before the pause', started),
     }
   }
   const found = await Promise.all(
@@ -295,19 +187,16 @@ async function probeMemory(
   return {
     survived,
     kept,
-    result: {
-      name: 'memory',
-      kind: 'memory' as const,
-      status: survived === true ? ('passed' as const) : ('failed' as const),
-      required: false,
-      probeMs: performance.now() - started,
-      message:
-        survived === true
-          ? `interpreter state kept in ${entries.length} context(s)`
-          : survived === false
-            ? `interpreter state lost in ${lost.map(name).join(', ')}`
-            : `unknown: the probe call failed on the platform in ${unknown.map(name).join(', ')}`,
-    },
+    result: probed(
+      'memory',
+      survived === true ? 'passed' : 'failed',
+      started,
+      survived === true
+        ? `interpreter state kept in ${entries.length} context(s)`
+        : survived === false
+          ? `interpreter state lost in ${lost.map(name).join(', ')}`
+          : `unknown: the probe call failed on the platform in ${unknown.map(name).join(', ')}`,
+    ),
   }
 }
 
@@ -322,19 +211,12 @@ async function probeFilesystem(
   if (!marker) {
     return {
       survived: null,
-      result: skipped('filesystem', 'filesystem', 'no marker file was written', started),
+      result: skipped('filesystem', 'no marker file was written', started),
     }
   }
   const content = await read()
   if (typeof content === 'object' && content !== null) {
-    const result = {
-      name: 'filesystem',
-      kind: 'filesystem' as const,
-      status: 'failed' as HealthCheckResult['status'],
-      required: false,
-      probeMs: performance.now() - started,
-      message: '',
-    }
+    const result = probed('filesystem', 'failed', started, '')
     if ('unknown' in content) {
       result.message = `unknown: the marker file could not be read (${content.unknown})`
       return { survived: null, result }
@@ -363,18 +245,16 @@ async function probeFilesystem(
   const survived = content === marker.value
   return {
     survived,
-    result: {
-      name: 'filesystem',
-      kind: 'filesystem' as const,
-      status: survived ? ('passed' as const) : ('failed' as const),
-      required: false,
-      probeMs: performance.now() - started,
-      message: survived
+    result: probed(
+      'filesystem',
+      survived ? 'passed' : 'failed',
+      started,
+      survived
         ? 'files kept'
         : content === null
           ? 'marker file is gone: files were lost'
           : 'marker file differs',
-    },
+    ),
   }
 }
 
@@ -391,12 +271,7 @@ async function probeProcesses(
       survived: null,
       list: undefined,
       restarted: false,
-      result: skipped(
-        'processes',
-        'processes',
-        'no background process was running before the pause',
-        started,
-      ),
+      result: skipped('processes', 'no background process was running before the pause', started),
     }
   }
   let running: Awaited<ReturnType<SandboxHandle['listProcesses']>>
@@ -414,7 +289,7 @@ async function probeProcesses(
         survived: null,
         list: undefined,
         restarted: false,
-        result: skipped('processes', 'processes', 'the provider cannot list processes', started),
+        result: skipped('processes', 'the provider cannot list processes', started),
       }
     }
     if (signal.aborted || !SandkeepError.isInstance(error)) throw error
@@ -422,14 +297,12 @@ async function probeProcesses(
       survived: null,
       list: undefined,
       restarted: false,
-      result: {
-        name: 'processes',
-        kind: 'processes' as const,
-        status: 'failed' as const,
-        required: false,
-        probeMs: performance.now() - started,
-        message: `unknown: the process list could not be read (${error.message})`,
-      },
+      result: probed(
+        'processes',
+        'failed',
+        started,
+        `unknown: the process list could not be read (${error.message})`,
+      ),
     }
   }
   const missing = recorded.filter((p) => !running.some((r) => r.command === p.command))
@@ -447,98 +320,22 @@ async function probeProcesses(
     // Restarted = running again under a new pid (processes-mode platforms). A process that is simply gone
     // was not restarted: a port check must not wait for a server nobody is starting.
     restarted: recorded.some((p) => !samePid.includes(p) && !missing.includes(p)),
-    result: {
-      name: 'processes',
-      kind: 'processes' as const,
-      status: survived ? ('passed' as const) : ('failed' as const),
-      required: false,
-      probeMs: performance.now() - started,
-      message,
-    },
+    result: probed('processes', survived ? 'passed' : 'failed', started, message),
   }
 }
 
-function skipped(
-  name: string,
-  kind: 'memory' | 'filesystem' | 'processes',
-  message: string,
+type ProbeKind = 'memory' | 'filesystem' | 'processes'
+
+/** A built-in probe's result (named after its kind, never required), timed from `started`. */
+function probed(
+  kind: ProbeKind,
+  status: HealthCheckResult['status'],
   started: number,
+  message: string,
 ): HealthCheckResult {
-  return { name, kind, status: 'skipped', required: false, probeMs: performance.now() - started, message }
+  return { name: kind, kind, status, required: false, probeMs: performance.now() - started, message }
 }
 
-/** What the resume verified, so the turn end does not write again what is known to be in place. */
-export interface VerifiedState {
-  /** Contexts whose sentinel was found at resume (same sandbox): their entry carries over as is. */
-  contexts: readonly UsedContext[]
-  /** True when the marker file was found intact at resume (same sandbox). */
-  marker: boolean
-}
-
-/**
- * Writes what the next turn will compare with, in parallel: the sentinel in each context this turn used that
- * was not verified at resume (a verified one still holds the value, so overlapping turns agree and nothing is
- * re-run), the marker file unless it was verified, and the process list. `processes` is the list as the
- * resume read it, given when nothing since could have changed it (no process started, killed or run): then
- * it is recorded as is instead of being listed again.
- */
-export async function writeManifest(
-  sandbox: SandboxHandle,
-  used: readonly UsedContext[],
-  previous: TurnManifest | null,
-  verified: VerifiedState,
-  signal: AbortSignal,
-  processes?: readonly ProcessInfo[],
-): Promise<TurnManifest> {
-  const sameSandbox = previous?.sandboxId === sandbox.id ? previous : null
-  const previousEntry = (context: UsedContext) =>
-    sameSandbox?.memory?.find((m) => m.language === context.language && m.contextId === context.contextId)
-  const same = (a: UsedContext, b: UsedContext) => a.language === b.language && a.contextId === b.contextId
-  const kept = verified.contexts.filter((c) => previousEntry(c) !== undefined)
-  const toSet = used.filter((c) => !kept.some((k) => same(k, c)))
-  const markerKept = verified.marker && sameSandbox?.filesystem ? sameSandbox.filesystem : null
-  const markerValue = markerKept?.value ?? sameSandbox?.filesystem?.value ?? token()
-  const recordProcess = (p: ProcessInfo) =>
-    p.cwd ? { pid: p.pid, command: p.command, cwd: p.cwd } : { pid: p.pid, command: p.command }
-  const [written, processList] = await Promise.all([
-    Promise.all(
-      toSet.map(async (context) => {
-        const value = previousEntry(context)?.value ?? token()
-        const result = await sandbox.runCode(setSentinelCode(context.language, value), {
-          language: context.language,
-          ...(context.contextId ? { contextId: context.contextId } : {}),
-          signal,
-        })
-        if (result.error) throw new Error(`could not set the memory sentinel: ${result.error.value}`)
-        return {
-          language: context.language,
-          contextId: context.contextId,
-          variable: SENTINEL_VARIABLE,
-          value,
-        }
-      }),
-    ),
-    processes
-      ? processes.map(recordProcess)
-      : sandbox.listProcesses().then(
-          (list) => list.map(recordProcess),
-          (error: unknown) => {
-            if (SandkeepError.hasCode(error, 'CAPABILITY_UNSUPPORTED')) return null
-            throw error
-          },
-        ),
-    markerKept ? Promise.resolve() : sandbox.writeFile(MARKER_PATH, markerValue, { signal }),
-  ])
-  const memory = [...kept.map((c) => previousEntry(c)).filter((m) => m !== undefined), ...written]
-  return {
-    writtenAt: Date.now(),
-    sandboxId: sandbox.id,
-    memory: memory.length === 0 ? null : memory,
-    filesystem: { path: MARKER_PATH, value: markerValue },
-    processes: processList,
-  }
-}
-
-function token(): string {
-  return randomBytes(9).toString('base64url')
+function skipped(kind: ProbeKind, message: string, started: number): HealthCheckResult {
+  return probed(kind, 'skipped', started, message)
 }

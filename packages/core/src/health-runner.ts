@@ -6,13 +6,14 @@ import type {
   HealthRepair,
   PortHealthCheck,
 } from './health.js'
+import { sleep } from './retry.js'
 import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
 
 /** Default time allowed for one probe (and again for its repair), ms. */
-export const DEFAULT_CHECK_TIMEOUT_MS = 10_000
+const DEFAULT_CHECK_TIMEOUT_MS = 10_000
 
 /** How long a port probe waits for a just-restarted process to listen before its repair runs, ms. */
-export const PORT_START_GRACE_MS = 3_000
+const PORT_START_GRACE_MS = 3_000
 
 type ProbeOutcome = { ok: boolean; message?: string }
 
@@ -86,7 +87,7 @@ async function runCheck(
       !outcome.ok && waitForPort && check.kind === 'port' && !signal.aborted && performance.now() < waitUntil;
       attempt++
     ) {
-      await delay(Math.min(50 * 2 ** attempt, 500), signal)
+      await sleep(Math.min(50 * 2 ** attempt, 500), signal, 'resolve')
       if (signal.aborted) break
       outcome = await probe(handles, check, signal)
       if (!outcome.ok && restartedProcesses && !(await anyStillRunning(handles, restartedProcesses))) {
@@ -121,7 +122,7 @@ async function runCheck(
     for (let attempt = 0; !signal.aborted; attempt++) {
       last = await probe(handles, check, signal)
       if (last.ok) return last
-      await delay(Math.min(50 * 2 ** attempt, 500), signal)
+      await sleep(Math.min(50 * 2 ** attempt, 500), signal, 'resolve')
     }
     return last
   })
@@ -226,7 +227,7 @@ async function probe(
 }
 
 /** True when a process's command line runs `command` (substring of what the platform reports). */
-export function commandMatches(
+function commandMatches(
   process: { command: string; cmd?: string; args?: string[] },
   command: string,
 ): boolean {
@@ -318,16 +319,4 @@ async function bounded(
     clearTimeout(timer)
     parent.removeEventListener('abort', onParent)
   }
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms)
-    function done() {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    signal.addEventListener('abort', done, { once: true })
-  })
 }

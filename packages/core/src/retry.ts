@@ -43,7 +43,7 @@ export async function retryProviderCall<T>(
         const asked = error.retryAfterMs
         if (asked !== undefined && asked > retryDelay && asked <= MAX_RETRY_AFTER_MS) {
           // p-retry waits `retryDelay` after this callback; wait the rest of what the platform asked for.
-          await sleep(asked - retryDelay, options.signal)
+          await sleep(asked - retryDelay, options.signal, 'reject')
         }
       },
     })
@@ -70,18 +70,27 @@ export function toSandkeepError(error: unknown, signal?: AbortSignal): SandkeepE
   })
 }
 
-/** Resolves after `ms`, or rejects with the signal's reason when it fires first. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(signal.reason)
+/**
+ * Waits `ms`. When `signal` fires first (or has already fired), `onAbort` says what happens: `'reject'` with
+ * the signal's reason (a wait the caller must not outlive: retries, creation polls), or `'resolve'` at once
+ * (a wait inside a loop that checks the signal itself: health-check polls).
+ */
+export function sleep(
+  ms: number,
+  signal: AbortSignal | undefined,
+  onAbort: 'reject' | 'resolve',
+): Promise<void> {
+  if (signal?.aborted) return onAbort === 'reject' ? Promise.reject(signal.reason) : Promise.resolve()
   return new Promise((resolve, reject) => {
-    const onAbort = () => {
+    const aborted = () => {
       clearTimeout(timer)
-      reject(signal?.reason)
+      if (onAbort === 'reject') reject(signal?.reason)
+      else resolve()
     }
     const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort)
+      signal?.removeEventListener('abort', aborted)
       resolve()
     }, ms)
-    signal?.addEventListener('abort', onAbort, { once: true })
+    signal?.addEventListener('abort', aborted, { once: true })
   })
 }

@@ -1,10 +1,9 @@
-import type { SessionManagerEvents } from '../session-manager-types.js'
 import type { SessionStore } from '../session-store.js'
 import { SANDKEEP_VERSION } from '../version.js'
 import { loadOpenTelemetryApi, validateTelemetryOption } from './api.js'
 import { instrumentStore } from './instrument-store.js'
 import { createSandkeepMetrics } from './metrics.js'
-import { createTurnTracer, noopTurnTracer, type TurnTracer } from './tracer.js'
+import { createTurnTracer, noopTurnTracer, type Subscribe, type TurnTracer } from './tracer.js'
 
 export type { TelemetryMeter, TelemetryOption, TelemetrySpan, TelemetryTracer } from './api.js'
 
@@ -24,10 +23,7 @@ export interface ManagerTelemetry {
  */
 export function createManagerTelemetry(
   option: unknown,
-  on: <E extends keyof SessionManagerEvents>(
-    event: E,
-    listener: (payload: SessionManagerEvents[E]) => void,
-  ) => unknown,
+  on: Subscribe,
   load: typeof loadOpenTelemetryApi = loadOpenTelemetryApi,
 ): ManagerTelemetry {
   const settings = validateTelemetryOption(option)

@@ -17,6 +17,7 @@ import {
 } from '@opentelemetry/sdk-trace-base'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SandkeepError } from '../errors.js'
+import { setup as setupManager } from '../manager/manager.test-support.js'
 import { createMemorySessionStore } from '../memory-store.js'
 import { createSessionManager, hashConversationId } from '../session-manager.js'
 import type { SessionManagerOptions } from '../session-manager-types.js'
@@ -39,16 +40,12 @@ function tracing() {
   return { exporter, tracer: provider.getTracer('test') }
 }
 
+// The manager's fixture, with two retries.
 function setup(options: Partial<SessionManagerOptions>, providerOptions: MockProviderOptions = {}) {
-  const provider = createMockProvider(providerOptions)
-  const store = createMemorySessionStore()
-  const sessions = createSessionManager({
-    store,
-    provider,
-    retry: { retries: 2, minTimeoutMs: 1, maxTimeoutMs: 5 },
-    ...options,
-  })
-  return { provider, store, sessions, id: `conv-${randomUUID()}` }
+  return setupManager(
+    { retry: { retries: 2, minTimeoutMs: 1, maxTimeoutMs: 5 }, ...options },
+    providerOptions,
+  )
 }
 
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId

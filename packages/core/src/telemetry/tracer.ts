@@ -1,6 +1,7 @@
 import { SandkeepError } from '../errors.js'
+import type { HealthCheckResult } from '../health.js'
+import { hashConversationId } from '../manager/metadata.js'
 import type { ResumeReport } from '../report.js'
-import { hashConversationId } from '../session-manager.js'
 import type { SessionManagerEvents } from '../session-manager-types.js'
 import type {
   OpenTelemetryApi,
@@ -78,63 +79,113 @@ const attributesOf = (report: ResumeReport): TelemetryAttributes => {
   return attributes
 }
 
+/** The manager's `on`, as the telemetry subscribes to its events. */
+export type Subscribe = <E extends keyof SessionManagerEvents>(
+  event: E,
+  listener: (payload: SessionManagerEvents[E]) => void,
+) => unknown
+
+/** The tracer, the context keys of the turn's and the resume's spans, and readers of the active context. */
+interface Scope extends Tracing {
+  readonly TURN: symbol
+  readonly RESUME: symbol
+  active(): TelemetryContext
+  turnOf(context: TelemetryContext): TurnState | undefined
+  /** A span for a phase that already ended now and took `ms`. */
+  measured(name: string, ms: number, attributes: TelemetryAttributes): void
+}
+
+function createScope({ api, tracer }: Tracing): Scope {
+  const TURN = api.createContextKey('sandkeep.turn')
+  const active = () => api.context.active()
+  return {
+    api,
+    tracer,
+    TURN,
+    RESUME: api.createContextKey('sandkeep.resume'),
+    active,
+    turnOf: (context) => context.getValue(TURN) as TurnState | undefined,
+    measured(name, ms, attributes) {
+      const now = preciseNow()
+      tracer.startSpan(name, { attributes, startTime: now - ms }, active()).end(now)
+    },
+  }
+}
+
 /**
  * Creates the span hooks and subscribes to the manager's events. Phases the manager measures and reports
  * by event (health checks, rehydrate, pause) become spans ending at the event and starting the measured
  * duration earlier; they are children of the span active at the event (the resume's, or the turn's).
  */
-export function createTurnTracer(
-  tracing: Tracing,
-  on: <E extends keyof SessionManagerEvents>(
-    event: E,
-    listener: (payload: SessionManagerEvents[E]) => void,
-  ) => unknown,
-): TurnTracer {
-  const { api, tracer } = tracing
-  const TURN = api.createContextKey('sandkeep.turn')
-  const RESUME = api.createContextKey('sandkeep.resume')
+export function createTurnTracer(tracing: Tracing, on: Subscribe): TurnTracer {
+  const scope = createScope(tracing)
+  subscribePhaseSpans(scope, on)
+  const { api, tracer, active } = scope
   const turnContexts = new WeakMap<object, TelemetryContext>()
-  const active = () => api.context.active()
-  const turnOf = (context: TelemetryContext) => context.getValue(TURN) as TurnState | undefined
-  /** A span for a phase that already ended now and took `ms`. */
-  const measured = (name: string, ms: number, attributes: TelemetryAttributes): void => {
-    const now = preciseNow()
-    tracer.startSpan(name, { attributes, startTime: now - ms }, active()).end(now)
+  return {
+    async turn(conversationId, options, begin) {
+      const parent = active()
+      const tenant = (options as { tenant?: unknown } | undefined)?.tenant
+      const span = tracer.startSpan(
+        'sandkeep.turn',
+        {
+          attributes: {
+            ...sessionAttributes({ tenant: tenant ?? 'default', conversationId }),
+            'sandkeep.turn.lazy': (options as { lazy?: unknown } | undefined)?.lazy === true,
+          },
+        },
+        parent,
+      )
+      const state: TurnState = { span, ended: false }
+      const context = api.trace.setSpan(parent, span).setValue(scope.TURN, state)
+      try {
+        const turn = await api.context.with(context, begin)
+        turnContexts.set(turn, context)
+        return turn
+      } catch (error) {
+        // Failed before a turn existed (bad input, store down): nothing else ends this span.
+        if (!state.ended) {
+          state.ended = true
+          failSpan(span, error)
+          span.end()
+        }
+        throw error
+      }
+    },
+    async resume(turn, run) {
+      const parent = turnContexts.get(turn) ?? active()
+      const span = tracer.startSpan('sandkeep.resume', {}, parent)
+      try {
+        return await api.context.with(api.trace.setSpan(parent, span).setValue(scope.RESUME, span), run)
+      } catch (error) {
+        failSpan(span, error)
+        const state = scope.turnOf(parent)
+        if (state && !state.ended) failSpan(state.span, error)
+        throw error
+      } finally {
+        span.end()
+      }
+    },
+    within(turn, run) {
+      const context = turnContexts.get(turn)
+      return context ? api.context.with(context, run) : run()
+    },
   }
+}
 
+/** The spans of the phases the manager reports by event, and the attributes of the turn's and resume's spans. */
+function subscribePhaseSpans(scope: Scope, on: Subscribe): void {
+  const { tracer, active, turnOf, measured } = scope
   on('resume-end', ({ report }) => {
     const context = active()
-    const resume = context.getValue(RESUME) as TelemetrySpan | undefined
+    const resume = context.getValue(scope.RESUME) as TelemetrySpan | undefined
     const attributes = attributesOf(report)
     for (const [key, value] of Object.entries(attributes)) resume?.setAttribute(key, value)
     const turn = turnOf(context)
     turn?.span.setAttribute('sandkeep.sandbox.id', report.sandboxId)
     turn?.span.setAttribute('sandkeep.outcome', report.outcome)
   })
-  on('health-check', ({ sandboxId, result }) => {
-    const now = preciseNow()
-    const span = tracer.startSpan(
-      'sandkeep.health',
-      {
-        attributes: {
-          'sandkeep.sandbox.id': sandboxId,
-          'sandkeep.health.name': result.name,
-          'sandkeep.health.kind': result.kind,
-          'sandkeep.health.status': result.status,
-          'sandkeep.health.ok': result.status === 'passed' || result.status === 'repaired',
-          'sandkeep.health.repaired': result.status === 'repaired',
-          'sandkeep.health.required': result.required,
-        },
-        startTime: now - result.probeMs - (result.repairMs ?? 0),
-      },
-      active(),
-    )
-    if (result.status === 'failed') {
-      span.setAttribute('sandkeep.error.code', 'HEALTH_CHECK_FAILED')
-      span.setStatus({ code: STATUS_ERROR, message: 'HEALTH_CHECK_FAILED' })
-    }
-    span.end(now)
-  })
+  on('health-check', ({ sandboxId, result }) => healthSpan(scope, sandboxId, result))
   on('rehydrate', ({ sandboxId, steps, ms, reason }) => {
     measured('sandkeep.rehydrate', ms, {
       'sandkeep.sandbox.id': sandboxId,
@@ -170,56 +221,32 @@ export function createTurnTracer(
     }
     turn.span.end()
   })
+}
 
-  return {
-    async turn(conversationId, options, begin) {
-      const parent = active()
-      const tenant = (options as { tenant?: unknown } | undefined)?.tenant
-      const span = tracer.startSpan(
-        'sandkeep.turn',
-        {
-          attributes: {
-            ...sessionAttributes({ tenant: tenant ?? 'default', conversationId }),
-            'sandkeep.turn.lazy': (options as { lazy?: unknown } | undefined)?.lazy === true,
-          },
-        },
-        parent,
-      )
-      const state: TurnState = { span, ended: false }
-      const context = api.trace.setSpan(parent, span).setValue(TURN, state)
-      try {
-        const turn = await api.context.with(context, begin)
-        turnContexts.set(turn, context)
-        return turn
-      } catch (error) {
-        // Failed before a turn existed (bad input, store down): nothing else ends this span.
-        if (!state.ended) {
-          state.ended = true
-          failSpan(span, error)
-          span.end()
-        }
-        throw error
-      }
+/** A health check's span, from its probe's start to now (probe and repair). */
+function healthSpan(scope: Scope, sandboxId: string, result: HealthCheckResult): void {
+  const now = preciseNow()
+  const span = scope.tracer.startSpan(
+    'sandkeep.health',
+    {
+      attributes: {
+        'sandkeep.sandbox.id': sandboxId,
+        'sandkeep.health.name': result.name,
+        'sandkeep.health.kind': result.kind,
+        'sandkeep.health.status': result.status,
+        'sandkeep.health.ok': result.status === 'passed' || result.status === 'repaired',
+        'sandkeep.health.repaired': result.status === 'repaired',
+        'sandkeep.health.required': result.required,
+      },
+      startTime: now - result.probeMs - (result.repairMs ?? 0),
     },
-    async resume(turn, run) {
-      const parent = turnContexts.get(turn) ?? active()
-      const span = tracer.startSpan('sandkeep.resume', {}, parent)
-      try {
-        return await api.context.with(api.trace.setSpan(parent, span).setValue(RESUME, span), run)
-      } catch (error) {
-        failSpan(span, error)
-        const state = turnOf(parent)
-        if (state && !state.ended) failSpan(state.span, error)
-        throw error
-      } finally {
-        span.end()
-      }
-    },
-    within(turn, run) {
-      const context = turnContexts.get(turn)
-      return context ? api.context.with(context, run) : run()
-    },
+    scope.active(),
+  )
+  if (result.status === 'failed') {
+    span.setAttribute('sandkeep.error.code', 'HEALTH_CHECK_FAILED')
+    span.setStatus({ code: STATUS_ERROR, message: 'HEALTH_CHECK_FAILED' })
   }
+  span.end(now)
 }
 
 /** The hooks when tracing is off: each runs its function as is. */

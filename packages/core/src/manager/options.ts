@@ -1,0 +1,250 @@
+import { SandkeepError } from '../errors.js'
+import type { HealthCheck } from '../health.js'
+import { validateJournalStep } from '../rehydrate.js'
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../retry.js'
+import type { SandboxProvider } from '../sandbox-provider.js'
+import type { OnTurnEnd, SessionManagerOptions, TurnOptions } from '../session-manager-types.js'
+import type { SessionStore } from '../session-store.js'
+import { invalidArgument, rejectUnknownOptions, validateInteger, validateTenant } from '../validation.js'
+import { SANDKEEP_METADATA } from './metadata.js'
+
+const KNOWN_OPTIONS = [
+  'store',
+  'provider',
+  'onTurnEnd',
+  'idleTimeoutMs',
+  'sandbox',
+  'healthChecks',
+  'fidelityProbes',
+  'speculativeConnect',
+  'bootstrap',
+  'rehydrate',
+  'leaseMs',
+  'ttlMs',
+  'createWaitMs',
+  'retry',
+  'telemetry',
+]
+const KNOWN_SANDBOX_OPTIONS = ['template', 'timeoutMs', 'metadata', 'envs', 'allowInternetAccess']
+const KNOWN_TURN_OPTIONS = ['tenant', 'abortSignal', 'lazy']
+const ON_TURN_END: readonly OnTurnEnd[] = ['pause', 'auto-pause', 'keep', 'kill']
+const CHECK_KINDS = ['process', 'port', 'code', 'file', 'custom']
+const BUILT_IN_PROBES = ['memory', 'filesystem', 'processes']
+const DAY_MS = 24 * 60 * 60 * 1000
+
+/** The sandbox settings every creation uses. */
+export interface ResolvedSandboxOptions {
+  template: string | undefined
+  timeoutMs: number
+  metadata: Record<string, string>
+  envs: Record<string, string> | undefined
+  allowInternetAccess: boolean
+}
+
+/** The manager's options, checked and with every default filled in. */
+export interface ResolvedOptions {
+  store: SessionStore
+  provider: SandboxProvider
+  onTurnEnd: OnTurnEnd
+  idleTimeoutMs: number
+  sandbox: ResolvedSandboxOptions
+  healthChecks: HealthCheck[]
+  fidelityProbes: boolean
+  speculativeConnect: boolean
+  bootstrap: SessionManagerOptions['bootstrap']
+  rehydrate: 'journal' | 'none'
+  leaseMs: number
+  ttlMs: number
+  createWaitMs: number
+  retry: RetryPolicy
+}
+
+/**
+ * Checks the options of createSessionManager and fills in the defaults. No I/O.
+ * @throws SandkeepError INVALID_ARGUMENT on bad options, CAPABILITY_UNSUPPORTED when `onTurnEnd` needs a
+ *   provider capability that is missing.
+ */
+export function resolveOptions(options: SessionManagerOptions): ResolvedOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('createSessionManager', 'needs an options object.')
+  rejectUnknownOptions('createSessionManager', options, KNOWN_OPTIONS)
+  const { store, provider } = options
+  if (store?.specificationVersion !== 'v1' || typeof store.acquire !== 'function') {
+    throw invalidArgument(
+      'options.store',
+      "must be a SessionStore with specificationVersion 'v1' (createMemorySessionStore, createRedisSessionStore).",
+    )
+  }
+  if (provider?.specificationVersion !== 'v1' || typeof provider.connect !== 'function') {
+    throw invalidArgument(
+      'options.provider',
+      "must be a SandboxProvider with specificationVersion 'v1' (createE2BProvider).",
+    )
+  }
+  const onTurnEnd = resolveOnTurnEnd(options.onTurnEnd, provider)
+  const rehydrate = options.rehydrate ?? 'journal'
+  if (rehydrate !== 'journal' && rehydrate !== 'none')
+    throw invalidArgument('options.rehydrate', "must be 'journal' or 'none'.")
+  for (const name of ['fidelityProbes', 'speculativeConnect'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'boolean')
+      throw invalidArgument(`options.${name}`, 'must be a boolean.')
+  }
+  return {
+    store,
+    provider,
+    onTurnEnd,
+    idleTimeoutMs: validateInteger('idleTimeoutMs', options.idleTimeoutMs ?? 60_000, 1000, DAY_MS),
+    sandbox: resolveSandboxOptions(options.sandbox, provider),
+    healthChecks: validateHealthChecks(options.healthChecks),
+    fidelityProbes: options.fidelityProbes ?? true,
+    speculativeConnect: options.speculativeConnect ?? true,
+    bootstrap: validateBootstrap(options.bootstrap),
+    rehydrate,
+    leaseMs: validateInteger('leaseMs', options.leaseMs ?? 30_000, 300, DAY_MS),
+    ttlMs: validateInteger('ttlMs', options.ttlMs ?? 30 * DAY_MS, 1000, 3650 * DAY_MS),
+    createWaitMs: validateInteger('createWaitMs', options.createWaitMs ?? 60_000, 0, DAY_MS),
+    retry: resolveRetry(options.retry ?? {}),
+  }
+}
+
+function resolveOnTurnEnd(value: OnTurnEnd | undefined, provider: SandboxProvider): OnTurnEnd {
+  const onTurnEnd = value ?? 'pause'
+  if (!ON_TURN_END.includes(onTurnEnd)) {
+    throw invalidArgument(
+      'onTurnEnd',
+      `must be one of ${ON_TURN_END.join(', ')}, got ${JSON.stringify(onTurnEnd)}.`,
+    )
+  }
+  if (onTurnEnd === 'pause' && typeof provider.pause !== 'function') {
+    throw new SandkeepError({
+      code: 'CAPABILITY_UNSUPPORTED',
+      message: `Provider '${provider.providerId}' cannot pause: use onTurnEnd 'keep', 'kill' or 'auto-pause'.`,
+    })
+  }
+  if (onTurnEnd === 'auto-pause' && typeof provider.setTimeout !== 'function') {
+    throw new SandkeepError({
+      code: 'CAPABILITY_UNSUPPORTED',
+      message: `Provider '${provider.providerId}' cannot set a sandbox timeout, which auto-pause needs: use onTurnEnd 'pause' or 'keep'.`,
+    })
+  }
+  return onTurnEnd
+}
+
+function resolveSandboxOptions(
+  value: SessionManagerOptions['sandbox'],
+  provider: SandboxProvider,
+): ResolvedSandboxOptions {
+  const sandbox = value ?? {}
+  if (typeof sandbox !== 'object' || sandbox === null)
+    throw invalidArgument('options.sandbox', 'must be an object.')
+  rejectUnknownOptions('options.sandbox', sandbox, KNOWN_SANDBOX_OPTIONS)
+  const metadata = stringRecord('options.sandbox.metadata', sandbox.metadata) ?? {}
+  for (const key of Object.values(SANDKEEP_METADATA)) {
+    if (key in metadata)
+      throw invalidArgument('options.sandbox.metadata', `may not set '${key}': sandkeep writes it.`)
+  }
+  if (sandbox.allowInternetAccess !== undefined && typeof sandbox.allowInternetAccess !== 'boolean') {
+    throw invalidArgument('options.sandbox.allowInternetAccess', 'must be a boolean.')
+  }
+  if (sandbox.template !== undefined && (typeof sandbox.template !== 'string' || !sandbox.template)) {
+    throw invalidArgument('options.sandbox.template', 'must be a non-empty string.')
+  }
+  return {
+    template: sandbox.template ?? provider.defaultTemplate,
+    timeoutMs: validateInteger('sandbox.timeoutMs', sandbox.timeoutMs ?? 600_000, 1000, DAY_MS),
+    metadata,
+    envs: stringRecord('options.sandbox.envs', sandbox.envs),
+    allowInternetAccess: sandbox.allowInternetAccess ?? false,
+  }
+}
+
+function stringRecord(name: string, value: unknown): Record<string, string> | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw invalidArgument(name, 'must be an object of strings.')
+  for (const [key, entry] of Object.entries(value)) {
+    if (typeof entry !== 'string') throw invalidArgument(`${name}.${key}`, 'must be a string.')
+  }
+  return value as Record<string, string>
+}
+
+function validateHealthChecks(value: SessionManagerOptions['healthChecks']): HealthCheck[] {
+  const healthChecks = value ?? []
+  if (!Array.isArray(healthChecks))
+    throw invalidArgument('options.healthChecks', 'must be an array of checks (processCheck(...), ...).')
+  const names = new Set<string>()
+  for (const check of healthChecks) {
+    if (typeof check !== 'object' || check === null || typeof check.name !== 'string' || !check.name) {
+      throw invalidArgument(
+        'every health check',
+        'needs a name: build them with processCheck, portCheck, codeCheck, fileCheck or customCheck.',
+      )
+    }
+    const param = `health check '${check.name}'`
+    if (!CHECK_KINDS.includes(check.kind)) throw invalidArgument(param, 'has an unknown kind.')
+    if (names.has(check.name) || BUILT_IN_PROBES.includes(check.name)) {
+      throw invalidArgument(
+        `health check name '${check.name}'`,
+        'is used twice or reserved for a built-in probe.',
+      )
+    }
+    names.add(check.name)
+    if (check.timeoutMs !== undefined) validateInteger(`${param} timeoutMs`, check.timeoutMs, 1, 600_000)
+  }
+  return [...healthChecks]
+}
+
+function validateBootstrap(
+  bootstrap: SessionManagerOptions['bootstrap'],
+): SessionManagerOptions['bootstrap'] {
+  if (bootstrap !== undefined && typeof bootstrap !== 'function') {
+    if (!Array.isArray(bootstrap))
+      throw invalidArgument('options.bootstrap', 'must be an array of journal steps or a function.')
+    bootstrap.forEach(validateJournalStep)
+  }
+  return bootstrap
+}
+
+function resolveRetry(retry: Partial<RetryPolicy>): RetryPolicy {
+  const { retries, minTimeoutMs, maxTimeoutMs } = DEFAULT_RETRY_POLICY
+  return {
+    retries: validateInteger('retry.retries', retry.retries ?? retries, 0, 20),
+    minTimeoutMs: validateInteger('retry.minTimeoutMs', retry.minTimeoutMs ?? minTimeoutMs, 0, 60_000),
+    maxTimeoutMs: validateInteger('retry.maxTimeoutMs', retry.maxTimeoutMs ?? maxTimeoutMs, 0, 600_000),
+  }
+}
+
+/** A turn's options, checked. */
+export interface ParsedTurnOptions {
+  tenant: unknown
+  signal?: AbortSignal
+  lazy: boolean
+}
+
+/** @throws SandkeepError INVALID_ARGUMENT */
+export function validateTurnOptions(options: TurnOptions | undefined): ParsedTurnOptions {
+  if (options === undefined) return { tenant: undefined, lazy: false }
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument('turn options', 'must be an object.')
+  rejectUnknownOptions('turn options', options, KNOWN_TURN_OPTIONS)
+  if (options.lazy !== undefined && typeof options.lazy !== 'boolean')
+    throw invalidArgument('options.lazy', 'must be a boolean.')
+  if (options.abortSignal !== undefined && !(options.abortSignal instanceof AbortSignal)) {
+    throw invalidArgument('options.abortSignal', 'must be an AbortSignal.')
+  }
+  return {
+    tenant: options.tenant,
+    ...(options.abortSignal ? { signal: options.abortSignal } : {}),
+    lazy: options.lazy ?? false,
+  }
+}
+
+/**
+ * The tenant of a `{ tenant }` options argument (getSession, endSession, listSessions).
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function tenantOption(value: { tenant?: string } | undefined): string {
+  if (value !== undefined && (typeof value !== 'object' || value === null))
+    throw invalidArgument('options', 'must be an object.')
+  return validateTenant(value?.tenant)
+}

@@ -1,0 +1,63 @@
+import { SandkeepError } from '../errors.js'
+import type { SessionKey } from '../validation.js'
+import { setBounded } from './caches.js'
+import type { ManagerContext } from './context.js'
+import { SANDKEEP_METADATA } from './metadata.js'
+
+/** Remembers that `sandboxId` belongs to `tenant` (this process created it, or read its metadata). */
+export function rememberVerified(ctx: ManagerContext, sandboxId: string, tenant: string): void {
+  setBounded(ctx.caches.verifiedTenants, sandboxId, tenant)
+}
+
+/** True when this process already knows `sandboxId` belongs to `tenant`. */
+export function isVerified(ctx: ManagerContext, sandboxId: string, tenant: string): boolean {
+  return ctx.caches.verifiedTenants.get(sandboxId) === tenant
+}
+
+/**
+ * Refuses a sandbox whose metadata names another tenant. Read with `getInfo` (no resume) the first time this
+ * process meets the sandbox; metadata never changes, so a verified id is remembered.
+ * @throws SandkeepError TENANT_MISMATCH, or the provider's error
+ */
+export async function verifyTenant(
+  ctx: ManagerContext,
+  sandboxId: string,
+  key: SessionKey,
+  signal: AbortSignal,
+  onRetry: () => void = () => {},
+): Promise<void> {
+  const { provider } = ctx
+  if (isVerified(ctx, sandboxId, key.tenant)) return
+  if (typeof provider.getInfo !== 'function') return
+  const info = await ctx.call(() => provider.getInfo!(sandboxId, { signal }), { signal, onRetry })
+  const owner = info.metadata[SANDKEEP_METADATA.tenant]
+  if (owner !== undefined && owner !== key.tenant) {
+    throw new SandkeepError({
+      code: 'TENANT_MISMATCH',
+      message: `Sandbox ${sandboxId} belongs to another tenant; it was not used. The session's mapping is wrong: end the session to start a fresh sandbox.`,
+      tenant: key.tenant,
+      conversationId: key.conversationId,
+      sandboxId,
+    })
+  }
+  rememberVerified(ctx, sandboxId, key.tenant)
+}
+
+/**
+ * Kills the sandbox a session maps to, when it is this tenant's. A mapping to another tenant's sandbox is wrong:
+ * it is reported (`error` event, phase `end-session`) and that sandbox is left alone; one already gone is fine.
+ * @throws the provider's or the store's other errors
+ */
+export async function killOwnedSandbox(
+  ctx: ManagerContext,
+  sandboxId: string,
+  key: SessionKey,
+): Promise<void> {
+  try {
+    await verifyTenant(ctx, sandboxId, key, new AbortController().signal)
+    await ctx.call(() => ctx.provider.kill(sandboxId))
+  } catch (error) {
+    if (SandkeepError.hasCode(error, 'TENANT_MISMATCH')) ctx.emitError('end-session', error, key)
+    else if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
+  }
+}

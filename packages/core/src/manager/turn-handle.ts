@@ -1,0 +1,132 @@
+import { SandkeepError } from '../errors.js'
+import type { SandboxHandle } from '../sandbox-provider.js'
+import type { TurnImpl } from './turn.js'
+
+/** Adds the turn's abort signal to a call's own one. */
+function withSignal<O extends { signal?: AbortSignal }>(turn: TurnImpl, options: O | undefined): O {
+  const own = options?.signal
+  const signal = own ? AbortSignal.any([own, turn.controller.signal]) : turn.controller.signal
+  return { ...(options ?? ({} as O)), signal }
+}
+
+/** The handle the user gets: resumes a lazy turn on first use, refuses use after the end. */
+export function createTurnHandle(turn: TurnImpl): SandboxHandle {
+  const live = async () => {
+    turn.assertLive()
+    const handle = await turn.ready()
+    turn.assertLive()
+    return turn.handle ?? handle
+  }
+  const notReady = (what: string) =>
+    new SandkeepError({
+      code: 'INVALID_ARGUMENT',
+      message: `The sandbox's ${what} is not known until the lazy turn has resumed it: await turn.ready() first.`,
+      tenant: turn.tenant,
+      conversationId: turn.conversationId,
+    })
+  // Runs a call on the live handle; a failure is explained (lease lost, sandbox paused) before it is thrown.
+  const use = async <T>(work: (handle: SandboxHandle) => Promise<T>): Promise<T> => {
+    const handle = await live()
+    try {
+      return await work(handle)
+    } catch (error) {
+      throw await explainFailure(turn, error, handle.id)
+    }
+  }
+  const readFile = async (path: string, options?: { format?: 'text' | 'bytes'; signal?: AbortSignal }) =>
+    use<string | Uint8Array>((handle) => {
+      const merged = withSignal(turn, options)
+      return merged.format === 'bytes'
+        ? handle.readFile(path, { ...merged, format: 'bytes' })
+        : handle.readFile(path, { ...merged, format: 'text' })
+    })
+  return {
+    get id() {
+      turn.assertLive()
+      if (!turn.handle) throw notReady('id')
+      return turn.handle.id
+    },
+    get providerId() {
+      return turn.ctx.provider.providerId
+    },
+    get native() {
+      turn.assertLive()
+      if (!turn.handle) throw notReady('native SDK object')
+      return turn.handle.native
+    },
+    runCommand: (command, options) => use((handle) => handle.runCommand(command, withSignal(turn, options))),
+    startProcess: (command, options) => use((handle) => handle.startProcess(command, options)),
+    listProcesses: () => use((handle) => handle.listProcesses()),
+    killProcess: (pid) => use((handle) => handle.killProcess(pid)),
+    runCode: (code, options) =>
+      use((handle) => {
+        turn.trackContext(options?.language, options?.contextId)
+        return handle.runCode(code, withSignal(turn, options))
+      }),
+    readFile: readFile as SandboxHandle['readFile'],
+    writeFile: (path, data, options) =>
+      use((handle) => handle.writeFile(path, data, withSignal(turn, options))),
+    listDir: (path, options) => use((handle) => handle.listDir(path, withSignal(turn, options))),
+    exists: (path) => use((handle) => handle.exists(path)),
+    remove: (path) => use((handle) => handle.remove(path)),
+  }
+}
+
+/**
+ * What a failed sandbox call of this turn should say. A lost lease explains any failure. A sandbox that
+ * stopped answering (timeout, not found, unavailable) may have been paused by another process: the
+ * platform says so only through its info (one call, on this error path only), and then the error says
+ * SANDBOX_PAUSED rather than a misleading timeout or not-found.
+ */
+async function explainFailure(turn: TurnImpl, error: unknown, sandboxId: string): Promise<unknown> {
+  if (turn.leaseLost) return turn.leaseLost
+  const { provider } = turn.ctx
+  if (
+    typeof provider.getInfo !== 'function' ||
+    !(
+      SandkeepError.hasCode(error, 'TIMEOUT') ||
+      SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND') ||
+      SandkeepError.hasCode(error, 'SANDBOX_UNAVAILABLE')
+    )
+  ) {
+    return error
+  }
+  const info = await provider.getInfo(sandboxId).catch(() => undefined)
+  if (info?.state !== 'paused') return error
+  return new SandkeepError({
+    code: 'SANDBOX_PAUSED',
+    message: `Sandbox ${sandboxId} was paused by someone else while this turn was using it (another process ended its turn, or this turn's lease lapsed); it still exists. End this turn and begin a new one, which resumes it.`,
+    tenant: turn.tenant,
+    conversationId: turn.conversationId,
+    sandboxId,
+    cause: error,
+  })
+}
+
+/**
+ * The provider's handle, noting the calls that can change its process list (whoever makes them: the
+ * user, a repair, a journal replay). Methods run bound to the provider's own object. A method the
+ * handle holds frozen (non-configurable, read-only) must be returned as is: reading one that can change
+ * the list then counts as a change.
+ */
+export function watchProcessCalls(turn: TurnImpl, handle: SandboxHandle): SandboxHandle {
+  const changing = new Set<PropertyKey>(['startProcess', 'killProcess', 'runCommand'])
+  return new Proxy(handle, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target)
+      if (property === 'native') turn.processesMayHaveChanged = true
+      if (typeof value !== 'function') return value
+      const own = Reflect.getOwnPropertyDescriptor(target, property)
+      const frozen = own !== undefined && !own.configurable && !own.writable
+      if (!changing.has(property)) return frozen ? value : value.bind(target)
+      if (frozen) {
+        turn.processesMayHaveChanged = true
+        return value
+      }
+      return (...args: unknown[]) => {
+        turn.processesMayHaveChanged = true
+        return value.apply(target, args)
+      }
+    },
+  })
+}
