@@ -8,6 +8,7 @@ import type { CodeLanguage } from './journal.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js'
 import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
 import type { TurnManifest } from './session-store.js'
+import { shellQuote } from './shell.js'
 
 /** Global variable that holds the memory sentinel in each interpreter context. */
 export const SENTINEL_VARIABLE = '__sandkeep_sentinel__'
@@ -226,7 +227,7 @@ async function probeFilesystem(
     const repairStarted = performance.now()
     try {
       // A shell `rm`, not envd's remove: an envd may refuse to remove a symlink it cannot resolve.
-      const quoted = `'${marker.path.replaceAll("'", "'\\''")}'`
+      const quoted = shellQuote(marker.path)
       const removed = await sandbox.runCommand(`rm -rf -- ${quoted}`, {
         signal,
         timeoutMs: MARKER_READ_TIMEOUT_MS,

@@ -8,6 +8,7 @@ import type {
 } from './health.js'
 import { sleep } from './retry.js'
 import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
+import { shellQuote } from './shell.js'
 
 /** Default time allowed for one probe (and again for its repair), ms. */
 const DEFAULT_CHECK_TIMEOUT_MS = 10_000
@@ -264,7 +265,7 @@ function portScript(check: PortHealthCheck): string {
     return `(exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo open || { echo closed; exit 1; }`
   }
   const path = check.path.startsWith('/') ? check.path : `/${check.path}`
-  const quoted = `'${path.replaceAll("'", "'\\''")}'`
+  const quoted = shellQuote(path)
   return [
     `exec 3<>/dev/tcp/127.0.0.1/${port} 2>/dev/null || { echo closed; exit 1; }`,
     `printf 'GET %s HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n' ${quoted} >&3`,

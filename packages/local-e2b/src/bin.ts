@@ -3,6 +3,7 @@
 import { chmod, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { shellQuote } from '@sandkeep/core'
 import { type LocalE2BHost, startLocalE2B } from './host.js'
 import type { LocalE2BOptions } from './options.js'
 
@@ -88,7 +89,7 @@ async function printExports(host: LocalE2BHost): Promise<void> {
   await writeFile(keyFile, `${host.apiKey}\n`, { mode: 0o600 })
   await chmod(keyFile, 0o600)
   for (const [name, value] of Object.entries(host.env)) {
-    const shown = name === 'E2B_API_KEY' ? `"$(cat '${keyFile.replaceAll("'", "'\\''")}')"` : value
+    const shown = name === 'E2B_API_KEY' ? `"$(cat ${shellQuote(keyFile)})"` : value
     process.stdout.write(`export ${name}=${shown}\n`)
   }
 }

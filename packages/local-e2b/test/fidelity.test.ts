@@ -1,4 +1,4 @@
-// The pause fidelities of DESIGN.md's platform table, reproduced for real: one scenario per mode (memory in a
+// The pause fidelities of the README's platform table, reproduced for real: one scenario per mode (memory in a
 // running server, a file, the server process itself), observed through the real SDK after pause + connect.
 import { Sandbox } from '@e2b/code-interpreter'
 import { describe, expect, it } from 'vitest'

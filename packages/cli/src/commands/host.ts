@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { shellQuote } from '@sandkeep/core'
 import { durationOption, flagOption, integerOption, type ParsedArgs, stringOption } from '../args.js'
 import { type Command, type CommandContext, ExitCode } from '../command.js'
 import type { Isolation, PauseMode } from '../demo/events.js'
@@ -133,7 +134,7 @@ async function serve(
         'Export these in the shell that runs your E2B program:\n\n' +
         `export E2B_API_URL=${lines.E2B_API_URL}\n` +
         `export E2B_SANDBOX_URL=${lines.E2B_SANDBOX_URL}\n` +
-        `export E2B_API_KEY="$(cat ${shellQuote(keyFile)})"\n\n` +
+        `export E2B_API_KEY="$(cat ${shellWord(keyFile)})"\n\n` +
         'Ctrl-C stops the host.\n',
     )
   }
@@ -146,6 +147,7 @@ async function serve(
   return ExitCode.OK
 }
 
-function shellQuote(text: string): string {
-  return /^[A-Za-z0-9_./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`
+/** A plain word stays as it is so the printed hint reads well; anything else is quoted for the shell. */
+function shellWord(text: string): string {
+  return /^[A-Za-z0-9_./-]+$/.test(text) ? text : shellQuote(text)
 }
