@@ -2,7 +2,6 @@
 // that must not stall, speculative connects and corrupt records that must leave a paused sandbox paused, a
 // begin that timed out and must not leave a holder behind, and a Redis that restarts empty.
 
-import { type ChildProcess, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import {
   createMemorySessionStore,
@@ -17,7 +16,7 @@ import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'
 import { createRedisSessionStore, type SessionKeys, sessionKeys } from '@sandkeep/redis'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort } from '../packages/redis/test/redis-servers.js'
+import { startVolatileServer, type TestVolatileServer } from '../packages/redis/test/redis-servers.js'
 import { conversation, REDIS_URL } from './helpers/sessions.js'
 
 let host: LocalE2BHost
@@ -77,68 +76,38 @@ describe('issue 14 item 1: overlapping first turns never stall', () => {
   }
 })
 
-/** A private redis-server without persistence, which a test may stall (DEBUG SLEEP) or restart empty. */
-async function startPrivateRedis(): Promise<{
-  url: string
-  port: number
-  restart(): Promise<void>
-  stop(): Promise<void>
-}> {
-  const port = await freePort()
-  let child: ChildProcess | undefined
-  const start = async () => {
-    child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--enable-debug-command',
-        'local',
-      ],
-      { stdio: 'ignore' },
-    )
-    for (let attempt = 0; ; attempt++) {
-      const probe = new Redis(port, '127.0.0.1', {
-        lazyConnect: true,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-      })
-      probe.on('error', () => {})
-      try {
-        await probe.connect()
-        await probe.ping()
-        return
-      } catch (error) {
-        if (attempt > 100) throw error
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      } finally {
-        probe.disconnect()
-      }
-    }
+/** Registers a private redis-server (see startVolatileServer) for the enclosing describe block. */
+function usePrivateRedis(): () => TestVolatileServer {
+  let server: TestVolatileServer | undefined
+  beforeAll(async () => {
+    server = await startVolatileServer()
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+  return () => server!
+}
+
+/** A Redis store on `url` and a session manager over it for one test; the store is closed afterwards. */
+async function withRedisSessions(
+  url: string,
+  run: (sessions: SessionManager) => Promise<void>,
+  storeOptions: { commandTimeoutMs?: number } = {},
+): Promise<void> {
+  const store = createRedisSessionStore({ redis: url, ...storeOptions })
+  const sessions = createSessionManager({ store, provider: provider() })
+  try {
+    await run(sessions)
+  } finally {
+    await store.close()
   }
-  const stop = async () => {
-    const running = child
-    if (!running || running.exitCode !== null) return
-    const exited = new Promise((resolve) => running.once('exit', resolve))
-    running.kill('SIGKILL')
-    await exited
-  }
-  await start()
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    port,
-    restart: async () => {
-      await stop()
-      await start()
-    },
-    stop,
-  }
+}
+
+/** The session-lost events `sessions` emits from now on. */
+function lostEvents(sessions: SessionManager): unknown[] {
+  const lost: unknown[] = []
+  sessions.on('session-lost', (event) => lost.push(event))
+  return lost
 }
 
 async function sandboxState(sandboxId: string): Promise<string> {
@@ -264,56 +233,46 @@ describe('issue 14 item 5: a corrupt record fails with STORE_CORRUPT before the 
 })
 
 describe('issue 14 item 3: a begin that timed out does not leave a holder behind', () => {
-  let server: Awaited<ReturnType<typeof startPrivateRedis>>
-  beforeAll(async () => {
-    server = await startPrivateRedis()
-  })
-  afterAll(async () => {
-    await server?.stop()
-  })
+  const server = usePrivateRedis()
 
   it('Redis stalls (DEBUG SLEEP) during a begin: STORE_UNAVAILABLE, then the next turn resumes and pauses', async () => {
-    const store = createRedisSessionStore({ redis: server.url, commandTimeoutMs: 1000 })
-    const admin = new Redis(server.url)
-    const sessions = createSessionManager({ store, provider: provider() })
+    const admin = new Redis(server().url)
     try {
-      const { id, sandboxId } = await seed(sessions)
-      const stalled = admin.call('DEBUG', 'SLEEP', '3')
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      await expect(sessions.withTurn(id, async () => {})).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' })
-      await stalled
-      const report = await sessions.withTurn(id, async (turn) => {
-        expect((await turn.sandbox.runCode('counter')).text).toBe('42')
-        return turn.report
-      })
-      // Before the fix the given-up holder counted for its whole lease: 'reconnected', and no pause.
-      expect(report).toMatchObject({ outcome: 'resumed', sandboxId })
-      expect(await sandboxState(sandboxId)).toBe('paused')
-      await sessions.endSession(id)
+      await withRedisSessions(
+        server().url,
+        async (sessions) => {
+          const { id, sandboxId } = await seed(sessions)
+          const stalled = admin.call('DEBUG', 'SLEEP', '3')
+          await new Promise((resolve) => setTimeout(resolve, 100))
+          await expect(sessions.withTurn(id, async () => {})).rejects.toMatchObject({
+            code: 'STORE_UNAVAILABLE',
+          })
+          await stalled
+          const report = await sessions.withTurn(id, async (turn) => {
+            expect((await turn.sandbox.runCode('counter')).text).toBe('42')
+            return turn.report
+          })
+          // Before the fix the given-up holder counted for its whole lease: 'reconnected', and no pause.
+          expect(report).toMatchObject({ outcome: 'resumed', sandboxId })
+          expect(await sandboxState(sandboxId)).toBe('paused')
+          await sessions.endSession(id)
+        },
+        { commandTimeoutMs: 1000 },
+      )
     } finally {
       admin.disconnect()
-      await store.close()
     }
   }, 60_000)
 })
 
 describe('issue 14 item 4: Redis restarting empty between turns', () => {
-  let server: Awaited<ReturnType<typeof startPrivateRedis>>
-  beforeAll(async () => {
-    server = await startPrivateRedis()
-  })
-  afterAll(async () => {
-    await server?.stop()
-  })
+  const server = usePrivateRedis()
 
   it('the next turn says stateLost, emits session-lost and adopts the old sandbox with its state', async () => {
-    const store = createRedisSessionStore({ redis: server.url })
-    const sessions = createSessionManager({ store, provider: provider() })
-    const lost: unknown[] = []
-    sessions.on('session-lost', (event) => lost.push(event))
-    try {
+    await withRedisSessions(server().url, async (sessions) => {
+      const lost = lostEvents(sessions)
       const { id, sandboxId } = await seed(sessions)
-      await server.restart()
+      await server().restart()
       const report = await sessions.withTurn(id, async (turn) => {
         expect((await turn.sandbox.runCode('counter')).text).toBe('42')
         expect(await turn.sandbox.readFile('/home/user/notes.txt')).toBe('kept')
@@ -324,25 +283,15 @@ describe('issue 14 item 4: Redis restarting empty between turns', () => {
       expect((await sessions.getSession(id))?.sandboxId).toBe(sandboxId)
       expect(await sandboxState(sandboxId)).toBe('paused')
       await sessions.endSession(id)
-    } finally {
-      await store.close()
-    }
+    })
   }, 60_000)
 })
 
 describe('issue 14 item 4: Redis restarting empty, the remembered sandbox gone', () => {
-  let server: Awaited<ReturnType<typeof startPrivateRedis>>
-  beforeAll(async () => {
-    server = await startPrivateRedis()
-  })
-  afterAll(async () => {
-    await server?.stop()
-  })
+  const server = usePrivateRedis()
 
   it("finds the session's sandbox by its metadata (provider list) and adopts it", async () => {
-    const store = createRedisSessionStore({ redis: server.url })
-    const sessions = createSessionManager({ store, provider: provider() })
-    try {
+    await withRedisSessions(server().url, async (sessions) => {
       const { id, sandboxId } = await seed(sessions)
       // Another process recreated the session's sandbox; then the store lost everything.
       const other = await provider().create({
@@ -351,7 +300,7 @@ describe('issue 14 item 4: Redis restarting empty, the remembered sandbox gone',
       })
       await other.writeFile('/home/user/other.txt', 'here')
       await provider().kill(sandboxId)
-      await server.restart()
+      await server().restart()
       const report = await sessions.withTurn(id, async (turn) => {
         expect(await turn.sandbox.readFile('/home/user/other.txt')).toBe('here')
         return turn.report
@@ -359,31 +308,20 @@ describe('issue 14 item 4: Redis restarting empty, the remembered sandbox gone',
       expect(report).toMatchObject({ sandboxId: other.id, stateLost: true })
       expect(await sandboxState(other.id)).toBe('paused')
       await sessions.endSession(id)
-    } finally {
-      await store.close()
-    }
+    })
   }, 60_000)
 })
 
 describe('issue 14 item 4: Redis restarting empty during a turn', () => {
-  let server: Awaited<ReturnType<typeof startPrivateRedis>>
-  beforeAll(async () => {
-    server = await startPrivateRedis()
-  })
-  afterAll(async () => {
-    await server?.stop()
-  })
+  const server = usePrivateRedis()
 
   it('the turn after says stateLost and adopts the sandbox the interrupted turn used', async () => {
-    const store = createRedisSessionStore({ redis: server.url })
-    const sessions = createSessionManager({ store, provider: provider() })
-    const lost: unknown[] = []
-    sessions.on('session-lost', (event) => lost.push(event))
-    try {
+    await withRedisSessions(server().url, async (sessions) => {
+      const lost = lostEvents(sessions)
       const { id, sandboxId } = await seed(sessions)
       await sessions.withTurn(id, async (turn) => {
         await turn.sandbox.runCode('counter = 43')
-        await server.restart()
+        await server().restart()
       })
       const report = await sessions.withTurn(id, async (turn) => {
         expect((await turn.sandbox.runCode('counter')).text).toBe('43')
@@ -393,8 +331,6 @@ describe('issue 14 item 4: Redis restarting empty during a turn', () => {
       expect(lost).toEqual([{ conversationId: id, tenant: 'default', sandboxId, adopted: true }])
       expect(await sandboxState(sandboxId)).toBe('paused')
       await sessions.endSession(id)
-    } finally {
-      await store.close()
-    }
+    })
   }, 60_000)
 })

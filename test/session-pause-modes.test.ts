@@ -2,18 +2,10 @@
 // the Redis store, the E2B provider and the real E2B SDK against a local-e2b host. Turn 1 sets a variable,
 // writes a file and starts a background HTTP server; turn 2 reads in its report what survived the pause,
 // gets the server repaired and memory rehydrated where they were lost, and then finds all three.
-import { portCheck, processCheck, type ResumeReport } from '@sandkeep/core'
+import type { ResumeReport } from '@sandkeep/core'
 import type { PauseMode } from '@sandkeep/local-e2b'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  answers,
-  conversation,
-  type SessionRig,
-  serverCommand,
-  startRig,
-  testPort,
-  waitForServer,
-} from './helpers/sessions.js'
+import { describe, expect, it } from 'vitest'
+import { answers, conversation, useRig, waitForServer, webServer } from './helpers/sessions.js'
 
 const expected: Record<
   PauseMode,
@@ -44,28 +36,12 @@ const expected: Record<
 
 for (const mode of Object.keys(expected) as PauseMode[]) {
   describe(`two turns on a '${mode}' pause`, () => {
-    let rig: SessionRig
-    const port = testPort()
-    const server = serverCommand(port)
-
-    beforeAll(async () => {
-      rig = await startRig(
-        { pauseMode: mode },
-        {
-          healthChecks: [
-            processCheck({ name: 'web', command: server }),
-            portCheck({ name: 'web-port', port, path: '/', timeoutMs: 15_000 }),
-          ],
-        },
-      )
-    })
-    afterAll(async () => {
-      await rig?.close()
-    })
+    const { port, command: server, healthChecks } = webServer()
+    const rig = useRig({ pauseMode: mode }, { healthChecks })
 
     it('turn 2 sees what survived, repairs and rehydrates what did not, then finds everything', async () => {
       const id = conversation()
-      const { sessions, tenant, host } = rig
+      const { sessions, tenant, host } = rig()
       const first = await sessions.withTurn(
         id,
         async (turn) => {

@@ -2,21 +2,14 @@
 // mapping that endSession clears, a tampered marker file, platform hiccups during the resume probes, and the
 // error codes a turn reports when its sandbox is paused under it, its lease is lost or a journal step is bad.
 import { SandkeepError, type Turn } from '@sandkeep/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { conversation, type SessionRig, startRig } from './helpers/sessions.js'
+import { describe, expect, it } from 'vitest'
+import { conversation, mapToSandbox, startRig, useRig } from './helpers/sessions.js'
 
 describe('session manager probes and error codes (local-e2b, memory-keeping pause)', () => {
-  let rig: SessionRig
-
-  beforeAll(async () => {
-    rig = await startRig({ pauseMode: 'memory' })
-  })
-  afterAll(async () => {
-    await rig?.close()
-  })
+  const rig = useRig({ pauseMode: 'memory' })
 
   const turn = <T>(id: string, fn: (turn: Turn) => Promise<T>) =>
-    rig.sessions.withTurn(id, fn, { tenant: rig.tenant })
+    rig().sessions.withTurn(id, fn, { tenant: rig().tenant })
 
   /** Turn 1 of a fresh conversation: a variable (so the default Python context is probed), a background process. */
   async function seed(withCode = true): Promise<{ id: string; sandboxId: string }> {
@@ -34,24 +27,20 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
 
   it('issue 14 item 6: endSession clears a wrong-tenant mapping without touching the other sandbox', async () => {
     const { sandboxId: victim } = await seed()
-    const pauses = rig.host.getSandbox(victim)?.pauseCount
-    const key = { tenant: `${rig.tenant}-other`, conversationId: conversation() }
-    const acquired = await rig.store.acquire(key, { holderId: 'tamper', leaseMs: 5000 })
-    await rig.store.setSandbox(key, acquired.lease, {
-      sandboxId: victim,
-      expectedSandboxId: null,
-      providerId: 'e2b',
-    })
-    await rig.store.release(key, acquired.lease, { turnEndedAt: Date.now() })
+    const pauses = rig().host.getSandbox(victim)?.pauseCount
+    const key = { tenant: `${rig().tenant}-other`, conversationId: conversation() }
+    await mapToSandbox(rig().store, key, victim)
     const options = { tenant: key.tenant }
-    const error = await rig.sessions.beginTurn(key.conversationId, options).catch((e: unknown) => e)
+    const error = await rig()
+      .sessions.beginTurn(key.conversationId, options)
+      .catch((e: unknown) => e)
     expect(error).toMatchObject({ code: 'TENANT_MISMATCH', sandboxId: victim })
-    expect(await rig.sessions.endSession(key.conversationId, options)).toBe(true)
-    expect(await rig.sessions.getSession(key.conversationId, options)).toBeNull()
+    expect(await rig().sessions.endSession(key.conversationId, options)).toBe(true)
+    expect(await rig().sessions.getSession(key.conversationId, options)).toBeNull()
     // The other tenant's sandbox is neither killed nor resumed nor paused again.
-    expect(rig.host.getSandbox(victim)).toMatchObject({ state: 'paused', pauseCount: pauses })
+    expect(rig().host.getSandbox(victim)).toMatchObject({ state: 'paused', pauseCount: pauses })
     // The conversation is usable again: a fresh sandbox of its own.
-    const fresh = await rig.sessions.withTurn(
+    const fresh = await rig().sessions.withTurn(
       key.conversationId,
       async (t) => {
         expect(t.report).toMatchObject({ outcome: 'created' })
@@ -60,8 +49,8 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
       options,
     )
     expect(fresh).not.toBe(victim)
-    await rig.sessions.endSession(key.conversationId, options)
-    expect(rig.host.getSandbox(victim)?.state).toBe('paused')
+    await rig().sessions.endSession(key.conversationId, options)
+    expect(rig().host.getSandbox(victim)?.state).toBe('paused')
   })
 
   const tampering = {
@@ -126,7 +115,7 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
     'issue 14 item 8: one %s %i during the resume probes is retried: the turn succeeds and the report is true',
     async (operation, status) => {
       const { id, sandboxId } = await seed()
-      rig.host.faults.failNext(operation, { count: 1, status, sandboxId })
+      rig().host.faults.failNext(operation, { count: 1, status, sandboxId })
       await turn(id, async (t) => {
         expect(t.report).toMatchObject({ outcome: 'resumed', sandboxId, stateLost: false })
         expect(t.report?.survived).toEqual({ memory: true, filesystem: true, processes: true })
@@ -138,20 +127,20 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
   it('issue 14 item 8: a probe that keeps failing is unknown (null), not lost', async () => {
     const { id, sandboxId } = await seed()
     // More failures than the retries and the one extra attempt can absorb (2 × (1 + 4 retries)).
-    rig.host.faults.failNext('envd', { count: 10, status: 503, sandboxId })
+    rig().host.faults.failNext('envd', { count: 10, status: 503, sandboxId })
     await turn(id, async (t) => {
       expect(t.report).toMatchObject({ outcome: 'resumed', stateLost: false })
       expect(t.report?.survived).toEqual({ memory: true, filesystem: true, processes: null })
       expect(t.report?.checks.find((c) => c.name === 'processes')?.message).toMatch(/^unknown/)
     })
-    rig.host.faults.clear()
+    rig().host.faults.clear()
   })
 
   it('issue 14 item 9a: a turn whose sandbox another process paused gets SANDBOX_PAUSED', async () => {
     const { id, sandboxId } = await seed()
-    const stalled = await rig.sessions.beginTurn(id, { tenant: rig.tenant })
+    const stalled = await rig().sessions.beginTurn(id, { tenant: rig().tenant })
     // Another process pauses the sandbox while this turn still holds it.
-    await rig.sessions.provider.pause?.(sandboxId)
+    await rig().sessions.provider.pause?.(sandboxId)
     for (const call of [() => stalled.sandbox.runCode('counter'), () => stalled.sandbox.runCommand('true')]) {
       const error = await call().catch((e: unknown) => e)
       expect(error).toMatchObject({ code: 'SANDBOX_PAUSED', sandboxId })
@@ -192,9 +181,9 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
       expect(await t.journal.list()).toHaveLength(2)
     })
     // The store refuses it too (its own validator), before anything is written.
-    const error = await rig.store
-      .appendJournal(
-        { tenant: rig.tenant, conversationId: id },
+    const error = await rig()
+      .store.appendJournal(
+        { tenant: rig().tenant, conversationId: id },
         { kind: 'file', path: '../../etc/passwd', content: 'x' },
       )
       .catch((e: unknown) => e)

@@ -1,10 +1,7 @@
 import { defineConfig } from 'tsdown'
+import { tsdownBase } from '../../tsdown.base.ts'
 
 export default defineConfig({
+  ...tsdownBase,
   entry: ['src/index.ts', 'src/store/index.ts', 'src/test/index.ts', 'src/test/mock-provider.ts'],
-  format: 'esm',
-  dts: true,
-  clean: true,
-  platform: 'node',
-  fixedExtension: false,
 })

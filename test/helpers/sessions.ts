@@ -3,7 +3,10 @@
 import { randomInt, randomUUID } from 'node:crypto'
 import {
   createSessionManager,
+  portCheck,
+  processCheck,
   type SandboxHandle,
+  type SessionKey,
   type SessionManager,
   type SessionManagerOptions,
   type SessionStore,
@@ -11,6 +14,7 @@ import {
 import { createE2BProvider } from '@sandkeep/e2b'
 import { type LocalE2BHost, type LocalE2BOptions, startLocalE2B } from '@sandkeep/local-e2b'
 import { createRedisSessionStore } from '@sandkeep/redis'
+import { afterAll, beforeAll } from 'vitest'
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -61,6 +65,46 @@ export async function startRig(
       await host.close()
     },
   }
+}
+
+/** Starts a rig before the enclosing describe block's tests and closes it after them; call the getter in tests. */
+export function useRig(
+  hostOptions: LocalE2BOptions,
+  managerOptions: Omit<Partial<SessionManagerOptions>, 'store' | 'provider'> = {},
+): () => SessionRig {
+  let rig: SessionRig | undefined
+  beforeAll(async () => {
+    rig = await startRig(hostOptions, managerOptions)
+  })
+  afterAll(async () => {
+    await rig?.close()
+  })
+  return () => rig!
+}
+
+/** The background HTTP server turn 1 starts, on a fresh port, and the checks that keep it up and answering. */
+export function webServer(): {
+  port: number
+  command: string
+  healthChecks: NonNullable<SessionManagerOptions['healthChecks']>
+} {
+  const port = testPort()
+  const command = serverCommand(port)
+  return {
+    port,
+    command,
+    healthChecks: [
+      processCheck({ name: 'web', command }),
+      portCheck({ name: 'web-port', port, path: '/', timeoutMs: 15_000 }),
+    ],
+  }
+}
+
+/** Makes `key`'s record point at `sandboxId` (as a bug or tampering would), for a session the test invents. */
+export async function mapToSandbox(store: SessionStore, key: SessionKey, sandboxId: string): Promise<void> {
+  const acquired = await store.acquire(key, { holderId: 'tamper', leaseMs: 5000 })
+  await store.setSandbox(key, acquired.lease, { sandboxId, expectedSandboxId: null, providerId: 'e2b' })
+  await store.release(key, acquired.lease, { turnEndedAt: Date.now() })
 }
 
 /** A port for a test server inside a sandbox (random: without bubblewrap sandboxes share the host's ports). */

@@ -7,7 +7,7 @@
 import { startLocalE2B } from '@sandkeep/local-e2b'
 import { Sandbox } from 'e2b'
 import { startHostProcess } from './host-process.mjs'
-import { summary, timed } from './stats.mjs'
+import { printRows, summary, timed } from './stats.mjs'
 
 const args = process.argv.slice(2)
 const count = Number(args[args.indexOf('--sandboxes') + 1]) || 50
@@ -121,35 +121,15 @@ try {
   await host.close()
 }
 
-if (asJson) {
-  console.log(
-    JSON.stringify(
-      {
-        package: '@sandkeep/local-e2b',
-        host: host.mode,
-        isolation: host.isolation,
-        freezer: host.freezer,
-        sandboxes: count,
-        rows,
-      },
-      null,
-      2,
-    ),
-  )
-} else {
-  console.log(
-    `@sandkeep/local-e2b bench: ${count} sandboxes, host ${host.mode}, isolation ${host.isolation}, freezer ${host.freezer} (ms)`,
-  )
-  for (const row of rows) {
-    if (row.error) console.log(`  ${row.name}: unavailable (${row.error})`)
-    else {
-      const target =
-        row.targetP50 === null
-          ? ''
-          : `  target p50 <= ${row.targetP50}${row.p50 <= row.targetP50 ? ' ok' : ' MISSED'}`
-      console.log(
-        `  ${row.name.padEnd(58)} p50 ${String(row.p50).padStart(8)}  p95 ${String(row.p95).padStart(8)}${target}`,
-      )
-    }
-  }
-}
+printRows(rows, {
+  asJson,
+  info: {
+    package: '@sandkeep/local-e2b',
+    host: host.mode,
+    isolation: host.isolation,
+    freezer: host.freezer,
+    sandboxes: count,
+  },
+  title: `@sandkeep/local-e2b bench: ${count} sandboxes, host ${host.mode}, isolation ${host.isolation}, freezer ${host.freezer} (ms)`,
+  nameWidth: 58,
+})

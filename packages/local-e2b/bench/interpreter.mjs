@@ -11,7 +11,7 @@
 // - first runCode of a new sandbox: SDK round trip of the first cell, cold start included.
 import { Sandbox } from '@e2b/code-interpreter'
 import { startLocalE2B } from '@sandkeep/local-e2b'
-import { summary, timed } from './stats.mjs'
+import { printRows, summary, timed } from './stats.mjs'
 
 const args = process.argv.slice(2)
 const option = (name, fallback) => {
@@ -100,23 +100,10 @@ try {
   await host.close()
 }
 
-if (asJson) {
-  console.log(
-    JSON.stringify(
-      { package: '@sandkeep/local-e2b', part: 'code interpreter', isolation: host.isolation, rows },
-      null,
-      2,
-    ),
-  )
-} else {
-  console.log(`@sandkeep/local-e2b code interpreter bench: isolation ${host.isolation} (ms)`)
-  for (const row of rows) {
-    const target =
-      row.targetP50 === null
-        ? ''
-        : `  target p50 <= ${row.targetP50}${row.p50 <= row.targetP50 ? ' ok' : ' MISSED'}`
-    console.log(
-      `  ${row.name.padEnd(66)} n ${String(row.n).padStart(4)}  p50 ${String(row.p50).padStart(8)}  p95 ${String(row.p95).padStart(8)}${target}`,
-    )
-  }
-}
+printRows(rows, {
+  asJson,
+  info: { package: '@sandkeep/local-e2b', part: 'code interpreter', isolation: host.isolation },
+  title: `@sandkeep/local-e2b code interpreter bench: isolation ${host.isolation} (ms)`,
+  nameWidth: 66,
+  withCount: true,
+})

@@ -21,3 +21,29 @@ export async function timed(fn) {
   const value = await fn()
   return [performance.now() - started, value]
 }
+
+/**
+ * Prints the benchmark's rows: with `asJson` one JSON document (`info` and the rows), else `title` and a line
+ * a row (name padded to `nameWidth`, the sample size when `withCount`, p50, p95 and the target p50 verdict).
+ */
+export function printRows(rows, { asJson, info, title, nameWidth, withCount = false }) {
+  if (asJson) {
+    console.log(JSON.stringify({ ...info, rows }, null, 2))
+    return
+  }
+  console.log(title)
+  for (const row of rows) {
+    if (row.error) {
+      console.log(`  ${row.name}: unavailable (${row.error})`)
+      continue
+    }
+    const count = withCount ? ` n ${String(row.n).padStart(4)} ` : ''
+    const target =
+      row.targetP50 === null
+        ? ''
+        : `  target p50 <= ${row.targetP50}${row.p50 <= row.targetP50 ? ' ok' : ' MISSED'}`
+    console.log(
+      `  ${row.name.padEnd(nameWidth)}${count} p50 ${String(row.p50).padStart(8)}  p95 ${String(row.p95).padStart(8)}${target}`,
+    )
+  }
+}

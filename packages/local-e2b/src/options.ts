@@ -117,13 +117,10 @@ const KNOWN_KEYS = new Set([
   'templateOptions',
 ])
 
-/** Checks and completes the options; throws SandkeepError INVALID_ARGUMENT before any side effect. */
-export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
-  if (typeof options !== 'object' || options === null)
-    throw invalid('startLocalE2B options must be an object')
-  for (const key of Object.keys(options)) {
-    if (!KNOWN_KEYS.has(key)) throw invalid(`startLocalE2B: unknown option "${key}"`)
-  }
+/** Where the host listens; a non-loopback hostname only with allowRemote. */
+function resolveAddress(
+  options: LocalE2BOptions,
+): Pick<ResolvedOptions, 'port' | 'hostname' | 'allowRemote'> {
   const port = options.port ?? 0
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw invalid('port must be an integer from 0 to 65535')
@@ -137,6 +134,11 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
       `hostname ${hostname} is not a loopback address; the host runs arbitrary code for API-key holders, pass allowRemote: true to expose it`,
     )
   }
+  return { port, hostname, allowRemote }
+}
+
+/** stateDir and apiKey have no defaults here; they are only checked when given. */
+function checkStateDirAndApiKey(options: LocalE2BOptions): void {
   if (
     options.stateDir !== undefined &&
     (typeof options.stateDir !== 'string' || options.stateDir.length === 0)
@@ -152,6 +154,17 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
       throw invalid('apiKey must be a string of at least 8 printable characters without spaces')
     }
   }
+}
+
+/** Checks and completes the options; throws SandkeepError INVALID_ARGUMENT before any side effect. */
+export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
+  if (typeof options !== 'object' || options === null)
+    throw invalid('startLocalE2B options must be an object')
+  for (const key of Object.keys(options)) {
+    if (!KNOWN_KEYS.has(key)) throw invalid(`startLocalE2B: unknown option "${key}"`)
+  }
+  const { port, hostname, allowRemote } = resolveAddress(options)
+  checkStateDirAndApiKey(options)
   const pauseMode = options.pauseMode === undefined ? 'memory' : parsePauseMode(options.pauseMode)
   if (!pauseMode) throw invalid('pauseMode must be "memory", "filesystem" or "processes"')
   const retentionMs = options.retentionMs

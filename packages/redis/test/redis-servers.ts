@@ -1,6 +1,6 @@
-// Private redis-server processes for tests: a 3-master Cluster, a single AOF server and a master watched by
-// a Sentinel, each on free
-// loopback ports in a temp dir, shut down and deleted afterwards.
+// Private redis-server processes for tests: a 3-master Cluster, a single AOF server, a volatile server (no
+// persistence, restartable empty) and a master watched by a Sentinel, each on free loopback ports (in a temp
+// dir where they keep files), shut down and deleted afterwards.
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
@@ -128,34 +128,14 @@ export interface TestAofServer {
   stop(): Promise<void>
 }
 
-export async function startAofServer(): Promise<TestAofServer> {
-  const directory = await mkdtemp(join(tmpdir(), 'sandkeep-aof-'))
-  const port = await freePort()
+/** A redis-server run in the foreground (so a test holds the process and can SIGKILL it) on a fixed port. */
+function foregroundServer(port: number, args: string[], what: string) {
   let child: ChildProcess | undefined
-
   const start = async () => {
-    // In the foreground (no --daemonize) so the test holds the process and can SIGKILL it.
-    child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        directory,
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        'always',
-        '--save',
-        '',
-        '--logfile',
-        join(directory, 'redis.log'),
-      ],
-      { stdio: 'ignore' },
-    )
-    await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', 10_000, `AOF server on ${port}`)
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...args], {
+      stdio: 'ignore',
+    })
+    await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', 10_000, `${what} on ${port}`)
   }
   const kill = async () => {
     const running = child
@@ -164,6 +144,28 @@ export async function startAofServer(): Promise<TestAofServer> {
     running.kill('SIGKILL')
     await exited
   }
+  return { start, kill }
+}
+
+export async function startAofServer(): Promise<TestAofServer> {
+  const directory = await mkdtemp(join(tmpdir(), 'sandkeep-aof-'))
+  const port = await freePort()
+  const { start, kill } = foregroundServer(
+    port,
+    [
+      '--dir',
+      directory,
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--save',
+      '',
+      '--logfile',
+      join(directory, 'redis.log'),
+    ],
+    'AOF server',
+  )
   await start()
   return {
     port,
@@ -174,6 +176,34 @@ export async function startAofServer(): Promise<TestAofServer> {
       await kill()
       await rm(directory, { recursive: true, force: true })
     },
+  }
+}
+
+/** A private redis-server without persistence, which a test may stall (DEBUG SLEEP) or restart empty. */
+export interface TestVolatileServer {
+  port: number
+  url: string
+  /** SIGKILL and start again on the same port: the data is gone. */
+  restart(): Promise<void>
+  stop(): Promise<void>
+}
+
+export async function startVolatileServer(): Promise<TestVolatileServer> {
+  const port = await freePort()
+  const { start, kill } = foregroundServer(
+    port,
+    ['--save', '', '--appendonly', 'no', '--enable-debug-command', 'local'],
+    'volatile server',
+  )
+  await start()
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    restart: async () => {
+      await kill()
+      await start()
+    },
+    stop: kill,
   }
 }
 

@@ -29,6 +29,29 @@ export interface FrameReader {
   end(): void
 }
 
+/** The message in `bytes` (one frame without its marker and newline), or undefined when it is not one. */
+function parseMessage(bytes: Buffer): KernelMessage | undefined {
+  let message: unknown
+  try {
+    message = JSON.parse(bytes.toString('utf8'))
+  } catch {
+    return undefined
+  }
+  if (typeof message === 'object' && message !== null && typeof (message as KernelMessage).t === 'string') {
+    return message as KernelMessage
+  }
+  return undefined
+}
+
+/** How many trailing bytes of `bytes` could be the start of `marker` (held back until more arrives). */
+function partialMarkerLength(bytes: Buffer, marker: Buffer): number {
+  const longest = Math.min(bytes.length, marker.length - 1)
+  for (let length = longest; length > 0; length -= 1) {
+    if (bytes.subarray(bytes.length - length).equals(marker.subarray(0, length))) return length
+  }
+  return 0
+}
+
 export function createFrameReader(options: FrameReaderOptions): FrameReader {
   const marker = Buffer.from(`\x1e${options.nonce}:`, 'utf8')
   const decoder = new StringDecoder('utf8')
@@ -42,27 +65,6 @@ export function createFrameReader(options: FrameReaderOptions): FrameReader {
     if (text) options.onRaw(text)
   }
 
-  const finishMessage = (bytes: Buffer) => {
-    let message: unknown
-    try {
-      message = JSON.parse(bytes.toString('utf8'))
-    } catch {
-      return
-    }
-    if (typeof message === 'object' && message !== null && typeof (message as KernelMessage).t === 'string') {
-      options.onMessage(message as KernelMessage)
-    }
-  }
-
-  /** How many trailing bytes of `bytes` could be the start of a marker (held back until more arrives). */
-  const partialMarkerLength = (bytes: Buffer): number => {
-    const longest = Math.min(bytes.length, marker.length - 1)
-    for (let length = longest; length > 0; length -= 1) {
-      if (bytes.subarray(bytes.length - length).equals(marker.subarray(0, length))) return length
-    }
-    return 0
-  }
-
   const drain = () => {
     for (;;) {
       if (inMessage) {
@@ -74,7 +76,8 @@ export function createFrameReader(options: FrameReaderOptions): FrameReader {
           continue
         }
         if (newline < 0) return
-        finishMessage(pending.subarray(0, newline))
+        const message = parseMessage(pending.subarray(0, newline))
+        if (message) options.onMessage(message)
         pending = pending.subarray(newline + 1)
         inMessage = false
         continue
@@ -86,7 +89,7 @@ export function createFrameReader(options: FrameReaderOptions): FrameReader {
         inMessage = true
         continue
       }
-      const keep = partialMarkerLength(pending)
+      const keep = partialMarkerLength(pending, marker)
       raw(pending.subarray(0, pending.length - keep))
       pending = pending.subarray(pending.length - keep)
       return

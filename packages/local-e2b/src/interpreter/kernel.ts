@@ -4,7 +4,7 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { posix } from 'node:path'
-import { createFrameReader, type KernelMessage } from './frames.js'
+import { createFrameReader, type FrameReader, type KernelMessage } from './frames.js'
 import type { KernelSpawner } from './types.js'
 
 /** The kernels this package ships (bash is a mode of the Python kernel script). */
@@ -68,6 +68,27 @@ function commandFor(language: KernelLanguage, kernelDir: string): [string, strin
   return [node, ['--expose-internals', posix.join(kernelDir, 'javascript-kernel.mjs')]]
 }
 
+/** Feeds the kernel's stdout to `reader` and what reaches its stderr to `onStderr`. */
+function pipeOutput(
+  child: ChildProcessWithoutNullStreams,
+  reader: FrameReader,
+  onStderr: (text: string) => void,
+): void {
+  child.stdout.on('data', (chunk: Buffer) => reader.push(chunk))
+  child.stdout.on('end', () => reader.end())
+  child.stderr.setEncoding('utf8')
+  child.stderr.on('data', onStderr)
+  // A dead kernel's stdin reports EPIPE; the exit handler tells the story.
+  child.stdin.on('error', () => {})
+}
+
+/** Why a kernel that exited before its `ready` did not start (`reason`: its fatal message or stderr). */
+function earlyExitError(language: KernelLanguage, exit: KernelExit, reason: string): Error {
+  return new Error(
+    `the ${language} kernel exited before it was ready (${exit.signal ?? `exit code ${exit.code}`})${reason ? `: ${reason}` : ''}`,
+  )
+}
+
 interface RunningCell {
   id: number
   sink: CellSink
@@ -126,12 +147,12 @@ export class KernelProcess {
     const child = options.spawner.spawn(command, args, { cwd: options.cwd, env: options.env })
     let kernel: KernelProcess | undefined
     let stderrText = ''
+    const keepStderr = (text: string) => {
+      stderrText = (stderrText + text).slice(-STDERR_KEEP)
+    }
     let fatal: string | undefined
     let settleStart: ((error: Error | undefined, pid?: number) => void) | undefined
-    let resolveExit!: (exit: KernelExit) => void
-    const exit = new Promise<KernelExit>((resolve) => {
-      resolveExit = resolve
-    })
+    const { promise: exit, resolve: resolveExit } = Promise.withResolvers<KernelExit>()
 
     const reader = createFrameReader({
       nonce,
@@ -145,63 +166,54 @@ export class KernelProcess {
       },
       onRaw: (text) => {
         if (kernel) kernel.#running?.sink.stdout(text)
-        else stderrText = (stderrText + text).slice(-STDERR_KEEP)
+        else keepStderr(text)
       },
     })
-    child.stdout.on('data', (chunk: Buffer) => reader.push(chunk))
-    child.stdout.on('end', () => reader.end())
-    child.stderr.setEncoding('utf8')
-    child.stderr.on('data', (text: string) => {
+    pipeOutput(child, reader, (text) => {
       // Kernels send their own stderr as messages; this is what escaped them (a child process, a crash).
-      if (!kernel) stderrText = (stderrText + text).slice(-STDERR_KEEP)
+      if (!kernel) keepStderr(text)
       else kernel.#running?.sink.stderr(text)
     })
-    // A dead kernel's stdin reports EPIPE; the exit handler tells the story.
-    child.stdin.on('error', () => {})
     child.on('error', (error) => {
       settleStart?.(error)
       if (!kernel) resolveExit({ code: null, signal: null, expected: false })
     })
     child.on('exit', (code, signal) => {
       const info: KernelExit = { code, signal, expected: kernel ? kernel.#expected : false }
-      if (!kernel) {
-        const reason = fatal ?? stderrText.trim()
-        settleStart?.(
-          new Error(
-            `the ${options.language} kernel exited before it was ready (${signal ?? `exit code ${code}`})${reason ? `: ${reason}` : ''}`,
-          ),
-        )
-        resolveExit(info)
-        return
-      }
-      kernel.#exited = true
-      const running = kernel.#running
-      kernel.#running = undefined
-      running?.finish('died')
+      if (kernel) kernel.#ended()
+      else settleStart?.(earlyExitError(options.language, info, fatal ?? stderrText.trim()))
       resolveExit(info)
-      options.onExit?.(info)
+      if (kernel) options.onExit?.(info)
     })
 
     child.stdin.write(`${JSON.stringify({ t: 'hello', nonce })}\n`)
 
-    return new Promise<KernelProcess>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        settleStart?.(
-          new Error(`the ${options.language} kernel did not start within ${options.startTimeoutMs} ms`),
-        )
-        child.kill('SIGKILL')
-      }, options.startTimeoutMs)
-      settleStart = (error, pid) => {
-        settleStart = undefined
-        clearTimeout(timer)
-        if (error) {
-          reject(error)
-          return
-        }
-        kernel = new KernelProcess(options, child, pid ?? -1, performance.now() - startedAt, exit)
-        resolve(kernel)
+    const started = Promise.withResolvers<KernelProcess>()
+    const timer = setTimeout(() => {
+      settleStart?.(
+        new Error(`the ${options.language} kernel did not start within ${options.startTimeoutMs} ms`),
+      )
+      child.kill('SIGKILL')
+    }, options.startTimeoutMs)
+    settleStart = (error, pid) => {
+      settleStart = undefined
+      clearTimeout(timer)
+      if (error) {
+        started.reject(error)
+        return
       }
-    })
+      kernel = new KernelProcess(options, child, pid ?? -1, performance.now() - startedAt, exit)
+      started.resolve(kernel)
+    }
+    return started.promise
+  }
+
+  /** The process is gone: the running cell, if any, ends as `died`. */
+  #ended(): void {
+    this.#exited = true
+    const running = this.#running
+    this.#running = undefined
+    running?.finish('died')
   }
 
   /**
