@@ -69,12 +69,30 @@ export interface OpenTelemetryApi {
   trace: {
     getTracer(name: string, version?: string): TelemetryTracer
     setSpan(context: TelemetryContext, span: TelemetrySpan): TelemetryContext
+    /** The global provider: a proxy whose delegate is the API's no-op one until an SDK registers. */
+    getTracerProvider?(): unknown
   }
-  metrics: { getMeter(name: string, version?: string): TelemetryMeter }
+  metrics: {
+    getMeter(name: string, version?: string): TelemetryMeter
+    /** The global provider, the API's no-op one until an SDK registers. */
+    getMeterProvider?(): unknown
+  }
   createContextKey(description: string): symbol
 }
 
 let cached: OpenTelemetryApi | null | undefined
+
+/**
+ * True when an SDK has registered a real global provider behind the API: with only the API installed (a
+ * dependency pulled it in) every span and instrument is a no-op, and skipping them keeps a turn's cost where
+ * it is without telemetry. A provider without the API's classes (another implementation) counts as real.
+ */
+export function isRealProvider(provider: unknown): boolean {
+  const delegate = (provider as { getDelegate?: () => unknown } | undefined)?.getDelegate?.() ?? provider
+  if (delegate === undefined || delegate === null) return false
+  const name = (delegate as { constructor?: { name?: unknown } }).constructor?.name
+  return name !== 'NoopTracerProvider' && name !== 'NoopMeterProvider'
+}
 
 /**
  * Loads `@opentelemetry/api` on first use, never at module load: it is an optional peer, and a process

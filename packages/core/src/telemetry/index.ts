@@ -1,6 +1,6 @@
 import type { SessionStore } from '../session-store.js'
 import { SANDKEEP_VERSION } from '../version.js'
-import { loadOpenTelemetryApi, validateTelemetryOption } from './api.js'
+import { isRealProvider, loadOpenTelemetryApi, validateTelemetryOption } from './api.js'
 import { instrumentStore } from './instrument-store.js'
 import { createSandkeepMetrics } from './metrics.js'
 import { createTurnTracer, noopTurnTracer, type Subscribe, type TurnTracer } from './tracer.js'
@@ -30,9 +30,14 @@ export function createManagerTelemetry(
   if (settings === false) return { tracer: noopTurnTracer, instrumentStore: (store) => store }
   const api = load()
   const tracer = settings?.tracer ?? api?.trace.getTracer('@sandkeep/core', SANDKEEP_VERSION)
-  const meter = settings?.meter ?? api?.metrics.getMeter('@sandkeep/core', SANDKEEP_VERSION)
+  // The API's global meter never upgrades its instruments once made, so a provider must be there now.
+  const globalMeter = api && isRealProvider(api.metrics.getMeterProvider?.()) ? api.metrics : undefined
+  const meter = settings?.meter ?? globalMeter?.getMeter('@sandkeep/core', SANDKEEP_VERSION)
   // Spans nest through the API's context; a tracer without it could only make disconnected roots.
-  const tracing = api && tracer ? { api, tracer } : undefined
+  const enabled = settings?.tracer
+    ? () => true
+    : () => isRealProvider(api?.trace.getTracerProvider?.() ?? { getDelegate: () => 'unknown' })
+  const tracing = api && tracer ? { api, tracer, enabled } : undefined
   const metrics = meter ? createSandkeepMetrics(meter) : undefined
   if (metrics) on('resume-end', ({ report }) => metrics.resumed(report))
   return {

@@ -63,7 +63,7 @@ export function instrumentStore(
     const wrapper = async (...args: unknown[]) => {
       // Read at each call: a store whose method is replaced later (a test's fault injection) stays in effect.
       const call = Reflect.get(store, method) as (...args: unknown[]) => Promise<unknown>
-      if (!tracing) {
+      if (!tracing?.enabled()) {
         const result: unknown = await call.apply(store, args)
         account(String(method), args, result)
         return result

@@ -18,6 +18,11 @@ const preciseNow = () => performance.timeOrigin + performance.now()
 export interface Tracing {
   api: OpenTelemetryApi
   tracer: TelemetryTracer
+  /**
+   * Whether spans are worth making now: always for a tracer passed in; for the global one, once an SDK has
+   * registered a provider (read at each turn, so a provider registered after createSessionManager counts).
+   */
+  enabled(): boolean
 }
 
 // OpenTelemetry's SpanStatusCode.ERROR; a constant so that nothing loads the API to read it.
@@ -95,12 +100,13 @@ interface Scope extends Tracing {
   measured(name: string, ms: number, attributes: TelemetryAttributes): void
 }
 
-function createScope({ api, tracer }: Tracing): Scope {
+function createScope({ api, tracer, enabled }: Tracing): Scope {
   const TURN = api.createContextKey('sandkeep.turn')
   const active = () => api.context.active()
   return {
     api,
     tracer,
+    enabled,
     TURN,
     RESUME: api.createContextKey('sandkeep.resume'),
     active,
@@ -124,6 +130,7 @@ export function createTurnTracer(tracing: Tracing, on: Subscribe): TurnTracer {
   const turnContexts = new WeakMap<object, TelemetryContext>()
   return {
     async turn(conversationId, options, begin) {
+      if (!scope.enabled()) return begin()
       const parent = active()
       const tenant = (options as { tenant?: unknown } | undefined)?.tenant
       const span = tracer.startSpan(
@@ -153,7 +160,9 @@ export function createTurnTracer(tracing: Tracing, on: Subscribe): TurnTracer {
       }
     },
     async resume(turn, run) {
-      const parent = turnContexts.get(turn) ?? active()
+      const turnContext = turnContexts.get(turn)
+      if (!turnContext && !scope.enabled()) return run()
+      const parent = turnContext ?? active()
       const span = tracer.startSpan('sandkeep.resume', {}, parent)
       try {
         return await api.context.with(api.trace.setSpan(parent, span).setValue(scope.RESUME, span), run)
@@ -174,8 +183,13 @@ export function createTurnTracer(tracing: Tracing, on: Subscribe): TurnTracer {
 }
 
 /** The spans of the phases the manager reports by event, and the attributes of the turn's and resume's spans. */
-function subscribePhaseSpans(scope: Scope, on: Subscribe): void {
+function subscribePhaseSpans(scope: Scope, subscribe: Subscribe): void {
   const { tracer, active, turnOf, measured } = scope
+  // Phase spans only inside a traced turn (or while a provider is registered): nothing to do otherwise.
+  const on: Subscribe = (event, listener) =>
+    subscribe(event, (payload) => {
+      if (scope.enabled() || turnOf(active())) listener(payload)
+    })
   on('resume-end', ({ report }) => {
     const context = active()
     const resume = context.getValue(scope.RESUME) as TelemetrySpan | undefined
