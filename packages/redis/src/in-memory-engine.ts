@@ -11,6 +11,11 @@
 //     and string.format('%d', ms) failed ("number has no integer representation"): numbers are kept as
 //     doubles (exact to 2^53) and '%d' is written with '%.0f';
 //   - a table filled 1..n by assignment comes back to JavaScript as null, not as an array;
+//   - TIME answers Math.round(now / 1000) seconds and the sub-second part of process.hrtime() as its
+//     microseconds, so the store clock jumped back by up to a second between two calls (a later turn
+//     "started" before an earlier one): the prelude answers TIME from os.time(), whole seconds that never
+//     go back (leases measured with it may end up to a second early: the mock's conformance run stretches
+//     its short leases accordingly);
 //   - `cjson` is missing, and ZADD's GT flag is refused (the scripts' fallback covers that once pcall
 //     reports the error as Redis does).
 // Real Redis never sees this prelude: it would refuse the global writes (and need none of it).
@@ -50,6 +55,7 @@ local function sandkeep_status(name, value)
   return value
 end
 redis.call = function(name, ...)
+  if string.upper(name) == 'TIME' then return { sandkeep_format('%.0f', os.time()), '0' } end
   return sandkeep_status(name, sandkeep_reply(sandkeep_call(name, ...)))
 end
 redis.pcall = function(name, ...)
