@@ -34,9 +34,9 @@ export function createManagerTelemetry(
   const globalMeter = api && isRealProvider(api.metrics.getMeterProvider?.()) ? api.metrics : undefined
   const meter = settings?.meter ?? globalMeter?.getMeter('@sandkeep/core', SANDKEEP_VERSION)
   // Spans nest through the API's context; a tracer without it could only make disconnected roots.
-  const enabled = settings?.tracer
-    ? () => true
-    : () => isRealProvider(api?.trace.getTracerProvider?.() ?? { getDelegate: () => 'unknown' })
+  // A tracer passed in always records; so does an API too old to show its provider (nothing to check).
+  const trace = settings?.tracer || !api?.trace.getTracerProvider ? undefined : api.trace
+  const enabled = trace ? () => isRealProvider(trace.getTracerProvider?.()) : () => true
   const tracing = api && tracer ? { api, tracer, enabled } : undefined
   const metrics = meter ? createSandkeepMetrics(meter) : undefined
   if (metrics) on('resume-end', ({ report }) => metrics.resumed(report))
