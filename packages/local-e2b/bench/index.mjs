@@ -4,8 +4,9 @@
 // By default the host runs as its own process (the bin, as `sandkeep host` runs it), so the SDK client and the
 // host do not share one event loop; `--in-process` measures startLocalE2B in this process instead.
 // Usage: node bench/index.mjs [--sandboxes 50] [--in-process] [--json]
-import { startLocalE2B } from '@sandkeep/local-e2b'
+
 import { Sandbox } from 'e2b'
+import { startLocalE2B } from '../dist/index.js'
 import { startHostProcess } from './host-process.mjs'
 import { printRows, summary, timed } from './stats.mjs'
 

@@ -10,7 +10,7 @@
 // - restartCodeContext: SDK round trip of a restart (kill the kernel, cold-start a new one, wait for ready).
 // - first runCode of a new sandbox: SDK round trip of the first cell, cold start included.
 import { Sandbox } from '@e2b/code-interpreter'
-import { startLocalE2B } from '@sandkeep/local-e2b'
+import { startLocalE2B } from '../dist/index.js'
 import { printRows, summary, timed } from './stats.mjs'
 
 const args = process.argv.slice(2)

@@ -3,7 +3,7 @@
 import { chmod, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { shellQuote } from '@sandkeep/core'
+import { shellQuote } from './errors.js'
 import { type LocalE2BHost, startLocalE2B } from './host.js'
 import type { LocalE2BOptions } from './options.js'
 

@@ -2,7 +2,7 @@
 // routers, and the sandbox-level faults (expire, drop memory, kill a process, restart, change id) that act
 // on the host's state through the registry and the lifecycle.
 import type { ServerResponse } from 'node:http'
-import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
+import { invalidArgument, LocalE2BError, LocalE2BErrorCode } from './errors.js'
 import type { HostEventLog } from './events.js'
 import { HttpError, sendJson } from './http.js'
 import type { Lifecycle } from './lifecycle.js'
@@ -165,9 +165,7 @@ export interface HostFaultsOptions {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-function invalidFault(message: string): SandkeepError {
-  return new SandkeepError({ code: SandkeepErrorCode.INVALID_ARGUMENT, message })
-}
+const invalidFault = invalidArgument
 
 /** The host's faults: what `host.faults` exposes, plus what the routers call to apply them. */
 export class HostFaults implements LocalE2BFaults {
@@ -250,8 +248,8 @@ export class HostFaults implements LocalE2BFaults {
   #target(sandboxId: string): Sandbox {
     const sandbox = this.#options.registry.get(sandboxId)
     if (!sandbox) {
-      throw new SandkeepError({
-        code: SandkeepErrorCode.SANDBOX_NOT_FOUND,
+      throw new LocalE2BError({
+        code: LocalE2BErrorCode.NOT_FOUND,
         message: `sandbox ${sandboxId} is not on this host`,
         sandboxId,
       })

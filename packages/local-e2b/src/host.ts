@@ -8,9 +8,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
 import { type AdminOptions, handleAdmin } from './admin.js'
 import { ControlPlane } from './control-plane.js'
+import { LocalE2BError } from './errors.js'
 import { type HostEvent, HostEventLog } from './events.js'
 import { HostFaults, type LocalE2BFaults } from './faults.js'
 import { HttpError, header, sendError, sendJson } from './http.js'
@@ -97,9 +97,8 @@ function answerError(
   error: unknown,
 ): void {
   if (error instanceof HttpError) sendError(response, error.status, error.message, error.headers)
-  else if (SandkeepError.isInstance(error)) {
-    sendError(response, error.code === SandkeepErrorCode.SANDBOX_NOT_FOUND ? 404 : 400, error.message)
-  } else {
+  else if (LocalE2BError.isInstance(error)) sendError(response, error.status, error.message)
+  else {
     const message = (error as Error)?.message ?? String(error)
     events.record('host-error', sandboxId, { path: url.pathname, error: message })
     sendError(response, 500, `internal error: ${message}`)
@@ -148,7 +147,7 @@ function prepareStateDir(given: string | undefined): { stateDir: string; ownsSta
   return { stateDir, ownsStateDir: given === undefined }
 }
 
-/** Starts a local E2B-compatible host. Throws SandkeepError INVALID_ARGUMENT for bad options. */
+/** Starts a local E2B-compatible host. Throws LocalE2BError INVALID_ARGUMENT for bad options. */
 export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<LocalE2BHost> {
   const settings: ResolvedOptions = resolveOptions(options)
   const support = probeRuntimeSupport(settings.isolation)

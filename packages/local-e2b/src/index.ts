@@ -1,3 +1,4 @@
+export { LocalE2BError, LocalE2BErrorCode } from './errors.js'
 export type { HostEvent, HostEventFilter } from './events.js'
 export { HostEventLog } from './events.js'
 export type { FailNextOptions, FaultOperation, LatencyOptions } from './faults.js'

@@ -1,5 +1,5 @@
-import { SandkeepError } from '@sandkeep/core'
 import { describe, expect, it } from 'vitest'
+import { LocalE2BError } from './errors.js'
 import { resolveOptions } from './options.js'
 import { DEFAULT_LIMITS } from './runtime/limits.js'
 
@@ -39,7 +39,7 @@ describe('resolveOptions', () => {
       } catch (error) {
         caught = error
       }
-      expect(SandkeepError.hasCode(caught, 'INVALID_ARGUMENT')).toBe(true)
+      expect(LocalE2BError.isInstance(caught) && caught.code === 'INVALID_ARGUMENT').toBe(true)
     }
     expect(resolveOptions({ hostname: '0.0.0.0', allowRemote: true }).hostname).toBe('0.0.0.0')
   })
@@ -55,7 +55,7 @@ describe('resolveOptions', () => {
       { maxConcurrentUploadBytes: -1 },
       { maxUploadBytes: 2048, maxConcurrentUploadBytes: 1024 },
     ]) {
-      expect(() => resolveOptions(bad as never), JSON.stringify(bad)).toThrow(SandkeepError)
+      expect(() => resolveOptions(bad as never), JSON.stringify(bad)).toThrow(LocalE2BError)
     }
   })
 

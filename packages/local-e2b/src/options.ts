@@ -1,5 +1,5 @@
 // Options of startLocalE2B, checked before anything is started.
-import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
+import { invalidArgument } from './errors.js'
 import type { SandboxUser } from './runtime/etc-files.js'
 import { DEFAULT_LIMITS, type SandboxLimits } from './runtime/limits.js'
 import { type PauseMode, parsePauseMode } from './sandbox.js'
@@ -93,11 +93,13 @@ export interface ResolvedOptions {
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]'])
 
-function invalid(message: string): SandkeepError {
-  return new SandkeepError({ code: SandkeepErrorCode.INVALID_ARGUMENT, message })
-}
+const invalid = invalidArgument
 
-const KNOWN_KEYS = new Set([
+/**
+ * Every option name of startLocalE2B, in one list. `satisfies` keeps a name that is not an option out, and
+ * `Complete` below fails to compile when an option is added to the type but not here.
+ */
+const LOCAL_E2B_OPTION_NAMES = [
   'port',
   'hostname',
   'allowRemote',
@@ -115,7 +117,23 @@ const KNOWN_KEYS = new Set([
   'user',
   'limits',
   'templateOptions',
-])
+] as const satisfies readonly (keyof LocalE2BOptions)[]
+
+/** The option names of one template in templateOptions. */
+const TEMPLATE_OPTION_NAMES = ['user', 'limits'] as const satisfies readonly (keyof TemplateOptions)[]
+
+/** `true` only when the list names every key of T; anything else is a compile error at the use below. */
+type Complete<T, List extends readonly (keyof T)[]> = [Exclude<keyof T, List[number]>] extends [never]
+  ? true
+  : { missing: Exclude<keyof T, List[number]> }
+const optionListsComplete: [
+  Complete<LocalE2BOptions, typeof LOCAL_E2B_OPTION_NAMES>,
+  Complete<TemplateOptions, typeof TEMPLATE_OPTION_NAMES>,
+] = [true, true]
+void optionListsComplete
+
+const KNOWN_KEYS: ReadonlySet<string> = new Set(LOCAL_E2B_OPTION_NAMES)
+const TEMPLATE_KEYS: ReadonlySet<string> = new Set(TEMPLATE_OPTION_NAMES)
 
 /** Where the host listens; a non-loopback hostname only with allowRemote. */
 function resolveAddress(
@@ -156,7 +174,7 @@ function checkStateDirAndApiKey(options: LocalE2BOptions): void {
   }
 }
 
-/** Checks and completes the options; throws SandkeepError INVALID_ARGUMENT before any side effect. */
+/** Checks and completes the options; throws LocalE2BError INVALID_ARGUMENT before any side effect. */
 export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
   if (typeof options !== 'object' || options === null)
     throw invalid('startLocalE2B options must be an object')
@@ -271,8 +289,7 @@ function resolveSandboxSettings(
     if (typeof template !== 'object' || template === null)
       throw invalid(`templateOptions.${templateId} must be an object`)
     for (const key of Object.keys(template)) {
-      if (key !== 'user' && key !== 'limits')
-        throw invalid(`templateOptions.${templateId}: unknown option "${key}"`)
+      if (!TEMPLATE_KEYS.has(key)) throw invalid(`templateOptions.${templateId}: unknown option "${key}"`)
     }
     templateOptions[templateId] = {
       user: resolveUser(template.user, `templateOptions.${templateId}.user`) ?? user,

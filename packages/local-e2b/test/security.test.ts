@@ -3,10 +3,9 @@
 import { statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
-import { SandkeepError } from '@sandkeep/core'
 import { Sandbox } from 'e2b'
 import { describe, expect, it } from 'vitest'
-import { SANDBOX_USER_ID, startLocalE2B } from '../src/index.js'
+import { LocalE2BError, SANDBOX_USER_ID, startLocalE2B } from '../src/index.js'
 import { useTestHost } from './helpers.js'
 
 /** Runs a command and returns its result even when it exits non-zero. */
@@ -141,7 +140,7 @@ describe('isolation without bubblewrap', () => {
     try {
       for (const isolation of [undefined, 'auto', 'bubblewrap'] as const) {
         const attempt = startLocalE2B({ logger: () => {}, ...(isolation ? { isolation } : {}) })
-        await expect(attempt).rejects.toBeInstanceOf(SandkeepError)
+        await expect(attempt).rejects.toBeInstanceOf(LocalE2BError)
         await expect(attempt).rejects.toThrow(/isolation: 'none'/)
       }
       const warnings: string[] = []

@@ -2,7 +2,7 @@
 // freezer (cgroup v2, v1, or signals), where the per-sandbox limits live, and disk images.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
+import { LocalE2BError, LocalE2BErrorCode } from '../errors.js'
 import { enterHelperPath } from './enter-helper.js'
 
 /** How pauses are enforced on this machine. */
@@ -88,8 +88,8 @@ function probeBase(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSuppor
     if (usable) isolation = 'bubblewrap'
     else {
       // Unisolated, sandbox code runs as this user on this machine: only when asked for by name.
-      throw new SandkeepError({
-        code: SandkeepErrorCode.CAPABILITY_UNSUPPORTED,
+      throw new LocalE2BError({
+        code: LocalE2BErrorCode.UNSUPPORTED,
         message: `isolation "${wantIsolation}" needs root plus bwrap, nsenter and setpriv on PATH (apt-get install bubblewrap util-linux); to run sandboxes unisolated on this machine anyway, pass isolation: 'none'`,
       })
     }
