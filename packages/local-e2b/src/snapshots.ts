@@ -281,12 +281,13 @@ export class SnapshotService {
   async #copy(sandbox: Sandbox, destination: string): Promise<CapturedDisk> {
     const rootDir = sandbox.record.rootDir
     const image = diskImageOf(rootDir)
+    const mounted = existsSync(image) && isMountPoint(rootDir)
     const started = performance.now()
     await sandbox.runtime.freeze()
     let filesystemFrozen = false
     try {
       if (existsSync(image)) {
-        if (isMountPoint(rootDir)) {
+        if (mounted) {
           await run('fsfreeze', ['--freeze', rootDir], { timeout: 60_000 })
           filesystemFrozen = true
         }
