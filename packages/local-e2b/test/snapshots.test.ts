@@ -241,6 +241,17 @@ describe('snapshots across hosts', () => {
   const owner = newKey()
   afterAll(() => rmSync(stateDir, { recursive: true, force: true }))
   let snapshotId = ''
+  /** A new host on the state dir with the owner's key lists the snapshot, and a sandbox from it has the file. */
+  async function expectOwnerFindsIt(): Promise<void> {
+    const again = await startTestHost({ stateDir, apiKey: owner })
+    try {
+      expect(await listedIds(again.opts)).toEqual([snapshotId])
+      const copy = await Sandbox.create(snapshotId, again.opts)
+      expect(await copy.files.read('/home/user/note.txt')).toBe('survives')
+    } finally {
+      await stopTestHost(again)
+    }
+  }
 
   it('outlive their sandbox, the restart fault and a second host on the same state dir', async () => {
     const first = await startTestHost({ stateDir, apiKey: owner })
@@ -259,14 +270,7 @@ describe('snapshots across hosts', () => {
     } finally {
       await stopTestHost(first)
     }
-    const second = await startTestHost({ stateDir, apiKey: owner })
-    try {
-      expect(await listedIds(second.opts)).toEqual([snapshotId])
-      const copy = await Sandbox.create(snapshotId, second.opts)
-      expect(await copy.files.read('/home/user/note.txt')).toBe('survives')
-    } finally {
-      await stopTestHost(second)
-    }
+    await expectOwnerFindsIt()
   })
 
   it("another API key's snapshot is not found, listed or deleted", async () => {
@@ -282,13 +286,6 @@ describe('snapshots across hosts', () => {
     } finally {
       await stopTestHost(stranger)
     }
-    const back = await startTestHost({ stateDir, apiKey: owner })
-    try {
-      expect(await listedIds(back.opts)).toEqual([snapshotId])
-      const copy = await Sandbox.create(snapshotId, back.opts)
-      expect(await copy.files.read('/home/user/note.txt')).toBe('survives')
-    } finally {
-      await stopTestHost(back)
-    }
+    await expectOwnerFindsIt()
   })
 })
