@@ -86,8 +86,14 @@ const rows = [
   summary('fork({ count: 1 }) (SDK round trip)', samples.fork),
   summary('  of which: the source stands frozen', samples.forkFrozen),
   summary('deleteSnapshot (SDK round trip)', samples.remove),
-  summary('snapshot on disk, this workspace (MiB)', samples.bytes.map((bytes) => bytes / MiB)),
-  summary('snapshot on disk, a new empty sandbox (MiB)', samples.emptyBytes.map((bytes) => bytes / MiB)),
+  summary(
+    'snapshot on disk, this workspace (MiB)',
+    samples.bytes.map((bytes) => bytes / MiB),
+  ),
+  summary(
+    'snapshot on disk, a new empty sandbox (MiB)',
+    samples.emptyBytes.map((bytes) => bytes / MiB),
+  ),
 ]
 printRows(rows, {
   asJson,

@@ -6,7 +6,7 @@
 // checkpointing), so a sandbox made from a snapshot, or a fork, boots cold with the files.
 import { execFile, execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -295,6 +295,8 @@ export class SnapshotService {
         return { kind: 'image', frozenMs: performance.now() - started }
       }
       await copyTree(rootDir, destination)
+      // The copy keeps the modes inside (the sandbox's own); its top is private like every snapshot file.
+      chmodSync(destination, 0o700)
       return { kind: 'tree', frozenMs: performance.now() - started }
     } catch (error) {
       rmSync(destination, { recursive: true, force: true })

@@ -236,6 +236,25 @@ describe('snapshot limits', () => {
   })
 })
 
+describe('snapshots without disk images', () => {
+  const t = useTestHost({ limits: { diskBytes: 0 } })
+
+  it('copy the sandbox directory, with its owners, and a sandbox from one has the files', async () => {
+    const source = await Sandbox.create(t.opts)
+    await source.commands.run('mkdir -p /home/user/app && echo data > /home/user/app/data.txt')
+    const { snapshotId } = await source.createSnapshot()
+    expect(t.host.events.list({ type: 'snapshot-create' }).at(-1)?.detail.kind).toBe('tree')
+    for (const file of snapshotFiles(t.host))
+      expect(file.mode).toBe(file.name === 'index.json' ? 0o600 : 0o700)
+    const copy = await Sandbox.create(snapshotId, t.opts)
+    expect(await copy.files.read('/home/user/app/data.txt')).toBe('data\n')
+    // Still the sandbox user's: it can change what it wrote before the snapshot.
+    expect((await copy.commands.run('echo more >> /home/user/app/data.txt && echo ok')).stdout).toBe('ok\n')
+    await Sandbox.deleteSnapshot(snapshotId, t.opts)
+    expect(snapshotFiles(t.host).map((file) => file.name)).toEqual(['index.json'])
+  })
+})
+
 describe('snapshots across hosts', () => {
   const stateDir = mkdtempSync(join(tmpdir(), 'sandkeep-snapshots-'))
   const owner = newKey()
