@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { RateLimitError, Sandbox, SandboxError, SandboxNotFoundError } from 'e2b'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import {
   COUNTING_SERVER,
   rejection,
@@ -256,8 +256,12 @@ describe('snapshots without disk images', () => {
 })
 
 describe('snapshots across hosts', () => {
-  const stateDir = mkdtempSync(join(tmpdir(), 'sandkeep-snapshots-'))
+  // Made in beforeAll, not while collecting: a run filtered to other tests skips afterAll and would leak it.
+  let stateDir = ''
   const owner = newKey()
+  beforeAll(() => {
+    stateDir = mkdtempSync(join(tmpdir(), 'sandkeep-snapshots-'))
+  })
   afterAll(() => rmSync(stateDir, { recursive: true, force: true }))
   let snapshotId = ''
   /** A new host on the state dir with the owner's key lists the snapshot, and a sandbox from it has the file. */
