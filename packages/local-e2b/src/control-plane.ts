@@ -1,5 +1,6 @@
 // E2B's REST control plane (`/sandboxes`, `/v2/sandboxes`): create, connect/resume, pause, kill, set
-// timeout, get, list, metrics. Every call needs the API key; faults are applied before the call is served.
+// timeout, get, list, metrics; snapshots and forks are snapshots.ts's. Every call needs the API key; faults
+// are applied before the call is served.
 import { mkdirSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { join } from 'node:path'
@@ -16,9 +17,11 @@ import {
   timeoutSeconds,
 } from './http.js'
 import { type Lifecycle, teardown } from './lifecycle.js'
+import type { SandboxMetrics } from './metrics.js'
 import type { ResolvedOptions } from './options.js'
 import { newSandboxId, type SandboxRegistry } from './registry.js'
 import { newToken, type PauseMode, type Sandbox, type SandboxRecord } from './sandbox.js'
+import type { SnapshotService } from './snapshots.js'
 
 /** envd version reported to the SDK; gates its features (0.6.4 = metadata, watch entries, octet uploads). */
 export const ENVD_VERSION = '0.6.4'
@@ -34,10 +37,12 @@ export interface ControlPlaneOptions {
   lifecycle: Lifecycle
   faults: HostFaults
   makeSandbox: (record: SandboxRecord) => Sandbox
+  snapshots: SnapshotService
+  metrics: SandboxMetrics
 }
 
-/** What create and connect answer. */
-function sandboxJson(sandbox: Sandbox): Json {
+/** What create, connect and each fork answer. */
+export function sandboxJson(sandbox: Sandbox): Json {
   const body: Json = {
     sandboxID: sandbox.id,
     templateID: sandbox.record.templateId,
@@ -105,6 +110,7 @@ export class ControlPlane {
     const parts = url.pathname.split('/').filter(Boolean)
     const versioned = parts[0] === 'v2'
     const path = versioned ? parts.slice(1) : parts
+    if (await this.#options.snapshots.handle(method, path, request, response, url)) return
     if (path[0] !== 'sandboxes') throw new HttpError(404, `no route ${method} ${url.pathname}`)
     const [, sandboxId, action] = path
     if (sandboxId !== undefined && (sandboxId.length > 128 || !/^[A-Za-z0-9_-]+$/.test(sandboxId))) {
@@ -128,8 +134,7 @@ export class ControlPlane {
       const body = await readJson(request)
       if (await this.#action(action, sandboxId, body, response)) return
     } else if (method === 'GET' && action === 'metrics' && path.length === 3) {
-      registry.lookup(sandboxId)
-      return sendJson(response, 200, [])
+      return this.#options.metrics.answer(registry.lookup(sandboxId), url, response)
     }
     throw new HttpError(404, `no route ${method} ${url.pathname}`)
   }
@@ -157,15 +162,24 @@ export class ControlPlane {
   }
 
   async #create(body: Json, response: ServerResponse): Promise<void> {
+    const { record, prepareDisk } = this.#newRecord(body)
+    sendJson(response, 201, sandboxJson(await this.startSandbox(record, prepareDisk)))
+  }
+
+  /**
+   * Boots and registers a new sandbox of `record`; `prepareDisk` first places its files (a snapshot's or a
+   * fork's disk). 429 past `maxSandboxes`, checked before anything is copied.
+   */
+  async startSandbox(record: SandboxRecord, prepareDisk?: () => Promise<void>): Promise<Sandbox> {
     const { settings, registry, lifecycle, events } = this.#options
     const started = performance.now()
-    const record = this.#newRecord(body)
     if (registry.runningCount() >= settings.maxSandboxes) {
       throw new HttpError(
         429,
         `this host runs at most ${settings.maxSandboxes} sandboxes at once; kill or pause one`,
       )
     }
+    await prepareDisk?.()
     mkdirSync(join(record.rootDir, 'home/user'), { recursive: true })
     mkdirSync(join(record.rootDir, 'tmp'), { recursive: true, mode: 0o1777 })
     const sandbox = this.#options.makeSandbox(record)
@@ -183,16 +197,20 @@ export class ControlPlane {
       templateId: record.templateId,
       createMs: performance.now() - started,
     })
-    sendJson(response, 201, sandboxJson(sandbox))
+    return sandbox
   }
 
-  /** The record of a sandbox to create, from the request body (checked; 400 on a bad field). */
-  #newRecord(body: Json): SandboxRecord {
-    const { settings, stateDir } = this.#options
+  /**
+   * The record of a sandbox to create, from the request body (checked; 400 on a bad field), and, when its
+   * template is a snapshot, what places the snapshot's files before the first boot.
+   */
+  #newRecord(body: Json): { record: SandboxRecord; prepareDisk?: () => Promise<void> } {
+    const { settings, stateDir, snapshots } = this.#options
     const templateId = body.templateID
     if (typeof templateId !== 'string' || templateId.length === 0)
       throw new HttpError(400, 'templateID is required')
-    if (!this.#templates.has(templateId)) {
+    const snapshot = this.#templates.has(templateId) ? undefined : snapshots.resolve(templateId)
+    if (!this.#templates.has(templateId) && !snapshot) {
       throw new HttpError(
         400,
         `unknown template '${templateId}' (this host serves: ${[...this.#templates].join(', ')})`,
@@ -225,7 +243,8 @@ export class ControlPlane {
       pauses: [],
     }
     if (typeof body.alias === 'string') record.alias = body.alias
-    return record
+    if (!snapshot) return { record }
+    return { record, prepareDisk: snapshots.prepareFromSnapshot(snapshot, record) }
   }
 
   /** Runs `task` under the sandbox's lock, once it is known to be still registered (404 otherwise). */

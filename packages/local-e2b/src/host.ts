@@ -1,7 +1,8 @@
 // startLocalE2B: wiring only. One HTTP server on one port serves E2B's REST control plane
 // (control-plane.ts), envd and the code interpreter (sandbox-traffic.ts, routed by the E2b-Sandbox-Id /
 // E2b-Sandbox-Port headers the SDK sends when `sandboxUrl` points here) and the /_local admin (admin.ts).
-// The registry (registry.ts) is persisted in stateDir; lifecycle.ts owns pause, resume, timers and teardown.
+// The registry (registry.ts) and the snapshots (snapshot-store.ts) are persisted in stateDir; lifecycle.ts owns
+// pause, resume, timers and teardown; metrics.ts samples the running sandboxes.
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
@@ -16,12 +17,15 @@ import { HostFaults, type LocalE2BFaults } from './faults.js'
 import { HttpError, header, sendError, sendJson } from './http.js'
 import { kernelHostDirectory } from './interpreter/index.js'
 import { Lifecycle } from './lifecycle.js'
+import { SandboxMetrics } from './metrics.js'
 import { type LocalE2BOptions, type ResolvedOptions, resolveOptions } from './options.js'
 import { SandboxRegistry } from './registry.js'
 import { probeRuntimeSupport, type RuntimeSupport } from './runtime/support.js'
 import { SandboxRuntime } from './runtime.js'
 import { type PauseMode, Sandbox, type SandboxRecord, type SandboxView } from './sandbox.js'
 import { SandboxTraffic } from './sandbox-traffic.js'
+import { SnapshotStore, teamOf } from './snapshot-store.js'
+import { SnapshotService, unfreezeLeftoverDisks } from './snapshots.js'
 
 export { ENVD_VERSION } from './control-plane.js'
 export type { LocalE2BFaults } from './faults.js'
@@ -69,7 +73,7 @@ function sandboxFactory(
 ): (record: SandboxRecord) => Sandbox {
   const kernelHostDir = kernelHostDirectory()
   return (record) => {
-    const template = settings.templateOptions[record.templateId]
+    const template = settings.templateOptions[record.baseTemplateId ?? record.templateId]
     const runtime = new SandboxRuntime({
       id: record.sandboxId,
       rootDir: record.rootDir,
@@ -159,13 +163,25 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const registry = new SandboxRegistry(stateDir, settings.logger)
   const makeSandbox = sandboxFactory(settings, support, events)
   const lifecycle = new Lifecycle({ registry, events, retentionMs: settings.retentionMs, makeSandbox })
+  const store = new SnapshotStore(stateDir, settings.logger)
+  store.load()
+  const metrics = new SandboxMetrics({ registry, events, intervalMs: settings.metricsIntervalMs })
+  const snapshots: SnapshotService = new SnapshotService({
+    settings,
+    stateDir,
+    team: teamOf(apiKey),
+    events,
+    registry,
+    store,
+    startSandbox: (record, prepareDisk): Promise<Sandbox> => controlPlane.startSandbox(record, prepareDisk),
+  })
   const faults = new HostFaults({
     events,
     registry,
     lifecycle,
     dropConnections: () => server.closeAllConnections(),
   })
-  const controlPlane = new ControlPlane({
+  const controlPlane: ControlPlane = new ControlPlane({
     settings,
     stateDir,
     apiKey,
@@ -174,6 +190,8 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     lifecycle,
     faults,
     makeSandbox,
+    snapshots,
+    metrics,
   })
   const traffic = new SandboxTraffic({ settings, support, events, registry, lifecycle, faults })
   const { isolation } = support
@@ -183,6 +201,8 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const server: Server = createServer((request, response) => void route(request, response))
   server.keepAliveTimeout = 30_000
   lifecycle.restore('host-restart')
+  unfreezeLeftoverDisks(registry)
+  metrics.start()
   const address = await listen(server, settings.port, settings.hostname)
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const domain = `${urlHost}:${address.port}`
@@ -192,8 +212,10 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   async function close(): Promise<void> {
     if (closed) return
     closed = true
+    metrics.stop()
     server.closeAllConnections()
     await new Promise<void>((resolve) => server.close(() => resolve()))
+    await snapshots.idle()
     await lifecycle.closeAll()
     if (ownsStateDir) rmSync(stateDir, { recursive: true, force: true })
     else registry.save()

@@ -1,5 +1,6 @@
 // Options of startLocalE2B, checked before anything is started.
 import { invalidArgument } from './errors.js'
+import { DEFAULT_METRICS_INTERVAL_MS } from './metrics.js'
 import type { SandboxUser } from './runtime/etc-files.js'
 import { DEFAULT_LIMITS, type SandboxLimits } from './runtime/limits.js'
 import { type PauseMode, parsePauseMode } from './sandbox.js'
@@ -68,6 +69,12 @@ export interface LocalE2BOptions {
   limits?: SandboxLimitsOptions
   /** Per template id: its user and limits (the ids are accepted by create, like `templates`). */
   templateOptions?: Record<string, TemplateOptions>
+  /** Most snapshots kept for the API key (default 100); one more answers 429 until one is deleted. */
+  maxSnapshots?: number
+  /** Most bytes the kept snapshots may take on the host's disk (default 20 GiB); past it 429. */
+  maxSnapshotBytes?: number
+  /** Time between two metrics samples of a running sandbox (ms, default 5000, E2B's; 100 to 60000). */
+  metricsIntervalMs?: number
 }
 
 /** Options after defaults. */
@@ -89,6 +96,9 @@ export interface ResolvedOptions {
   user: SandboxUser
   limits: SandboxLimits
   templateOptions: Record<string, { user: SandboxUser; limits: SandboxLimits }>
+  maxSnapshots: number
+  maxSnapshotBytes: number
+  metricsIntervalMs: number
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]'])
@@ -117,6 +127,9 @@ const LOCAL_E2B_OPTION_NAMES = [
   'user',
   'limits',
   'templateOptions',
+  'maxSnapshots',
+  'maxSnapshotBytes',
+  'metricsIntervalMs',
 ] as const satisfies readonly (keyof LocalE2BOptions)[]
 
 /** The option names of one template in templateOptions. */
@@ -208,7 +221,11 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
     throw invalid('logger must be a function')
   const { maxUploadBytes, maxConcurrentUploadBytes } = resolveUploadLimits(options)
   const { user, limits, templateOptions } = resolveSandboxSettings(options)
+  const { maxSnapshots, maxSnapshotBytes, metricsIntervalMs } = resolveSnapshotsAndMetrics(options)
   return {
+    maxSnapshots,
+    maxSnapshotBytes,
+    metricsIntervalMs,
     user,
     limits,
     templateOptions,
@@ -242,6 +259,25 @@ function resolveUploadLimits(options: LocalE2BOptions) {
   if (!Number.isSafeInteger(maxConcurrentUploadBytes) || maxConcurrentUploadBytes < maxUploadBytes)
     throw invalid('maxConcurrentUploadBytes must be an integer of at least maxUploadBytes')
   return { maxUploadBytes, maxConcurrentUploadBytes }
+}
+
+/**
+ * Snapshot limits and the metrics interval. 20 GiB holds a hundred snapshots of sandboxes that wrote 200 MiB
+ * each (a snapshot takes what its disk holds, not the disk's size); 5 s is E2B's collection interval.
+ */
+function resolveSnapshotsAndMetrics(
+  options: LocalE2BOptions,
+): Pick<ResolvedOptions, 'maxSnapshots' | 'maxSnapshotBytes' | 'metricsIntervalMs'> {
+  const maxSnapshots = options.maxSnapshots ?? 100
+  if (!Number.isSafeInteger(maxSnapshots) || maxSnapshots < 0)
+    throw invalid('maxSnapshots must be an integer of at least 0 (0: no snapshots)')
+  const maxSnapshotBytes = options.maxSnapshotBytes ?? 20 * 1024 ** 3
+  if (!Number.isSafeInteger(maxSnapshotBytes) || maxSnapshotBytes < 0)
+    throw invalid('maxSnapshotBytes must be an integer of at least 0')
+  const metricsIntervalMs = options.metricsIntervalMs ?? DEFAULT_METRICS_INTERVAL_MS
+  if (!Number.isInteger(metricsIntervalMs) || metricsIntervalMs < 100 || metricsIntervalMs > 60_000)
+    throw invalid('metricsIntervalMs must be an integer from 100 to 60000')
+  return { maxSnapshots, maxSnapshotBytes, metricsIntervalMs }
 }
 
 const LIMIT_RANGES: Record<keyof SandboxLimits, [number, number]> = {

@@ -236,6 +236,11 @@ export class SandboxRuntime {
     return child
   }
 
+  /** The sandbox's cgroup directories (the freezer's first, then the limit hierarchies'); [] without cgroups. */
+  get cgroupDirs(): string[] {
+    return this.#cgroup ? [this.#cgroup, ...this.#limitDirs] : []
+  }
+
   /** Host pids of every process of the sandbox (the cgroup's members, or the tracked groups' members). */
   hostPids(): number[] {
     if (this.#cgroup) return cgroupMembers(this.#cgroup)

@@ -51,6 +51,11 @@ export interface PauseRecord {
 export interface SandboxRecord {
   sandboxId: string
   templateId: string
+  /**
+   * The template whose user and limits the sandbox has, when `templateId` is a snapshot's (a sandbox made
+   * from a snapshot or a fork runs as the template its source ran). Absent: `templateId` itself.
+   */
+  baseTemplateId?: string
   alias?: string
   /** Per-sandbox envd access token (never printed). */
   envdAccessToken: string

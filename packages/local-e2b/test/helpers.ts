@@ -71,3 +71,13 @@ export async function waitUntil(
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
+
+/** What `promise` rejected with (fails the test when it resolves); `statusCode` is the SDK's, when it has one. */
+export async function rejection(promise: Promise<unknown>): Promise<Error & { statusCode?: number }> {
+  try {
+    await promise
+  } catch (error) {
+    return error as Error & { statusCode?: number }
+  }
+  throw new Error('expected a rejection')
+}

@@ -5,7 +5,8 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 
-function isMountPoint(path: string): boolean {
+/** True when `path` is a mount point (its device differs from its parent's). */
+export function isMountPoint(path: string): boolean {
   try {
     return statSync(path).dev !== statSync(dirname(path)).dev
   } catch {
@@ -14,7 +15,7 @@ function isMountPoint(path: string): boolean {
 }
 
 /** The disk image of a sandbox, beside its directory. */
-function diskImageOf(rootDir: string): string {
+export function diskImageOf(rootDir: string): string {
   return `${rootDir}.img`
 }
 
