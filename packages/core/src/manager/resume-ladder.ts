@@ -174,7 +174,7 @@ async function adoptMapping(
   const current = checkRecord(await turn.ctx.store.get(turn.key), turn.key)
   const sandboxId = current?.sandboxId
   if (!sandboxId || sandboxId === stale) return null
-  await verifyTenant(turn.ctx, sandboxId, turn.key, calls.signal)
+  await verifyTenant(turn.ctx, sandboxId, turn.key, calls.signal, calls.onRetry)
   return connect(turn, sandboxId, calls)
 }
 
@@ -200,7 +200,7 @@ async function adoptLostSession(turn: TurnImpl, calls: ResumeCalls): Promise<San
       if (!settled.ok) throw settled.error
       handle = settled.handle
     } else {
-      await verifyTenant(turn.ctx, known.sandboxId, turn.key, calls.signal)
+      await verifyTenant(turn.ctx, known.sandboxId, turn.key, calls.signal, calls.onRetry)
       turn.touched = known.sandboxId
       handle = await connect(turn, known.sandboxId, calls)
     }
