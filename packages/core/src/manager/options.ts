@@ -2,11 +2,11 @@ import { SandkeepError } from '../errors.js'
 import type { HealthCheck } from '../health.js'
 import { validateJournalStep } from '../rehydrate.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../retry.js'
+import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
 import type { SandboxProvider } from '../sandbox-provider.js'
 import type { OnTurnEnd, SessionManagerOptions, TurnOptions } from '../session-manager-types.js'
 import type { SessionStore } from '../session-store.js'
 import { invalidArgument, rejectUnknownOptions, validateInteger, validateTenant } from '../validation.js'
-import { SANDKEEP_METADATA } from './metadata.js'
 
 const KNOWN_OPTIONS = [
   'store',

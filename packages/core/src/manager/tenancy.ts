@@ -1,8 +1,8 @@
 import { SandkeepError } from '../errors.js'
+import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
 import type { SessionKey } from '../validation.js'
 import { setBounded } from './caches.js'
 import type { ManagerContext } from './context.js'
-import { SANDKEEP_METADATA } from './metadata.js'
 
 /** Remembers that `sandboxId` belongs to `tenant` (this process created it, or read its metadata). */
 export function rememberVerified(ctx: ManagerContext, sandboxId: string, tenant: string): void {
