@@ -7,7 +7,7 @@ import type { LocalE2BHost } from '@sandkeep/local-e2b'
 import { stepCountIs } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ScriptStep, scriptedModel } from '../src/mock-model.test-support.js'
-import { type SandkeepTurnOptions, sandkeepTurn } from '../src/turn.js'
+import { type SandkeepTurnOptions, sandkeepTurn } from '../src/turn/index.js'
 import { startLocalSessions, stopLocalSessions } from './helpers.js'
 
 let host: LocalE2BHost

@@ -16,7 +16,7 @@ import type { LocalE2BHost } from '@sandkeep/local-e2b'
 import { stepCountIs } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scriptedModel } from '../src/mock-model.test-support.js'
-import { sandkeepTurn } from '../src/turn.js'
+import { sandkeepTurn } from '../src/turn/index.js'
 import { startLocalSessions, stopLocalSessions } from './helpers.js'
 
 const exporter = new InMemorySpanExporter()
