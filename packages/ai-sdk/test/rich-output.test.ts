@@ -1,4 +1,4 @@
-// issue 16 (rich and streaming tool output): real AI SDK loops (MockLanguageModelV4 scripting the tool calls)
+// Rich and streaming tool output: real AI SDK loops (MockLanguageModelV4 scripting the tool calls)
 // against a real local-e2b host through the unmodified E2B SDK: a plot reaches the model as an image part, and
 // long command / cell output arrives as preliminary tool results before the complete one.
 import { randomUUID } from 'node:crypto'
