@@ -55,4 +55,43 @@ describe('package exports', () => {
       expect(names).toContain(name)
     }
   })
+
+  it('core keeps the store kit at @sandkeep/core/store only, and names the rest at the root', async () => {
+    const script = [
+      "const core = await import('@sandkeep/core')",
+      "const store = await import('@sandkeep/core/store')",
+      'console.log(JSON.stringify({ core: Object.keys(core), store: Object.keys(store) }))',
+    ].join('; ')
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
+    const { core, store }: { core: string[]; store: string[] } = JSON.parse(stdout)
+    for (const name of ['checkStoreKey', 'parseRecordFields', 'encodeListCursor', 'rejectUnknownOptions']) {
+      expect(store).toContain(name)
+      expect(core).not.toContain(name)
+    }
+    expect(core.sort()).toEqual(
+      [
+        'DEFAULT_TENANT',
+        'MAX_CONVERSATION_ID_BYTES',
+        'SANDKEEP_METADATA',
+        'SANDKEEP_VERSION',
+        'SESSION_RECORD_SCHEMA_VERSION',
+        'SandkeepError',
+        'SandkeepErrorCode',
+        'TENANT_PATTERN',
+        'codeCheck',
+        'createMemorySessionStore',
+        'createSessionManager',
+        'customCheck',
+        'fileCheck',
+        'hashConversationId',
+        'portCheck',
+        'processCheck',
+        'shellQuote',
+        'validateConversationId',
+        'validateSandboxId',
+        'validateSessionKey',
+        'validateTenant',
+      ].sort(),
+    )
+  })
 })

@@ -1,4 +1,4 @@
-// Issue 14, items 1–5, on the real stack (local-e2b through the E2B SDK, real Redis): overlapping first turns
+// Leases on the real stack (local-e2b through the E2B SDK, real Redis): overlapping first turns
 // that must not stall, speculative connects and corrupt records that must leave a paused sandbox paused, a
 // begin that timed out and must not leave a holder behind, and a Redis that restarts empty.
 
@@ -39,7 +39,7 @@ function redisStore(): SessionStore {
   })
 }
 
-describe('issue 14 item 1: overlapping first turns never stall', () => {
+describe('overlapping first turns never stall', () => {
   // Far above what a creation takes here: a turn that waits for it (or for anything else) shows.
   const createWaitMs = 120_000
   for (const [storeName, makeStore] of [
@@ -129,7 +129,7 @@ async function seed(sessions: SessionManager, tenant?: string): Promise<{ id: st
   return { id, sandboxId }
 }
 
-describe('issue 14 item 2: a speculative connect the lease does not confirm leaves the sandbox paused', () => {
+describe('a speculative connect the lease does not confirm leaves the sandbox paused', () => {
   let store: SessionStore
   let failAcquire = false
   let sessions: SessionManager
@@ -188,7 +188,7 @@ describe('issue 14 item 2: a speculative connect the lease does not confirm leav
   })
 })
 
-describe('issue 14 item 5: a corrupt record fails with STORE_CORRUPT before the paused sandbox is resumed', () => {
+describe('a corrupt record fails with STORE_CORRUPT before the paused sandbox is resumed', () => {
   const prefix = `sandkeep-i14c-${randomUUID().slice(0, 8)}`
   let store: SessionStore
   let raw: Redis
@@ -232,7 +232,7 @@ describe('issue 14 item 5: a corrupt record fails with STORE_CORRUPT before the 
   }
 })
 
-describe('issue 14 item 3: a begin that timed out does not leave a holder behind', () => {
+describe('a begin that timed out does not leave a holder behind', () => {
   const server = usePrivateRedis()
 
   it('Redis stalls (DEBUG SLEEP) during a begin: STORE_UNAVAILABLE, then the next turn resumes and pauses', async () => {
@@ -265,7 +265,7 @@ describe('issue 14 item 3: a begin that timed out does not leave a holder behind
   }, 60_000)
 })
 
-describe('issue 14 item 4: Redis restarting empty between turns', () => {
+describe('Redis restarting empty between turns', () => {
   const server = usePrivateRedis()
 
   it('the next turn says stateLost, emits session-lost and adopts the old sandbox with its state', async () => {
@@ -287,7 +287,7 @@ describe('issue 14 item 4: Redis restarting empty between turns', () => {
   }, 60_000)
 })
 
-describe('issue 14 item 4: Redis restarting empty, the remembered sandbox gone', () => {
+describe('Redis restarting empty, the remembered sandbox gone', () => {
   const server = usePrivateRedis()
 
   it("finds the session's sandbox by its metadata (provider list) and adopts it", async () => {
@@ -312,7 +312,7 @@ describe('issue 14 item 4: Redis restarting empty, the remembered sandbox gone',
   }, 60_000)
 })
 
-describe('issue 14 item 4: Redis restarting empty during a turn', () => {
+describe('Redis restarting empty during a turn', () => {
   const server = usePrivateRedis()
 
   it('the turn after says stateLost and adopts the sandbox the interrupted turn used', async () => {

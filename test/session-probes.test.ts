@@ -1,4 +1,4 @@
-// Issue 14, items 6–9, on the real stack (Redis, the unmodified E2B SDK, a local-e2b host): a wrong-tenant
+// Probes and turn errors on the real stack (Redis, the unmodified E2B SDK, a local-e2b host): a wrong-tenant
 // mapping that endSession clears, a tampered marker file, platform hiccups during the resume probes, and the
 // error codes a turn reports when its sandbox is paused under it, its lease is lost or a journal step is bad.
 import { SandkeepError, type Turn } from '@sandkeep/core'
@@ -25,7 +25,7 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
   const MARKER_PATH = '/home/user/.sandkeep/marker'
   const statusOf = (t: Turn) => Object.fromEntries((t.report?.checks ?? []).map((c) => [c.name, c.status]))
 
-  it('issue 14 item 6: endSession clears a wrong-tenant mapping without touching the other sandbox', async () => {
+  it('endSession clears a wrong-tenant mapping without touching the other sandbox', async () => {
     const { sandboxId: victim } = await seed()
     const pauses = rig().host.getSandbox(victim)?.pauseCount
     const key = { tenant: `${rig().tenant}-other`, conversationId: conversation() }
@@ -61,7 +61,7 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
   }
 
   it.each(Object.entries(tampering))(
-    'issue 14 item 7: a marker replaced by a %s is repaired, the turn goes on, the next one is healthy',
+    'a marker replaced by a %s is repaired, the turn goes on, the next one is healthy',
     async (_kind, command) => {
       const { id, sandboxId } = await seed()
       // Code in the sandbox replaces the marker; this turn found it intact, so its end does not rewrite it.
@@ -88,7 +88,7 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
     ['directory', tampering.directory],
     ['dangling symlink', tampering['dangling symlink']],
   ])(
-    'issue 14 item 7: a marker replaced by a %s is repaired when envd reads it (no interpreter used)',
+    'a marker replaced by a %s is repaired when envd reads it (no interpreter used)',
     async (_kind, command) => {
       const { id } = await seed(false)
       await turn(id, async (t) => {
@@ -112,7 +112,7 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
     ['execute', 503],
     ['execute', 500],
   ] as const)(
-    'issue 14 item 8: one %s %i during the resume probes is retried: the turn succeeds and the report is true',
+    'one %s %i during the resume probes is retried: the turn succeeds and the report is true',
     async (operation, status) => {
       const { id, sandboxId } = await seed()
       rig().host.faults.failNext(operation, { count: 1, status, sandboxId })
@@ -124,7 +124,7 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
     },
   )
 
-  it('issue 14 item 8: a probe that keeps failing is unknown (null), not lost', async () => {
+  it('a probe that keeps failing is unknown (null), not lost', async () => {
     const { id, sandboxId } = await seed()
     // More failures than the retries and the one extra attempt can absorb (2 × (1 + 4 retries)).
     rig().host.faults.failNext('envd', { count: 10, status: 503, sandboxId })
@@ -136,7 +136,7 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
     rig().host.faults.clear()
   })
 
-  it('issue 14 item 9a: a turn whose sandbox another process paused gets SANDBOX_PAUSED', async () => {
+  it('a turn whose sandbox another process paused gets SANDBOX_PAUSED', async () => {
     const { id, sandboxId } = await seed()
     const stalled = await rig().sessions.beginTurn(id, { tenant: rig().tenant })
     // Another process pauses the sandbox while this turn still holds it.
@@ -151,7 +151,7 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
     })
   })
 
-  it('issue 14 item 9d: a lost lease aborts the turn and its later sandbox calls fail with LEASE_LOST', async () => {
+  it('a lost lease aborts the turn and its later sandbox calls fail with LEASE_LOST', async () => {
     const leases = await startRig({ pauseMode: 'memory' }, { leaseMs: 600 })
     try {
       const id = conversation()
@@ -169,7 +169,7 @@ describe('session manager probes and error codes (local-e2b, memory-keeping paus
     }
   })
 
-  it("issue 14 item 9e: a journal file step outside the sandbox's home is refused when recorded", async () => {
+  it("a journal file step outside the sandbox's home is refused when recorded", async () => {
     const id = conversation()
     await turn(id, async (t) => {
       for (const path of ['../../etc/passwd', '/etc/passwd', '/home/user/../../etc/x', '/home/user']) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { main } from '../src/main.ts'
 
-describe('otel-spans example (issue 16)', () => {
+describe('otel-spans example: the span tree a user sees', () => {
   it('prints a span tree per turn: turn under the caller, resume with its health checks, then pause', async () => {
     const lines: string[] = []
     const turns = await main((line) => lines.push(line))

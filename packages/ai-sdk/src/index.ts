@@ -7,7 +7,7 @@ export {
   type SandkeepSandboxSession,
   type SessionRunCodeOptions,
   type SessionRunCommandOptions,
-} from './sandbox-session.js'
+} from './sandbox-session/index.js'
 export {
   type CodeToolOutput,
   type CodeToolResult,
@@ -27,4 +27,4 @@ export {
   type WriteFileInput,
   type WriteFileToolResult,
 } from './sandbox-tools.js'
-export { type SandkeepTurn, type SandkeepTurnOptions, sandkeepTurn } from './turn.js'
+export { type SandkeepTurn, type SandkeepTurnOptions, sandkeepTurn } from './turn/index.js'

@@ -56,7 +56,7 @@ describe('stateLostNotice', () => {
     expect(notice).toMatch(/files are still there/)
   })
 
-  it('issue 16 (--pause-mode processes): a resumed sandbox that lost memory and files is not called replaced', () => {
+  it('--pause-mode processes: a resumed sandbox that lost memory and files is not called replaced', () => {
     const notice = stateLostNotice({
       ...base,
       stateLost: true,

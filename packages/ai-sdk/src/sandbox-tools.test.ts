@@ -2,7 +2,7 @@ import { SandkeepError } from '@sandkeep/core'
 import type { Experimental_SandboxSession } from 'ai'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFakeSessions, type FakeSessions } from './fake-sessions.test-support.js'
-import { createSandboxSession, type SandkeepSandboxSession } from './sandbox-session.js'
+import { createSandboxSession, type SandkeepSandboxSession } from './sandbox-session/index.js'
 import { sandboxTools } from './sandbox-tools.js'
 
 let fake: FakeSessions

@@ -8,7 +8,7 @@ import { stepCountIs, tool } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { type ScriptStep, scriptedModel, toolResultsIn } from '../src/mock-model.test-support.js'
-import { sandkeepTurn } from '../src/turn.js'
+import { sandkeepTurn } from '../src/turn/index.js'
 import { startLocalSessions, stopLocalSessions } from './helpers.js'
 
 let host: LocalE2BHost

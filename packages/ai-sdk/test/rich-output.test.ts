@@ -1,4 +1,4 @@
-// issue 16 (rich and streaming tool output): real AI SDK loops (MockLanguageModelV4 scripting the tool calls)
+// Rich and streaming tool output: real AI SDK loops (MockLanguageModelV4 scripting the tool calls)
 // against a real local-e2b host through the unmodified E2B SDK: a plot reaches the model as an image part, and
 // long command / cell output arrives as preliminary tool results before the complete one.
 import { randomUUID } from 'node:crypto'
@@ -7,7 +7,7 @@ import type { LocalE2BHost } from '@sandkeep/local-e2b'
 import { stepCountIs } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ScriptStep, scriptedModel } from '../src/mock-model.test-support.js'
-import { type SandkeepTurnOptions, sandkeepTurn } from '../src/turn.js'
+import { type SandkeepTurnOptions, sandkeepTurn } from '../src/turn/index.js'
 import { startLocalSessions, stopLocalSessions } from './helpers.js'
 
 let host: LocalE2BHost

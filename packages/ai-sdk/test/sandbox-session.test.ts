@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import type { SessionManager } from '@sandkeep/core'
 import type { LocalE2BHost } from '@sandkeep/local-e2b'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createSandboxSession } from '../src/sandbox-session.js'
+import { createSandboxSession } from '../src/sandbox-session/index.js'
 import { sandboxTools } from '../src/sandbox-tools.js'
 import { startLocalSessions, stopLocalSessions } from './helpers.js'
 

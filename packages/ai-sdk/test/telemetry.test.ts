@@ -1,4 +1,4 @@
-// Issue 16, Observability: one AI SDK generateText turn with experimental_telemetry, traced by @ai-sdk/otel and
+// Observability: one AI SDK generateText turn with experimental_telemetry, traced by @ai-sdk/otel and
 // sandkeep into one in-memory exporter, against a real local-e2b host through the unmodified E2B SDK. The
 // sandkeep spans must hang under the AI SDK's tool span (where the sandbox was first used), under the caller.
 import { randomUUID } from 'node:crypto'
@@ -16,7 +16,7 @@ import type { LocalE2BHost } from '@sandkeep/local-e2b'
 import { stepCountIs } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scriptedModel } from '../src/mock-model.test-support.js'
-import { sandkeepTurn } from '../src/turn.js'
+import { sandkeepTurn } from '../src/turn/index.js'
 import { startLocalSessions, stopLocalSessions } from './helpers.js'
 
 const exporter = new InMemorySpanExporter()
@@ -60,7 +60,7 @@ function render(spans: ReadableSpan[]): string {
   return lines.join('\n')
 }
 
-describe('OpenTelemetry: one generateText turn (issue 16)', () => {
+describe('OpenTelemetry: one generateText turn', () => {
   it("nests sandkeep.turn under the AI SDK's tool span, and resume, health, store and pause under the turn", async () => {
     const { model } = scriptedModel([
       { toolCalls: [{ toolName: 'runCode', input: { code: 'x = 6 * 7\nx' } }] },

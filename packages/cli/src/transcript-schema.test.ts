@@ -1,5 +1,5 @@
-// Issue 16: the transcript format ships as a JSON Schema file generated from the zod schema the CLI checks
-// transcripts with. Regenerate after changing the schema:
+// The transcript format ships as a JSON Schema file, so editors can check a transcript as it is written; it
+// is generated from the zod schema the CLI checks transcripts with. Regenerate after changing the schema:
 //   SANDKEEP_WRITE_SCHEMA=1 pnpm vitest run packages/cli/src/transcript-schema.test.ts && pnpm format
 import { readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'

@@ -82,7 +82,7 @@ describe('transcripts', () => {
     expect(problems({ ...valid, healthChecks: [check, check] })[0]).toMatch(/healthChecks\[1\], field name/)
   })
 
-  it('issue 16: a bare --transcript name is looked for in the current directory (with and without .json) before the shipped ones', () => {
+  it('a bare --transcript name is looked for in the current directory (with and without .json) before the shipped ones', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'sandkeep-transcript-'))
     try {
       writeFileSync(join(cwd, 'recipes.json'), JSON.stringify(valid))
@@ -101,7 +101,7 @@ describe('transcripts', () => {
     expect(resolveTranscriptPath(undefined)).toBe(defaultTranscriptPath)
   })
 
-  it('issue 16: a bare name found nowhere is an error listing every place tried and the shipped names', () => {
+  it('a bare name found nowhere is an error listing every place tried and the shipped names', () => {
     let error: TranscriptError | undefined
     try {
       resolveTranscriptPath('nothing-here', '/nonexistent-dir')
@@ -115,7 +115,7 @@ describe('transcripts', () => {
     ])
   })
 
-  it('issue 16: every tool-input error of every turn is reported with its JSON path, in plain words', async () => {
+  it('every tool-input error of every turn is reported with its JSON path, in plain words', async () => {
     const transcript = parseTranscript(
       JSON.stringify({
         version: 1,

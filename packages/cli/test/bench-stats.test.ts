@@ -1,5 +1,6 @@
-// Issue 16: one percentile definition for every bench (bench/stats.mjs, linear interpolation between closest
-// ranks as numpy's default), imported by the package benches; a p95 of fewer than 20 samples is labelled max.
+// One percentile definition for every bench, so that their figures compare (bench/stats.mjs, linear
+// interpolation between closest ranks as numpy's default), imported by the package benches; a p95 of fewer
+// than 20 samples is labelled max.
 import { describe, expect, it } from 'vitest'
 // @ts-expect-error plain .mjs without types
 import { percentile, quantile, tail, tailLabel } from '../../../bench/stats.mjs'

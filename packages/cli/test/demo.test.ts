@@ -139,8 +139,8 @@ describe('sandkeep demo --pause-mode', () => {
     expect(second.survived.filesystem).toBe(false)
     expect(second.rehydratedSteps).toBeGreaterThanOrEqual(2)
     expect(['repaired', 'passed']).toContain(check(turnEnd(run.lines, 4).report, 'totals-server'))
-    // Issue 16: the notice the model gets says what the report says (resumed, memory and files lost,
-    // processes restarted), not "replaced by a fresh one".
+    // The model must not be misled: the notice it gets says what the report says (resumed, memory and files
+    // lost, processes restarted), not "replaced by a fresh one".
     const notices = run.lines
       .filter((line) => line.type === 'tool-result' && line.turn >= 2)
       .map((line) => (line.output as { notice?: string } | undefined)?.notice)
@@ -151,8 +151,8 @@ describe('sandkeep demo --pause-mode', () => {
       expect(notice).toMatch(/was resumed/)
     }
     expect(notices.join('\n')).toMatch(/Background processes were restarted/)
-    // Issue 16: the server the platform restarted exits at once (its script was wiped with the files), so
-    // the port check stops waiting when it is gone instead of sitting out a fixed 3 s grace.
+    // A server the platform restarted may exit at once (here its script was wiped with the files): the port
+    // check stops waiting when it is gone instead of sitting out a fixed 3 s grace.
     for (const turn of [4, 5]) {
       const report = turnEnd(run.lines, turn).report as Report & {
         timings: { healthMs: number }

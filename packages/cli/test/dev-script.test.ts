@@ -1,5 +1,6 @@
-// Issue 16, first-run noise: scripts/dev.sh runs any command with the toolchain, turns off pnpm's update box
-// and Turborepo's telemetry notice, and keeps colour codes out of output that goes to a file or a pipe.
+// First-run noise a newcomer should not have to read past: scripts/dev.sh runs any command with the
+// toolchain, turns off pnpm's update box and Turborepo's telemetry notice, and keeps colour codes out of
+// output that goes to a file or a pipe.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'

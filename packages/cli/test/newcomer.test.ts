@@ -1,4 +1,4 @@
-// Issue 16, "newcomer's rough edges": what a fresh clone ran into, each checked against the built CLI (or,
+// A newcomer's rough edges: what a fresh clone ran into, each checked against the built CLI (or,
 // for the TTY case, `main` in this process with a stream that says it is a terminal).
 import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
@@ -25,7 +25,7 @@ async function privateTmp(): Promise<string> {
   return dir
 }
 
-describe('sandkeep host cleans up (issue 16)', () => {
+describe('sandkeep host cleans up', () => {
   it('without --state-dir, SIGINT removes its temporary directory (and the api-key file in it)', async () => {
     const tmp = await privateTmp()
     const host = startCli(['host', '--json'], cleanEnv({ TMPDIR: tmp }))
@@ -66,7 +66,7 @@ describe('sandkeep host cleans up (issue 16)', () => {
   }, 60_000)
 })
 
-describe('an unreachable Redis (issue 16)', () => {
+describe('an unreachable Redis', () => {
   it('demo says the store is unreachable and exits 2 before any turn', async () => {
     const result = await runCli(['demo', '--idle', '0', '--transcript', twoTurns], {
       env: cleanEnv({ REDIS_URL: 'redis://127.0.0.1:1' }),
@@ -81,7 +81,7 @@ describe('an unreachable Redis (issue 16)', () => {
   }, 60_000)
 })
 
-describe('sessions commands exit promptly (issue 16: every one exited 2.0 s after printing)', () => {
+describe('sessions commands exit promptly (a timer left behind kept each one alive 2.0 s after printing)', () => {
   it('the Redis store leaves no timer behind after close()', async () => {
     const timers = () => process.getActiveResourcesInfo().filter((name) => name === 'Timeout').length
     const before = timers()
@@ -116,7 +116,7 @@ describe('sessions commands exit promptly (issue 16: every one exited 2.0 s afte
   }, 30_000)
 })
 
-describe('NO_COLOR on a terminal (issue 16)', () => {
+describe('NO_COLOR on a terminal', () => {
   it('the demo writes no escape codes at all: no colours and no spinner erase-line codes', async () => {
     const stdout = Object.assign(new PassThrough(), { isTTY: true, columns: 80 })
     const stderr = Object.assign(new PassThrough(), { isTTY: true })

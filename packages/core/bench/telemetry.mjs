@@ -1,7 +1,8 @@
-// What telemetry costs per turn (issue 16): the same turn on the mock provider and the memory store, so that
-// sandkeep's own work is all there is to measure, with telemetry off, with @opentelemetry/api loaded but no
-// SDK registered (the default in a process that has the API), and with a recording tracer. The variants run
-// round-robin, one turn each per round, so machine noise falls on all alike. Uses the BUILT package.
+// What telemetry costs per turn, so that turning it on is an informed choice: the same turn on the mock
+// provider and the memory store, so that sandkeep's own work is all there is to measure, with telemetry
+// off, with @opentelemetry/api loaded but no SDK registered (the default in a process that has the API), and
+// with a recording tracer. The variants run round-robin, one turn each per round, so machine noise falls on
+// all alike. Uses the BUILT package.
 import { context } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'

@@ -129,7 +129,7 @@ describe('probeFidelity: memory and files in one cell', () => {
   })
 })
 
-describe('probeFidelity: tampered markers and platform errors (issue 14 items 7 and 8)', () => {
+describe('probeFidelity: tampered markers and platform errors', () => {
   const signal = new AbortController().signal
   const policy = { retries: 1, minTimeoutMs: 0, maxTimeoutMs: 0 }
   const both: TurnManifest = {

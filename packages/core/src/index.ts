@@ -1,14 +1,91 @@
-export * from './errors.js'
-export * from './health.js'
-export * from './journal.js'
-export * from './memory-store.js'
-export * from './report.js'
-export * from './sandbox-provider.js'
-export { createSessionManager, hashConversationId, SANDKEEP_METADATA } from './session-manager.js'
-export * from './session-manager-types.js'
-export * from './session-store.js'
-export * from './session-store-input.js'
+// `@sandkeep/core`: every public name, each by name, so that a reader sees the whole surface here and no module
+// adds to it by accident. The kit that stores are built from is `@sandkeep/core/store`; the test doubles and
+// conformance suites are `@sandkeep/core/test`.
+
+// Errors
+export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './errors.js'
+// Health checks
+export {
+  type CodeHealthCheck,
+  type CustomHealthCheck,
+  codeCheck,
+  customCheck,
+  type FileHealthCheck,
+  fileCheck,
+  type HealthCheck,
+  type HealthCheckBase,
+  type HealthCheckContext,
+  type HealthCheckResult,
+  type HealthCheckStatus,
+  type HealthRepair,
+  type PortHealthCheck,
+  type ProcessHealthCheck,
+  portCheck,
+  processCheck,
+} from './health.js'
+// The journal
+export type { CodeLanguage, JournalEntry, JournalStep } from './journal.js'
+// The in-memory store
+export { createMemorySessionStore, type MemorySessionStoreOptions } from './memory-store.js'
+// Reports
+export type { ResumeOutcome, ResumeReport, TurnEndReport } from './report.js'
+// What sandkeep writes on the sandboxes it creates
+export { hashConversationId, SANDKEEP_METADATA } from './sandbox-metadata.js'
+// The provider contract
+export type {
+  CodeOutput,
+  CodeResult,
+  CommandResult,
+  ConnectSandboxOptions,
+  CreateSandboxOptions,
+  FileEntry,
+  ProcessInfo,
+  RunCodeOptions,
+  RunCommandOptions,
+  SandboxHandle,
+  SandboxInfo,
+  SandboxLifecycle,
+  SandboxProvider,
+  SandboxState,
+} from './sandbox-provider.js'
+// The session manager
+export { createSessionManager } from './session-manager.js'
+export type {
+  GcResult,
+  OnTurnEnd,
+  SessionManager,
+  SessionManagerEvents,
+  SessionManagerOptions,
+  Turn,
+  TurnJournal,
+  TurnOptions,
+} from './session-manager-types.js'
+// The store contract
+export {
+  type AcquireResult,
+  type ClaimResult,
+  type Lease,
+  type ReleaseInput,
+  type ReleaseResult,
+  SESSION_RECORD_SCHEMA_VERSION,
+  type SessionPage,
+  type SessionRecord,
+  type SessionSandboxState,
+  type SessionStore,
+  type SetSandboxInput,
+  type TurnManifest,
+} from './session-store.js'
 export { shellQuote } from './shell.js'
 export type { TelemetryMeter, TelemetryOption, TelemetrySpan, TelemetryTracer } from './telemetry/api.js'
-export * from './validation.js'
+// Session keys: what a conversation id and a tenant may be
+export {
+  DEFAULT_TENANT,
+  MAX_CONVERSATION_ID_BYTES,
+  type SessionKey,
+  TENANT_PATTERN,
+  validateConversationId,
+  validateSandboxId,
+  validateSessionKey,
+  validateTenant,
+} from './validation.js'
 export { SANDKEEP_VERSION } from './version.js'

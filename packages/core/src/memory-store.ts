@@ -1,4 +1,5 @@
 import type { JournalEntry, JournalStep } from './journal.js'
+import type { NamesEveryOption } from './option-names.js'
 import type {
   AcquireResult,
   ClaimResult,
@@ -61,7 +62,14 @@ export interface MemorySessionStoreOptions {
   now?: () => number
 }
 
-const OPTION_NAMES = ['ttlMs', 'maxJournalSteps', 'maxJournalBytes', 'now']
+const OPTION_NAMES = [
+  'ttlMs',
+  'maxJournalSteps',
+  'maxJournalBytes',
+  'now',
+] as const satisfies readonly (keyof MemorySessionStoreOptions)[]
+const optionListComplete: NamesEveryOption<MemorySessionStoreOptions, typeof OPTION_NAMES> = true
+void optionListComplete
 
 const copy = (record: SessionRecord | null): SessionRecord | null =>
   record === null ? null : structuredClone(record)

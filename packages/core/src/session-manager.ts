@@ -4,8 +4,6 @@ import { gc } from './manager/gc.js'
 import { endSession, getSession, listSessions } from './manager/sessions.js'
 import type { SessionManager, SessionManagerOptions } from './session-manager-types.js'
 
-export { hashConversationId, SANDKEEP_METADATA } from './manager/metadata.js'
-
 /**
  * Creates the session manager: turns that resume a conversation's sandbox, check what survived the pause,
  * repair and rehydrate what did not, and pause it again when the last turn ends. Synchronous; no I/O until the

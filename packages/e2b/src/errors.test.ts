@@ -35,7 +35,7 @@ describe('fromE2BError', () => {
     [withStatus(404), 'SANDBOX_NOT_FOUND', false],
     [withStatus(401), 'PROVIDER_AUTH', false],
     [withStatus(400), 'INVALID_ARGUMENT', false],
-    // issue 14 item 9c: the code interpreter's errors read `<status> <status text>`.
+    // The code interpreter's errors read `<status> <status text>`.
     [new SandboxError('400 Bad Request'), 'INVALID_ARGUMENT', false],
     [new SandboxError('500 Internal Server Error'), 'SANDBOX_UNAVAILABLE', true],
     [

@@ -117,7 +117,7 @@ describe('createE2BProvider against local-e2b', () => {
     expect(printed.join('')).toBe('streamed\n')
   })
 
-  // issue 16 (rich tool output): execution.results reach CodeResult.results, provider-neutral.
+  // Rich tool output: execution.results reach CodeResult.results, provider-neutral.
   it('carries rich results (display() images, JSON, HTML) into CodeResult.results', async () => {
     const provider = createE2BProvider(options())
     const sandbox = await provider.create({ metadata: {} })
@@ -151,7 +151,7 @@ describe('createE2BProvider against local-e2b', () => {
     expect((await sandbox.runCode('y = 1')).results).toEqual([])
   })
 
-  it('issue 14 item 9c: a 400 from the code interpreter is INVALID_ARGUMENT, a 5xx a retryable SANDBOX_UNAVAILABLE', async () => {
+  it('a 400 from the code interpreter is INVALID_ARGUMENT, a 5xx a retryable SANDBOX_UNAVAILABLE', async () => {
     const provider = createE2BProvider(options())
     const sandbox = await provider.create({ metadata: {} })
     created.push(sandbox.id)

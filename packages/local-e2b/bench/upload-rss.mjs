@@ -1,4 +1,4 @@
-// Host memory under concurrent uploads (issue 13 item 4): the built host runs as its own process (the bin);
+// Host memory under concurrent uploads (they stream): the built host runs as its own process (the bin);
 // this client sends N concurrent uploads of SIZE MiB each through the real e2b SDK and samples the host's
 // VmRSS from /proc every 50 ms. The upload bodies are generated as streams, so the client holds little.
 // Imports the BUILT package: run `pnpm --filter @sandkeep/local-e2b build` first.

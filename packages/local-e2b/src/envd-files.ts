@@ -70,7 +70,7 @@ function metadataFromHeaders(request: IncomingMessage): Record<string, string> |
   return Object.keys(metadata).length > 0 ? metadata : undefined
 }
 
-/** Upload caps shared by every sandbox of one host (issue 13 item 4). */
+/** Upload caps shared by every sandbox of one host, so that no upload or tenant takes all of its disk. */
 export class UploadLimits {
   #inFlight = 0
   constructor(

@@ -43,7 +43,7 @@ describe('resolveOptions', () => {
     }
     expect(resolveOptions({ hostname: '0.0.0.0', allowRemote: true }).hostname).toBe('0.0.0.0')
   })
-  it('upload caps (issue 13 item 4): 1 GiB per request and 4 GiB in flight by default, checked', () => {
+  it('upload caps: 1 GiB per request and 4 GiB in flight by default, checked', () => {
     expect(resolveOptions()).toMatchObject({
       maxUploadBytes: 1024 ** 3,
       maxConcurrentUploadBytes: 4 * 1024 ** 3,
@@ -59,7 +59,7 @@ describe('resolveOptions', () => {
     }
   })
 
-  it('issue 13: sandbox user and limits default to user, 512 pids, 1 GiB, 2 GiB; templates inherit them', () => {
+  it('sandbox user and limits default to user, 512 pids, 1 GiB, 2 GiB; templates inherit them', () => {
     const resolved = resolveOptions({
       limits: { pids: 64 },
       templateOptions: { admin: { user: 'root', limits: { memoryBytes: 64 * 1024 * 1024 } } },

@@ -247,7 +247,7 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
 }
 
 /**
- * Upload caps (issue 13 item 4). Uploads stream to disk, so these bound disk churn and request size, not
+ * Upload caps. Uploads stream to disk, so these bound disk churn and request size, not
  * memory: 1 GiB per request is half the default sandbox disk and above any file an agent turn moves; the
  * concurrent budget (4 uploads of the maximum) keeps one tenant from monopolizing the host's disk bandwidth.
  */

@@ -1,4 +1,4 @@
-// SandboxFs on a plain directory (issue 13 item 1): in-root symlink resolution, refusals, ownership of what
+// SandboxFs on a plain directory: in-root symlink resolution, refusals, ownership of what
 // it creates, no partial file on a failed write, FIFOs never opened. The race itself is test/file-race.test.ts.
 import { execFileSync } from 'node:child_process'
 import {

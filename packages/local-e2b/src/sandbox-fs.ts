@@ -1,4 +1,4 @@
-// File operations the host does on behalf of a sandbox, immune to symlink swaps (issue 13 item 1). Code inside
+// File operations the host does on behalf of a sandbox, immune to symlink swaps. Code inside
 // the sandbox can swap any path component for a symlink at any moment, so the host never opens a sandbox path
 // by name: it walks from a directory fd one component at a time, opening `/proc/self/fd/<dirfd>/<name>` with
 // O_NOFOLLOW (the magic link pins the directory already opened; only `<name>` is looked up, never followed).

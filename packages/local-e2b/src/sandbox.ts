@@ -8,8 +8,8 @@ import type { HostEventLog } from './events.js'
 import type { CodeInterpreter } from './interpreter/types.js'
 import { normalizeSandboxPath, SANDBOX_HOME } from './paths.js'
 import { processCpuTicks } from './runtime/freezer.js'
-import type { SandboxRuntime, SpawnedProcess } from './runtime.js'
 import { SandboxFs } from './sandbox-fs.js'
+import type { SandboxRuntime, SpawnedProcess } from './sandbox-runtime.js'
 
 /** What a pause keeps (the README's "Pause fidelities" table). */
 export type PauseMode = 'memory' | 'filesystem' | 'processes'

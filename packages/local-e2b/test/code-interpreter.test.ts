@@ -39,7 +39,7 @@ describe('code interpreter end to end', () => {
     expect(execution.logs.stdout).toEqual(['started\n', 'finished\n'])
   })
 
-  // issue 16 (rich tool output): display() and _repr_*_ objects reach execution.results as E2B's server sends them.
+  // Rich output: display() and _repr_*_ objects reach execution.results as E2B's server sends them.
   it('display() and _repr_png_/_repr_svg_/_repr_json_/_repr_markdown_ objects arrive as execution.results', async () => {
     const sandbox = await create()
     const onResult: string[][] = []

@@ -1,4 +1,4 @@
-// Issue 13 item 1: every file operation the host does for a sandbox is immune to symlink swaps. Code inside
+// Every file operation the host does for a sandbox is immune to symlink swaps. Code inside
 // the sandbox swaps a path component between a real directory/file and a symlink to a host path outside the
 // sandbox while the host reads, writes, stats, lists, makes dirs, moves and removes through the e2b SDK.
 // Nothing outside the sandbox may be read, created or changed. Bounded in time (a few seconds of swapping).
@@ -27,7 +27,7 @@ function swapLoop(pairs: string): string {
   ].join('\n')
 }
 
-describe('issue 13 item 1: host file operations under a symlink swap race', () => {
+describe('host file operations under a symlink swap race', () => {
   const t = useTestHost({ isolation: 'bubblewrap' })
   let canaryDir: string
   const canaryText = `CANARY-${randomBytes(8).toString('hex')}-`.padEnd(777, 'x')

@@ -1,6 +1,6 @@
-// Issue 13 item 3: a sandbox past one of its limits gets the kernel's answer (EAGAIN on fork, an OOM kill
-// of its own process, ENOSPC), while a second sandbox and the host keep working. Small limits keep each
-// test short; every loop inside a sandbox is bounded.
+// Per-sandbox limits keep one sandbox from starving the others: a sandbox past one of its limits gets the
+// kernel's answer (EAGAIN on fork, an OOM kill of its own process, ENOSPC), while a second sandbox and the
+// host keep working. Small limits keep each test short; every loop inside a sandbox is bounded.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
@@ -55,7 +55,7 @@ function kernelLimits(t: TestHost, sandboxId: string) {
   }
 }
 
-describe('issue 13 item 3: per-sandbox limits', () => {
+describe('per-sandbox limits', () => {
   const t = useTestHost({
     limits: { pids: 64, memoryBytes: 64 * MiB, diskBytes: 16 * MiB, tmpfsBytes: 8 * MiB, cpuWeight: 50 },
   })

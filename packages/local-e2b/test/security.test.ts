@@ -1,4 +1,4 @@
-// Issue 13 items 2 and 5 and the refusal to run unisolated unasked: what code inside a sandbox can see of
+// Isolation, and the refusal to run unisolated unasked: what code inside a sandbox can see of
 // the host (its /etc, its paths) and who it runs as, tried through the unmodified SDKs as a user would.
 import { statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -19,7 +19,7 @@ async function run(sandbox: Sandbox, command: string, options: { user?: 'root' |
   }
 }
 
-describe('issue 13 item 2: a minimal /etc and an unprivileged user', () => {
+describe('a minimal /etc and an unprivileged user', () => {
   const t = useTestHost({ templateOptions: { 'root-box': { user: 'root' } } })
 
   it('runs commands as `user` without capabilities, in a /etc without shadow or host credentials', async () => {
@@ -114,7 +114,7 @@ describe('issue 13 item 2: a minimal /etc and an unprivileged user', () => {
   })
 })
 
-describe('issue 13 item 5: no host path inside a sandbox', () => {
+describe('no host path inside a sandbox', () => {
   const t = useTestHost()
 
   it('mountinfo, /proc/mounts, environment and cwd name no host directory', async () => {

@@ -1,4 +1,4 @@
-// Issue 13 item 4: uploads stream to disk under a per-request cap and a host-wide concurrent budget. The
+// Uploads stream to disk, so host memory stays flat, under a per-request cap and a host-wide budget. The
 // memory figure (8 concurrent 250 MiB uploads) is in the README and bench/upload-rss.mjs, not a timed test.
 import { createHash, randomBytes } from 'node:crypto'
 import { readdirSync } from 'node:fs'
@@ -11,7 +11,7 @@ import { useTestHost } from './helpers.js'
 const MiB = 1024 * 1024
 const sha = (data: Uint8Array) => createHash('sha256').update(data).digest('hex')
 
-describe('issue 13 item 4: streamed uploads with caps', () => {
+describe('streamed uploads with caps', () => {
   const t = useTestHost({ maxUploadBytes: 2 * MiB, maxConcurrentUploadBytes: 2 * MiB })
 
   it('writes the right bytes for multipart, octet-stream and stream uploads', async () => {

@@ -1,7 +1,8 @@
 // ioredis-mock runs scripts in fengari (Lua 5.3 in JavaScript) with a `redis.call` that hands JavaScript
 // values to Lua as they are. The store's scripts are written for Redis' Lua 5.1 and its conversions, so
 // for such a client each script is run behind this prelude, which makes the calls answer as Redis does.
-// Measured with ioredis-mock 8.13 (issue 16), without it every script refused the session as corrupt:
+// Measured with ioredis-mock 8.13 (what users unit-test with); without it every script refused the session
+// as corrupt:
 //   - array replies (HMGET, HGETALL, TIME, LRANGE) are JavaScript arrays (Lua userdata), a missing field a
 //     JavaScript null (userdata, truthy) rather than false;
 //   - `redis.pcall` answers an error as a ['error', message] array instead of a table with `err`;

@@ -35,7 +35,6 @@ import {
   type StoreLimits,
   validateTenant,
 } from '@sandkeep/core/store'
-import * as commands from './commands.js'
 import type { RedisConnection } from './connection.js'
 import {
   type SessionKeys,
@@ -45,6 +44,7 @@ import {
   tenantIndexKey,
 } from './keys.js'
 import { checkOptions, type RedisSessionStoreOptions, type RedisStoreSettings } from './options.js'
+import * as commands from './script-commands.js'
 
 export type { RedisClient } from './connection.js'
 export type { RedisSessionStoreOptions } from './options.js'
@@ -83,7 +83,7 @@ interface Listed {
   member: string
 }
 
-/** The contract's operations on Redis: input checks, then one command (./commands.ts) per round trip. */
+/** The contract's operations on Redis: input checks, then one script-commands.ts call per round trip. */
 class RedisSessions {
   readonly connection: RedisConnection
   private readonly limits: StoreLimits

@@ -19,7 +19,7 @@ afterEach(() => {
   vi.restoreAllMocks()
 })
 
-// Issue 16 (testing without a Redis server): the README's unit-test example runs as printed, on
+// Testing without a Redis server: the README's unit-test example runs as printed, on
 // ioredis-mock and the mock provider, and prints what its comment says.
 it('runs the README snippet that unit-tests a session manager on ioredis-mock', async () => {
   const code = snippet('mock')

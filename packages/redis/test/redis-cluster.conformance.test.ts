@@ -12,7 +12,7 @@ import { startRedisCluster, type TestCluster } from './redis-servers.js'
 const prefix = randomPrefix()
 let cluster: TestCluster
 let client: Cluster
-// Issue 16 (ioredis 6): the same contract through an ioredis 6 Cluster client, RESP3 (its default).
+// ioredis 6 is a supported peer: the same contract through an ioredis 6 Cluster client, RESP3 (its default).
 let client6: Cluster6
 
 beforeAll(async () => {

@@ -4,7 +4,7 @@ import { afterAll, expect, it, vi } from 'vitest'
 import { createRedisSessionStore } from '../src/index.js'
 import { corruptWith, deletePrefix, REDIS_URL, randomPrefix } from './helpers.js'
 
-// Issue 16 (ioredis 6): an application that installed only ioredis 6 gets a store whose own client (made
+// An application that installed only ioredis 6 gets a store whose own client (made
 // from a URL, with the store's fail-fast options) is an ioredis 6 client, RESP3 by default. Here 'ioredis'
 // resolves to ioredis 6 for the store and for this file.
 vi.mock('ioredis', async () => await import('ioredis6'))

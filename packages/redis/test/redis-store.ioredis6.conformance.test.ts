@@ -5,9 +5,9 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore } from '../src/index.js'
 import { corruptWith, deletePrefix, REDIS_URL, randomPrefix } from './helpers.js'
 
-// Issue 16 (ioredis 6): the whole contract against the real local Redis with clients of ioredis 6, whose
-// default protocol is RESP3. Each protocol setting gets its own run: RESP3 with the default 'legacy' reply
-// mapping, RESP3 with replyMapping 'resp3' (maps as objects, pairs for WITHSCORES), and RESP2.
+// ioredis 6 is a supported peer: the whole contract against the real local Redis with clients of ioredis 6,
+// whose default protocol is RESP3. Each protocol setting gets its own run: RESP3 with the default 'legacy'
+// reply mapping, RESP3 with replyMapping 'resp3' (maps as objects, pairs for WITHSCORES), and RESP2.
 const prefix = randomPrefix()
 const raw = new Redis(REDIS_URL, { lazyConnect: true })
 const clients: Redis6[] = []

@@ -3,7 +3,7 @@ import RedisMock from 'ioredis-mock'
 import { createRedisSessionStore } from '../src/index.js'
 import { corruptWith, randomPrefix } from './helpers.js'
 
-// Issue 16 (testing without a Redis server): the whole contract on ioredis-mock, so users can unit-test
+// Testing without a Redis server: the whole contract on ioredis-mock, so users can unit-test
 // with createRedisSessionStore({ redis: new RedisMock() }). Before: the store refused the mock (no
 // `status`); forced through, 34 of 37 cases failed with STORE_CORRUPT under the mock's Lua engine.
 const mock = new RedisMock()

@@ -160,7 +160,7 @@ describe('createRedisSessionStore', () => {
     await expectCode(store.list('default'), 'STORE_UNAVAILABLE')
   })
 
-  it('issue 14 item 9b: a begin that joins an end waiting for the connection names its own call', async () => {
+  it('a begin that joins an end waiting for the connection names its own call', async () => {
     const port = await freePort()
     const store = open({ redis: `redis://127.0.0.1:${port}`, commandTimeoutMs: 500 })
     const key = newKey()

@@ -2,7 +2,7 @@
 // goes on the first result of a turn, and setup steps are recorded in the journal.
 import { type JournalStep, SandkeepError } from '@sandkeep/core'
 import type { Experimental_SandboxSession } from 'ai'
-import type { SandkeepSandboxSession } from '../sandbox-session.js'
+import type { SandkeepSandboxSession } from '../sandbox-session/index.js'
 import { resolveToolSandbox, type ToolSandbox } from './tool-sandbox.js'
 import type { ToolErrorResult } from './types.js'
 

@@ -57,7 +57,7 @@ describe('result shaping', () => {
     expect(shaped.notice).toContain('3 of 5')
   })
 
-  // issue 16 (rich tool output): images reach the model as image parts, within a size bound; text for the rest.
+  // A plotting agent needs to see its plot: images reach the model as image parts, within a size bound.
   it('keeps rich outputs: images within the limits, text forms for the rest, nothing repeated', () => {
     const png = Buffer.from('a tiny png stand-in').toString('base64')
     const big = Buffer.alloc(2000).toString('base64')

@@ -1,6 +1,6 @@
 import { invalid } from '../errors.js'
-import type { SandkeepSandboxSession } from '../sandbox-session.js'
-import { isSandkeepSandboxSession } from '../sandbox-session.js'
+import type { SandkeepSandboxSession } from '../sandbox-session/index.js'
+import { isSandkeepSandboxSession } from '../sandbox-session/index.js'
 
 /** Options of {@link sandboxTools}. */
 export interface SandboxToolsOptions {

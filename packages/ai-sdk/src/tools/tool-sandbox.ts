@@ -4,7 +4,7 @@ import { posix } from 'node:path'
 import { type CodeLanguage, type CodeResult, type JournalStep, shellQuote } from '@sandkeep/core'
 import type { Experimental_SandboxSession } from 'ai'
 import { invalid } from '../errors.js'
-import { isSandkeepSandboxSession, type SandkeepSandboxSession } from '../sandbox-session.js'
+import { isSandkeepSandboxSession, type SandkeepSandboxSession } from '../sandbox-session/index.js'
 import type { ListFilesToolResult } from './types.js'
 
 /** Where a streaming call sends its output as it arrives. */

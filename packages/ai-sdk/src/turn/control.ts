@@ -1,7 +1,7 @@
 // When a sandkeepTurn ends: the wrapped call settles, the caller aborts, a consumer cancels, or the
 // safety limit fires. Ending aborts the call (if it still runs) and ends the sandbox session once.
 import { SandkeepError, type TurnEndReport } from '@sandkeep/core'
-import type { SandkeepSandboxSession } from '../sandbox-session.js'
+import type { SandkeepSandboxSession } from '../sandbox-session/index.js'
 
 /** The end of one sandkeepTurn and the signal of the call it wraps. */
 export interface TurnControl {

@@ -12,7 +12,7 @@ import {
 import { type Command, type CommandContext, ExitCode } from '../command.js'
 import { type E2BConnection, e2bFromEnv, storeConfig } from '../config.js'
 import { FAULT_NAMES, type FaultName, type Isolation, type PauseMode } from '../demo/events.js'
-import type { RunDemoOptions } from '../demo/run-demo.js'
+import type { RunDemoOptions } from '../demo/options.js'
 import { isolationOption, pauseModeOption } from '../local-host-options.js'
 import { colorEnabled } from '../terminal.js'
 import { loadTranscript, resolveTranscriptPath, type Transcript } from '../transcript.js'

@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { TranscriptHealthCheck, TranscriptTurn } from '../transcript.js'
 import { type EmbeddedHost, injectFault } from './host.js'
-import type { RunDemoOptions } from './run-demo.js'
+import type { RunDemoOptions } from './options.js'
 
 /**
  * The user is away: the sandbox sits paused. A scripted idle is shown at its scripted length but waited for a

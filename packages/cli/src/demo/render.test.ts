@@ -99,7 +99,7 @@ describe('renderers', () => {
   })
 })
 
-describe('spinner on a terminal (issue 16: the typing spinner wrapped an 80-column terminal)', () => {
+describe('spinner on a terminal (one wider than the terminal wrapped a new line every frame)', () => {
   const spinnerRows = (out: string) =>
     out
       .split(/[\r\n]/)

@@ -1,51 +1,14 @@
 // `sandkeep demo`'s replay, wiring only: setup (setup.ts), the turn loop here, one turn (turn.ts), idle and
 // faults between turns (between-turns.ts), the accounts (summary.ts).
 import type { ModelMessage } from 'ai'
-import type { E2BConnection, StoreConfig } from '../config.js'
 import { createScriptedModel } from '../scripted-model.js'
-import type { Transcript } from '../transcript.js'
 import { injectScheduledFault, waitScriptedIdle } from './between-turns.js'
-import type { DemoRenderer, FaultName, Isolation, PauseMode, TurnSummary } from './events.js'
+import type { TurnSummary } from './events.js'
 import { ManagerCache } from './managers.js'
+import type { DemoResult, RunDemoOptions } from './options.js'
 import { type Cleanup, type DemoEnvironment, openDemoEnvironment } from './setup.js'
 import { finishDemo, turnEndEvent, turnSummary } from './summary.js'
 import { playTurn } from './turn.js'
-
-/** Options of {@link runDemo}. */
-export interface RunDemoOptions {
-  /** The validated transcript. */
-  transcript: Transcript
-  /** `local`: an in-process local-e2b host; `e2b`: the E2B platform in `e2b`. */
-  provider:
-    | { kind: 'local'; pauseMode: PauseMode; stateDir?: string; isolation?: Isolation }
-    | { kind: 'e2b'; connection: E2BConnection }
-  /** The session store. */
-  store: StoreConfig
-  /** The fault to inject and before which turn. Only with the local host. */
-  fault: { name: FaultName; turn: number } | null
-  /** Real wait for every scripted idle, ms. */
-  idleMs: number
-  /** Conversation id. */
-  conversationId: string
-  /** Tenant. */
-  tenant: string
-  /** Leave the session (and its paused sandbox) at the end instead of ending it. */
-  keepSession: boolean
-  /** Run the remaining turns after a failed one. */
-  keepGoing: boolean
-  /** Where events go. */
-  renderer: DemoRenderer
-  /** Stops the replay between (or inside) turns. */
-  signal: AbortSignal
-}
-
-/** What the replay found. */
-export interface DemoResult {
-  /** True when every turn passed. */
-  ok: boolean
-  /** Per-turn summary. */
-  turns: TurnSummary[]
-}
 
 /**
  * Replays a transcript through the real AI SDK loop: for each turn, `streamText` with the scripted model and

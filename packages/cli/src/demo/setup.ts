@@ -8,7 +8,7 @@ import { describeE2B, openE2BProvider, openStore, redactUrl } from '../config.js
 import { ConfigError, describeError } from '../errors.js'
 import type { DemoEvent, DemoSetup } from './events.js'
 import { type EmbeddedHost, startEmbeddedHost } from './host.js'
-import type { RunDemoOptions } from './run-demo.js'
+import type { RunDemoOptions } from './options.js'
 
 /** Steps run in reverse order when the replay ends, whatever happened. */
 export type Cleanup = Array<() => Promise<void>>

@@ -4,7 +4,7 @@ import { describeError } from '../errors.js'
 import type { TranscriptTurn } from '../transcript.js'
 import type { DemoEvent, TurnSummary } from './events.js'
 import type { ManagerCache } from './managers.js'
-import type { DemoResult, RunDemoOptions } from './run-demo.js'
+import type { DemoResult, RunDemoOptions } from './options.js'
 import type { TurnOutcome } from './turn.js'
 
 /** Measured time of one turn, seconds. */

@@ -6,7 +6,7 @@ import { type LanguageModel, type ModelMessage, stepCountIs } from 'ai'
 import { describeError } from '../errors.js'
 import type { TranscriptToolCall, TranscriptTurn } from '../transcript.js'
 import type { DemoRenderer } from './events.js'
-import type { RunDemoOptions } from './run-demo.js'
+import type { RunDemoOptions } from './options.js'
 
 /** The steps the model may take in one turn: its tool calls plus the final answer, with some slack. */
 const stepSlack = 2

@@ -1,14 +1,61 @@
 import { SandkeepError } from '../errors.js'
-import { probeFidelity } from '../fidelity.js'
+import { probeFidelity, type UsedContext } from '../fidelity.js'
+import type { VerifiedState } from '../fidelity-manifest.js'
 import type { HealthCheckResult } from '../health.js'
 import { runDeclaredChecks } from '../health-runner.js'
 import { replaySteps } from '../rehydrate.js'
-import type { ResumeOutcome, ResumeReport } from '../report.js'
+import type { ResumeReport } from '../report.js'
 import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
-import type { SessionRecord } from '../session-store.js'
+import type { SessionRecord, TurnManifest } from '../session-store.js'
+import type { SessionKey } from '../validation.js'
+import type { ResumeAttempt } from './resume-attempt.js'
 import type { Climbed } from './resume-ladder.js'
-import type { ResumeCalls, TurnImpl } from './turn.js'
-import { watchProcessCalls } from './turn-handle.js'
+import type { TurnScope } from './scope.js'
+
+/** What the assessment needs besides the ladder's result. */
+export interface AssessInput {
+  /** The ladder's sandbox as the turn uses it: watched for calls that may change its process list. */
+  handle: SandboxHandle
+  /** The manifest on the record the lease returned: what a turn end builds on while the sandbox is the same. */
+  acquiredManifest: TurnManifest | null
+  /** The lease's store call, ms. */
+  storeMs: number
+  /** The ladder's provider calls, ms. */
+  connectMs: number
+  /** What `totalMs` counts from (`performance.now()`): beginTurn, or a lazy turn's first use. */
+  since: number
+}
+
+/**
+ * What the assessment leaves for the turn and its end. Returned, never thrown: when a step fails, `failure`
+ * holds its error and the rest is what the steps before it established (the turn end still writes the
+ * manifest for, releases and pauses the sandbox in `handle`).
+ */
+export interface Assessed {
+  /** The sandbox the turn uses (`input.handle`). */
+  handle: SandboxHandle
+  /** The manifest the turn end builds on: null for a fresh sandbox. */
+  manifestBase: TurnManifest | null
+  /** The sentinels and the marker found intact: the turn end need not write them again. */
+  verified: VerifiedState
+  /** The process list the resume read from this sandbox (or knew to be empty), for the turn end to reuse. */
+  processesAtResume: readonly ProcessInfo[] | undefined
+  /** Interpreter contexts the bootstrap and the journal replay ran code in. */
+  contexts: readonly UsedContext[]
+  /** The report; undefined when a step before it failed. */
+  report: ResumeReport | undefined
+  /** When the sandbox was ready (the report made), epoch ms; 0 before. */
+  readyAt: number
+  /** Why the assessment did not pass: HEALTH_CHECK_FAILED (the report is there), or the error of a step. */
+  failure: { error: unknown } | undefined
+}
+
+/** What the restore steps establish for the turn end, as they go (kept when a later step fails). */
+interface Progress {
+  verified: VerifiedState
+  processesAtResume: readonly ProcessInfo[] | undefined
+  contexts: UsedContext[]
+}
 
 /** What the restore step found and did: the survival flags, the built-in probes' results, the replay. */
 interface Restored {
@@ -24,32 +71,64 @@ interface Restored {
 
 /**
  * Everything after the ladder: set up a fresh sandbox (bootstrap, journal replay) or probe what survived the
- * pause and rehydrate what did not, run the declared checks, emit the report.
- * @throws SandkeepError HEALTH_CHECK_FAILED when a required check still fails (the report is set first)
+ * pause and rehydrate what did not, run the declared checks, make the report. A required check that still
+ * fails is `failure` HEALTH_CHECK_FAILED, with the report.
  */
 export async function assess(
-  turn: TurnImpl,
+  scope: TurnScope,
   climbed: Climbed,
-  calls: ResumeCalls,
-  timings: { connectMs: number; resumeStarted: number },
-): Promise<void> {
-  const { config, events } = turn.ctx
-  const { outcome, record } = climbed
+  attempt: ResumeAttempt,
+  input: AssessInput,
+): Promise<Assessed> {
+  const created = climbed.outcome === 'created' || climbed.outcome === 'recreated'
+  const { handle } = input
+  const manifestBase = created ? null : input.acquiredManifest
+  const progress: Progress = {
+    verified: { contexts: [], marker: false },
+    processesAtResume: undefined,
+    contexts: [],
+  }
+  const assessed = (rest: Pick<Assessed, 'report' | 'readyAt' | 'failure'>): Assessed => ({
+    handle,
+    manifestBase,
+    ...progress,
+    ...rest,
+  })
+  try {
+    const report = await check(scope, climbed, handle, attempt, input, progress)
+    const readyAt = Date.now()
+    const failed = requiredFailure(scope.key, report)
+    return assessed({ report, readyAt, failure: failed ? { error: failed } : undefined })
+  } catch (error) {
+    return assessed({ report: undefined, readyAt: 0, failure: { error } })
+  }
+}
+
+/** Restore, declared checks, `health-check` events, the report. */
+async function check(
+  scope: TurnScope,
+  climbed: Climbed,
+  handle: SandboxHandle,
+  attempt: ResumeAttempt,
+  input: AssessInput,
+  progress: Progress,
+): Promise<ResumeReport> {
+  const { ctx, key } = scope
+  const { config, events } = ctx
+  const { outcome } = climbed
   // The built-in declared probes only read (a port probe's command leaves no process behind).
   const probeHandle = climbed.handle
-  const handle = watchProcessCalls(turn, climbed.handle)
-  turn.handle = handle
   const healthStarted = performance.now()
-  const restored = await restore(turn, outcome, handle, record)
+  const restored = await restore(scope, climbed, handle, progress)
   const checks = restored.checks
   if (outcome === 'created') {
-    checks.push(...skippedChecks(turn))
+    checks.push(...skippedChecks(scope))
   } else if (config.healthChecks.length > 0) {
     checks.push(
       ...(await runDeclaredChecks(
         handle,
         config.healthChecks,
-        calls.signal,
+        attempt.signal,
         restored.processList,
         restored.processesRestarted,
         probeHandle,
@@ -59,50 +138,49 @@ export async function assess(
   const healthMs = performance.now() - healthStarted - restored.rehydrateMs
   for (const result of checks) {
     events.emit('health-check', {
-      conversationId: turn.conversationId,
-      tenant: turn.tenant,
+      conversationId: key.conversationId,
+      tenant: key.tenant,
       sandboxId: handle.id,
       result,
     })
   }
-  turn.readyAt = Date.now()
-  const report: ResumeReport = {
-    conversationId: turn.conversationId,
-    tenant: turn.tenant,
+  return {
+    conversationId: key.conversationId,
+    tenant: key.tenant,
     sandboxId: handle.id,
     ...(climbed.previousSandboxId !== undefined ? { previousSandboxId: climbed.previousSandboxId } : {}),
     outcome,
     timings: {
-      storeMs: turn.storeMs,
-      connectMs: timings.connectMs,
+      storeMs: input.storeMs,
+      connectMs: input.connectMs,
       healthMs: Math.max(0, healthMs),
       rehydrateMs: restored.rehydrateMs,
-      // A lazy turn counts from its first use; an eager one from beginTurn.
-      totalMs: performance.now() - (turn.lazyStart ? timings.resumeStarted : turn.beganAt),
+      totalMs: performance.now() - input.since,
     },
     survived: restored.survived,
     checks,
     stateLost: restored.stateLost,
-    retries: calls.retries,
+    retries: attempt.retries,
     rehydratedSteps: restored.rehydratedSteps,
-  }
-  turn.report = report
-  events.emit('resume-end', { conversationId: turn.conversationId, tenant: turn.tenant, report })
-  const failed = checks.filter((c) => c.required && c.status === 'failed')
-  if (failed.length > 0) {
-    throw new SandkeepError({
-      code: 'HEALTH_CHECK_FAILED',
-      message: `Required health check(s) ${failed.map((c) => `'${c.name}' (${c.message ?? 'failed'})`).join(', ')} still failed after repair.`,
-      tenant: turn.tenant,
-      conversationId: turn.conversationId,
-      sandboxId: handle.id,
-    })
   }
 }
 
+/** HEALTH_CHECK_FAILED when a required check still failed after its repair. */
+function requiredFailure(key: SessionKey, report: ResumeReport): SandkeepError | undefined {
+  const failed = report.checks.filter((c) => c.required && c.status === 'failed')
+  if (failed.length === 0) return undefined
+  return new SandkeepError({
+    code: 'HEALTH_CHECK_FAILED',
+    message: `Required health check(s) ${failed.map((c) => `'${c.name}' (${c.message ?? 'failed'})`).join(', ')} still failed after repair.`,
+    tenant: key.tenant,
+    conversationId: key.conversationId,
+    sandboxId: report.sandboxId,
+  })
+}
+
 /** A brand-new sandbox has nothing to check yet (bootstrap sets it up); the turn itself starts servers. */
-function skippedChecks(turn: TurnImpl): HealthCheckResult[] {
-  return turn.ctx.config.healthChecks.map((check) => ({
+function skippedChecks(scope: TurnScope): HealthCheckResult[] {
+  return scope.ctx.config.healthChecks.map((check) => ({
     name: check.name,
     kind: check.kind,
     status: 'skipped',
@@ -114,12 +192,13 @@ function skippedChecks(turn: TurnImpl): HealthCheckResult[] {
 
 /** Bootstrap and replay on a fresh sandbox; on a resumed one, the fidelity probes and a replay of what was lost. */
 async function restore(
-  turn: TurnImpl,
-  outcome: ResumeOutcome,
+  scope: TurnScope,
+  climbed: Climbed,
   handle: SandboxHandle,
-  record: SessionRecord | null,
+  progress: Progress,
 ): Promise<Restored> {
-  const { config } = turn.ctx
+  const { config } = scope.ctx
+  const { outcome, record } = climbed
   const created = outcome === 'created' || outcome === 'recreated'
   const restored: Restored = {
     survived:
@@ -127,44 +206,45 @@ async function restore(
         ? { memory: false, filesystem: false, processes: false }
         : { memory: null, filesystem: null, processes: null },
     checks: [],
-    stateLost: outcome === 'recreated' || turn.sessionLost,
+    stateLost: outcome === 'recreated' || climbed.sessionLost,
     rehydratedSteps: 0,
     rehydrateMs: 0,
     processesRestarted: false,
   }
-  if (created) turn.manifestBase = null
   // A sandbox another turn (re)created meanwhile is that turn's to bootstrap and rehydrate.
-  if (created && !turn.adopted) {
+  if (created && !climbed.adopted) {
     const started = performance.now()
-    await runBootstrap(turn, handle)
+    await runBootstrap(scope, handle, progress)
     if (config.rehydrate === 'journal')
       restored.rehydratedSteps = await replayJournal(
-        turn,
+        scope,
         handle,
+        progress,
         outcome === 'created' ? 'created' : 'recreated',
       )
     restored.rehydrateMs += performance.now() - started
   } else if (config.fidelityProbes && record?.manifest && !created) {
-    await probeAndRehydrate(turn, handle, record, restored)
+    await probeAndRehydrate(scope, handle, record, restored, progress)
   }
   return restored
 }
 
 /** The built-in probes against the manifest the previous turn left; lost memory or files → journal replay. */
 async function probeAndRehydrate(
-  turn: TurnImpl,
+  scope: TurnScope,
   handle: SandboxHandle,
   record: SessionRecord,
   restored: Restored,
+  progress: Progress,
 ): Promise<void> {
-  const { config } = turn.ctx
+  const { config } = scope.ctx
   const manifest = record.manifest!
-  const fidelity = await probeFidelity(handle, manifest, turn.controller.signal, config.retry)
+  const fidelity = await probeFidelity(handle, manifest, scope.signal, config.retry)
   restored.survived = fidelity.survived
   // What the turn end need not write again: sentinels and the marker found intact, and the process
   // list (read now, or known empty: none was recorded for this very sandbox and none can appear alone).
-  turn.verified = { contexts: fidelity.keptContexts, marker: fidelity.survived.filesystem === true }
-  turn.processesAtResume =
+  progress.verified = { contexts: fidelity.keptContexts, marker: fidelity.survived.filesystem === true }
+  progress.processesAtResume =
     fidelity.processList ??
     (manifest.sandboxId === handle.id && manifest.processes?.length === 0 ? [] : undefined)
   if (fidelity.processList) restored.processList = fidelity.processList
@@ -177,8 +257,9 @@ async function probeAndRehydrate(
       // Files survived: commands and file writes left their effects on disk, so only code runs again.
       const codeOnly = fidelity.survived.filesystem === true
       const steps = await replayJournal(
-        turn,
+        scope,
         handle,
+        progress,
         fidelity.survived.memory === false ? 'memory-lost' : 'filesystem-lost',
         codeOnly,
       )
@@ -195,43 +276,54 @@ async function probeAndRehydrate(
   restored.checks.push(...fidelity.checks)
 }
 
-async function runBootstrap(turn: TurnImpl, handle: SandboxHandle): Promise<void> {
-  const bootstrap = turn.ctx.config.bootstrap
+/** Notes an interpreter context code ran in, once per language and context. */
+function addContexts(progress: Progress, contexts: readonly UsedContext[]): void {
+  for (const context of contexts) {
+    const known = progress.contexts.some(
+      (c) => c.language === context.language && c.contextId === context.contextId,
+    )
+    if (!known) progress.contexts.push(context)
+  }
+}
+
+async function runBootstrap(scope: TurnScope, handle: SandboxHandle, progress: Progress): Promise<void> {
+  const bootstrap = scope.ctx.config.bootstrap
   if (bootstrap === undefined) return
   if (typeof bootstrap === 'function') {
     await bootstrap(handle)
     return
   }
-  const outcome = await replaySteps(handle, bootstrap, turn.controller.signal)
-  for (const context of outcome.contexts) turn.trackContext(context.language, undefined)
+  const outcome = await replaySteps(handle, bootstrap, scope.signal)
+  addContexts(progress, outcome.contexts)
 }
 
 /** Replays the journal (only its code steps with `codeOnly`); a failed step is reported, not thrown. */
 async function replayJournal(
-  turn: TurnImpl,
+  scope: TurnScope,
   handle: SandboxHandle,
+  progress: Progress,
   reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost',
   codeOnly = false,
 ): Promise<number> {
-  const { store, events } = turn.ctx
+  const { ctx, key, signal } = scope
   const started = performance.now()
-  const steps = (await store.readJournal(turn.key))
+  const steps = (await ctx.store.readJournal(key))
     .map((entry) => entry.step)
     .filter((step) => !codeOnly || step.kind === 'code')
   if (steps.length === 0) return 0
   let done = 0
   try {
-    const outcome = await replaySteps(handle, steps, turn.controller.signal)
+    const outcome = await replaySteps(handle, steps, signal)
     done = outcome.steps
-    for (const context of outcome.contexts) turn.trackContext(context.language, undefined)
+    addContexts(progress, outcome.contexts)
   } catch (error) {
     // The turn goes on with what could be restored; the report says state was lost and the error event says why.
-    if (turn.controller.signal.aborted) throw error
-    turn.ctx.emitError('rehydrate', error, turn.key)
+    if (signal.aborted) throw error
+    ctx.emitError('rehydrate', error, key)
   }
-  events.emit('rehydrate', {
-    conversationId: turn.conversationId,
-    tenant: turn.tenant,
+  ctx.events.emit('rehydrate', {
+    conversationId: key.conversationId,
+    tenant: key.tenant,
     sandboxId: handle.id,
     steps: done,
     ms: performance.now() - started,

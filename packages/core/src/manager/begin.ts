@@ -38,14 +38,21 @@ async function begin(ctx: ManagerContext, conversationId: string, turnOptions?: 
     throw error
   }
   const storeMs = performance.now() - beganAt
-  const turn = new TurnImpl(ctx, key, acquired, beganAt, storeMs, parsed.signal)
-  turn.speculation = speculation
-  turn.known = known
-  turn.lazyStart = parsed.lazy
+  const turn = new TurnImpl({
+    ctx,
+    key,
+    acquired,
+    beganAt,
+    storeMs,
+    callerSignal: parsed.signal,
+    known,
+    speculation,
+    lazy: parsed.lazy,
+  })
   ctx.events.emit('turn-start', {
     conversationId: key.conversationId,
     tenant: key.tenant,
-    holderId: turn.holderId,
+    holderId: acquired.lease.holderId,
     lazy: parsed.lazy,
   })
   if (!parsed.lazy) {

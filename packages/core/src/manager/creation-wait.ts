@@ -1,10 +1,10 @@
 import { SandkeepError } from '../errors.js'
 import { sleep } from '../retry.js'
-import type { Lease, SessionRecord } from '../session-store.js'
+import type { SessionRecord } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
 import { type SessionCaches, sessionCacheKey } from './caches.js'
-import type { ManagerContext } from './context.js'
 import { checkRecord } from './records.js'
+import type { TurnScope } from './scope.js'
 
 /** Wakes this process's waiters of a session: a turn here mapped it, or ended (which drops its claim). */
 export function wakeCreationWaiters(caches: SessionCaches, key: SessionKey): void {
@@ -42,16 +42,14 @@ async function creationPause(
 
 /**
  * Another turn holds the creation claim of a session with no sandbox yet: polls `claimCreation` until that
- * turn mapped one or its claim lapsed (then this turn creates), at most `createWaitMs`. `lease` reads the
- * turn's lease at each poll (renewals replace it).
+ * turn mapped one or its claim lapsed (then this turn creates), at most `createWaitMs`. The lease is read
+ * at each poll (renewals replace it).
  * @throws SandkeepError SESSION_BUSY after `createWaitMs`; the signal's reason when it fires
  */
 export async function waitForCreation(
-  ctx: ManagerContext,
-  key: SessionKey,
-  lease: () => Lease,
-  signal: AbortSignal,
+  scope: TurnScope,
 ): Promise<{ record: SessionRecord | null; create: boolean }> {
+  const { ctx, key, lease, signal } = scope
   const { createWaitMs } = ctx.config
   const deadline = Date.now() + createWaitMs
   for (let attempt = 0; ; attempt++) {

@@ -1,9 +1,9 @@
 import { SandkeepError } from '../errors.js'
+import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
 import type { GcResult } from '../session-manager-types.js'
 import type { SessionRecord } from '../session-store.js'
 import { invalidArgument, validateTenant } from '../validation.js'
 import type { ManagerContext } from './context.js'
-import { SANDKEEP_METADATA } from './metadata.js'
 
 /** A sandbox sandkeep made, found by its metadata. */
 interface Found {

@@ -1,14 +1,16 @@
 import { SandkeepError } from '../errors.js'
 import type { HealthCheck } from '../health.js'
+import type { NamesEveryOption } from '../option-names.js'
 import { validateJournalStep } from '../rehydrate.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../retry.js'
+import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
 import type { SandboxProvider } from '../sandbox-provider.js'
 import type { OnTurnEnd, SessionManagerOptions, TurnOptions } from '../session-manager-types.js'
 import type { SessionStore } from '../session-store.js'
 import { invalidArgument, rejectUnknownOptions, validateInteger, validateTenant } from '../validation.js'
-import { SANDKEEP_METADATA } from './metadata.js'
 
-const KNOWN_OPTIONS = [
+/** Every option name of createSessionManager. */
+const SESSION_MANAGER_OPTION_NAMES = [
   'store',
   'provider',
   'onTurnEnd',
@@ -24,13 +26,29 @@ const KNOWN_OPTIONS = [
   'createWaitMs',
   'retry',
   'telemetry',
-]
-const KNOWN_SANDBOX_OPTIONS = ['template', 'timeoutMs', 'metadata', 'envs', 'allowInternetAccess']
-const KNOWN_TURN_OPTIONS = ['tenant', 'abortSignal', 'lazy']
+] as const satisfies readonly (keyof SessionManagerOptions)[]
+/** Every option name of its `sandbox` option. */
+const SANDBOX_OPTION_NAMES = [
+  'template',
+  'timeoutMs',
+  'metadata',
+  'envs',
+  'allowInternetAccess',
+] as const satisfies readonly (keyof SandboxOptions)[]
+/** Every option name of beginTurn and withTurn. */
+const TURN_OPTION_NAMES = ['tenant', 'abortSignal', 'lazy'] as const satisfies readonly (keyof TurnOptions)[]
+const optionListsComplete: [
+  NamesEveryOption<SessionManagerOptions, typeof SESSION_MANAGER_OPTION_NAMES>,
+  NamesEveryOption<SandboxOptions, typeof SANDBOX_OPTION_NAMES>,
+  NamesEveryOption<TurnOptions, typeof TURN_OPTION_NAMES>,
+] = [true, true, true]
+void optionListsComplete
 const ON_TURN_END: readonly OnTurnEnd[] = ['pause', 'auto-pause', 'keep', 'kill']
 const CHECK_KINDS = ['process', 'port', 'code', 'file', 'custom']
 const BUILT_IN_PROBES = ['memory', 'filesystem', 'processes']
 const DAY_MS = 24 * 60 * 60 * 1000
+
+type SandboxOptions = NonNullable<SessionManagerOptions['sandbox']>
 
 /** The sandbox settings every creation uses. */
 export interface ResolvedSandboxOptions {
@@ -67,7 +85,7 @@ export interface ResolvedOptions {
 export function resolveOptions(options: SessionManagerOptions): ResolvedOptions {
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('createSessionManager', 'needs an options object.')
-  rejectUnknownOptions('createSessionManager', options, KNOWN_OPTIONS)
+  rejectUnknownOptions('createSessionManager', options, SESSION_MANAGER_OPTION_NAMES)
   const { store, provider } = options
   if (store?.specificationVersion !== 'v1' || typeof store.acquire !== 'function') {
     throw invalidArgument(
@@ -137,7 +155,7 @@ function resolveSandboxOptions(
   const sandbox = value ?? {}
   if (typeof sandbox !== 'object' || sandbox === null)
     throw invalidArgument('options.sandbox', 'must be an object.')
-  rejectUnknownOptions('options.sandbox', sandbox, KNOWN_SANDBOX_OPTIONS)
+  rejectUnknownOptions('options.sandbox', sandbox, SANDBOX_OPTION_NAMES)
   const metadata = stringRecord('options.sandbox.metadata', sandbox.metadata) ?? {}
   for (const key of Object.values(SANDKEEP_METADATA)) {
     if (key in metadata)
@@ -226,7 +244,7 @@ export function validateTurnOptions(options: TurnOptions | undefined): ParsedTur
   if (options === undefined) return { tenant: undefined, lazy: false }
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('turn options', 'must be an object.')
-  rejectUnknownOptions('turn options', options, KNOWN_TURN_OPTIONS)
+  rejectUnknownOptions('turn options', options, TURN_OPTION_NAMES)
   if (options.lazy !== undefined && typeof options.lazy !== 'boolean')
     throw invalidArgument('options.lazy', 'must be a boolean.')
   if (options.abortSignal !== undefined && !(options.abortSignal instanceof AbortSignal)) {

@@ -213,3 +213,66 @@ describe('createSessionManager: resume ladder', () => {
     expect([...provider.sandboxes.values()][0]?.state).toBe('paused')
   })
 })
+
+describe('createSessionManager: every retry of the resume reaches report.retries', () => {
+  it('counts a retried tenant check of the sandbox an overlapping turn recreated first', async () => {
+    const first = setup()
+    const { provider, store, id } = first
+    // A second process over the same store and platform: its verified tenants are its own.
+    const other = createSessionManager({
+      store,
+      provider,
+      retry: { retries: 4, minTimeoutMs: 1, maxTimeoutMs: 5 },
+    })
+    let gone = ''
+    await other.withTurn(id, async (turn) => {
+      gone = (await turn.ready()).id
+    })
+    provider.expire(gone)
+    // Both turns hold the lease before either resumes: both find the mapped sandbox gone.
+    const winner = await first.sessions.beginTurn(id, { lazy: true })
+    const loser = await other.beginTurn(id, { lazy: true })
+    await winner.ready()
+    expect(winner.report?.outcome).toBe('recreated')
+    // The loser's mapping write fails; it checks the tenant of the winner's sandbox, once retried.
+    provider.failNext('getInfo', 'SANDBOX_UNAVAILABLE', { times: 1, message: '502 Bad Gateway' })
+    await loser.ready()
+    expect(loser.report?.sandboxId).toBe(winner.report?.sandboxId)
+    expect(provider.callsOf('getInfo').filter((c) => c.sandboxId === winner.report?.sandboxId)).toHaveLength(
+      2,
+    )
+    expect(loser.report?.retries).toBe(1)
+    await Promise.all([winner.end(), loser.end()])
+  })
+
+  it('counts a retried tenant check of the sandbox a lost session is adopted from', async () => {
+    const { provider, store, sessions, id } = setup({ speculativeConnect: false })
+    let adopted = ''
+    await sessions.withTurn(id, async (turn) => {
+      adopted = (await turn.ready()).id
+    })
+    // This process forgets that it verified the sandbox (its bounded cache of verified tenants fills up)
+    // but still remembers the session's last turn: ending 10 000 sessions of sandboxes it never saw.
+    const limit = 10_000
+    for (let n = 0; n < limit; n++) {
+      const key = { tenant: 'default', conversationId: `filler-${n}` }
+      const sandbox = await provider.create({ metadata: { 'sandkeep.tenant': 'default' } })
+      const { lease } = await store.acquire(key, { holderId: 'filler', leaseMs: 1000 })
+      await store.setSandbox(key, lease, {
+        sandboxId: sandbox.id,
+        expectedSandboxId: null,
+        providerId: 'mock',
+      })
+      await sessions.endSession(key.conversationId)
+    }
+    // The store loses the session; the next turn takes the sandbox over after checking its tenant.
+    await store.delete({ tenant: 'default', conversationId: id })
+    provider.clearCalls()
+    provider.failNext('getInfo', 'SANDBOX_UNAVAILABLE', { times: 1, message: '502 Bad Gateway' })
+    await sessions.withTurn(id, async (turn) => {
+      expect(turn.report).toMatchObject({ sandboxId: adopted, stateLost: true })
+      expect(provider.callsOf('getInfo').map((c) => c.sandboxId)).toEqual([adopted, adopted])
+      expect(turn.report?.retries).toBe(1)
+    })
+  })
+})

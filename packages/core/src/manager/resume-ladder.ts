@@ -1,13 +1,16 @@
 import { SandkeepError } from '../errors.js'
 import type { ResumeOutcome } from '../report.js'
+import { SANDKEEP_METADATA, sessionMetadata } from '../sandbox-metadata.js'
 import type { SandboxHandle } from '../sandbox-provider.js'
-import type { SessionRecord } from '../session-store.js'
+import type { AcquireResult, SessionRecord } from '../session-store.js'
+import type { LastTurn } from './caches.js'
+import { sandboxCreateOptions } from './create-options.js'
 import { waitForCreation, wakeCreationWaiters } from './creation-wait.js'
-import { SANDKEEP_METADATA, sandboxCreateOptions, sessionMetadata } from './metadata.js'
 import { checkRecord } from './records.js'
-import { confirmedSpeculation } from './speculation.js'
+import type { ResumeAttempt } from './resume-attempt.js'
+import type { TurnScope } from './scope.js'
+import { confirmedSpeculation, type Speculation } from './speculation.js'
 import { rememberVerified, verifyTenant } from './tenancy.js'
-import type { ResumeCalls, TurnImpl } from './turn.js'
 
 /** Where the ladder starts: the record the lease returned (or the creator's, after waiting) and whether to create. */
 export interface StartingPoint {
@@ -15,7 +18,17 @@ export interface StartingPoint {
   create: boolean
 }
 
-/** Where the ladder ended: the rung (`outcome`), the sandbox, and the one it replaced. */
+/** What the ladder climbs from: the starting point, and what the turn knew before it took the lease. */
+export interface LadderStart extends StartingPoint {
+  /** Holders of the session when this turn acquired its lease, this one included. */
+  holders: number
+  /** What this process's last turn of the session left, read before the lease was taken. */
+  known: LastTurn | undefined
+  /** A connect started alongside the lease, used only if the lease's record confirms it. */
+  speculation: Speculation | undefined
+}
+
+/** Where the ladder ended: the rung (`outcome`), the sandbox, the one it replaced, and how it got there. */
 export interface Climbed {
   outcome: ResumeOutcome
   handle: SandboxHandle
@@ -23,6 +36,10 @@ export interface Climbed {
   previousSandboxId?: string
   /** The record the ladder started from. */
   record: SessionRecord | null
+  /** This turn joined a sandbox another turn (re)created meanwhile: that turn bootstraps and rehydrates it. */
+  adopted: boolean
+  /** The store had no record of a session this process had used: its journal and manifest are gone. */
+  sessionLost: boolean
 }
 
 /**
@@ -30,84 +47,95 @@ export interface Climbed {
  * once that turn mapped one (or the claim, once it lapsed).
  * @throws SandkeepError STORE_CORRUPT, SESSION_BUSY
  */
-export async function startingPoint(turn: TurnImpl): Promise<StartingPoint> {
-  const record = checkRecord(turn.acquired.record, turn.key)
-  const create = turn.acquired.create
-  if (!create && !record?.sandboxId) {
-    return waitForCreation(turn.ctx, turn.key, () => turn.lease, turn.controller.signal)
-  }
+export async function startingPoint(scope: TurnScope, acquired: AcquireResult): Promise<StartingPoint> {
+  const record = checkRecord(acquired.record, scope.key)
+  const create = acquired.create
+  if (!create && !record?.sandboxId) return waitForCreation(scope)
   return { record, create }
 }
 
 /**
  * The resume ladder: adopt the sandbox of a session the store lost; create when nothing is mapped; otherwise
  * connect (through a confirmed speculation, or after verifying the tenant), following a re-mapped id; recreate
- * a sandbox that is gone (or was killed).
+ * a sandbox that is gone (or was killed). The sandbox it asks the provider for and the pause it ends are
+ * noted on `attempt` as they happen, since the turn end needs them even when a later rung fails.
  */
 export async function climbLadder(
-  turn: TurnImpl,
-  start: StartingPoint,
-  calls: ResumeCalls,
+  scope: TurnScope,
+  start: LadderStart,
+  attempt: ResumeAttempt,
 ): Promise<Climbed> {
   const { record, create } = start
   const mapped = record?.sandboxId ?? null
-  const lost = record === null && create ? await adoptLostSession(turn, calls) : null
-  if (lost) return { outcome: 'resumed', handle: lost, record }
-  if (create || !mapped) return { outcome: 'created', handle: await createAndMap(turn, null, calls), record }
-  const connected = record?.state !== 'killed' ? await connectMapped(turn, mapped, record, calls) : undefined
-  if (!connected) {
-    const handle = await createAndMap(turn, mapped, calls)
-    return { outcome: 'recreated', handle, previousSandboxId: mapped, record }
+  const sessionLost = record === null && create && start.known !== undefined
+  const climbed = (outcome: ResumeOutcome, handle: SandboxHandle, adopted = false): Climbed => ({
+    outcome,
+    handle,
+    record,
+    adopted,
+    sessionLost,
+  })
+  const lost = sessionLost ? await adoptLostSession(scope, start.known!, start.speculation, attempt) : null
+  if (lost) return climbed('resumed', lost)
+  if (create || !mapped) {
+    const created = await createAndMap(scope, null, attempt)
+    return climbed('created', created.handle, created.adopted)
   }
-  const outcome = record?.state === 'paused' && turn.acquired.holders <= 1 ? 'resumed' : 'reconnected'
+  const connected =
+    record?.state !== 'killed' ? await connectMapped(scope, mapped, start, attempt) : undefined
+  if (!connected) {
+    const created = await createAndMap(scope, mapped, attempt)
+    return { ...climbed('recreated', created.handle, created.adopted), previousSandboxId: mapped }
+  }
+  const outcome = record?.state === 'paused' && start.holders <= 1 ? 'resumed' : 'reconnected'
   // Only the turn that found nobody holding the session ended the pause; one that joined it must not
   // count the same pause again.
-  if (outcome === 'resumed' && record?.pausedAt != null) turn.resumedFromPausedAt = record.pausedAt
-  if (connected.id === mapped) return { outcome, handle: connected, record }
-  await recordRemapping(turn, connected.id, mapped, record, calls)
-  return { outcome, handle: connected, previousSandboxId: mapped, record }
+  if (outcome === 'resumed' && record?.pausedAt != null) attempt.endPause(record.pausedAt)
+  if (connected.id === mapped) return climbed(outcome, connected)
+  await recordRemapping(scope, connected.id, mapped, record, attempt)
+  return { ...climbed(outcome, connected), previousSandboxId: mapped }
 }
 
 /** Connects to the mapped sandbox; undefined when it is gone (SANDBOX_NOT_FOUND). */
 async function connectMapped(
-  turn: TurnImpl,
+  scope: TurnScope,
   mapped: string,
-  record: SessionRecord | null,
-  calls: ResumeCalls,
+  start: LadderStart,
+  attempt: ResumeAttempt,
 ): Promise<SandboxHandle | undefined> {
-  const speculated = confirmedSpeculation(turn, mapped, record)
+  const speculated = confirmedSpeculation(start.speculation, start.holders, mapped, start.record)
   try {
     if (speculated) {
-      turn.touched = mapped
+      attempt.touch(mapped)
       const settled = await speculated.result
-      calls.retries += speculated.retries
+      attempt.addRetries(speculated.retries)
       if (!settled.ok) throw settled.error
       return settled.handle
     }
-    await verifyTenant(turn.ctx, mapped, turn.key, calls.signal, calls.onRetry)
-    turn.touched = mapped
-    return await connect(turn, mapped, calls)
+    await verifyTenant(scope.ctx, mapped, scope.key, attempt.signal, attempt.onRetry)
+    attempt.touch(mapped)
+    return await connect(scope, mapped, attempt)
   } catch (error) {
     if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
     return undefined
   }
 }
 
-function connect(turn: TurnImpl, sandboxId: string, calls: ResumeCalls): Promise<SandboxHandle> {
-  const { provider, config } = turn.ctx
-  const { signal } = calls
-  return calls.call(() => provider.connect(sandboxId, { timeoutMs: config.sandbox.timeoutMs, signal }))
+function connect(scope: TurnScope, sandboxId: string, attempt: ResumeAttempt): Promise<SandboxHandle> {
+  const { provider, config } = scope.ctx
+  const { signal } = attempt
+  return attempt.call(() => provider.connect(sandboxId, { timeoutMs: config.sandbox.timeoutMs, signal }))
 }
 
 /** Maps the session to `sandboxId` (fenced on `expected`), keeping it for `ttlMs`. */
 function mapSandbox(
-  turn: TurnImpl,
+  scope: TurnScope,
   sandboxId: string,
   expected: string | null,
   template: string | null,
 ): Promise<SessionRecord> {
-  const { store, provider, config } = turn.ctx
-  return store.setSandbox(turn.key, turn.lease, {
+  const { store, provider, config } = scope.ctx
+  return store.setSandbox(scope.key, scope.lease(), {
     sandboxId,
     expectedSandboxId: expected,
     providerId: provider.providerId,
@@ -119,63 +147,64 @@ function mapSandbox(
 
 /** The platform re-mapped the sandbox (seen after repeated pause/resume): check and record the new id. */
 async function recordRemapping(
-  turn: TurnImpl,
+  scope: TurnScope,
   sandboxId: string,
   mapped: string,
   record: SessionRecord | null,
-  calls: ResumeCalls,
+  attempt: ResumeAttempt,
 ): Promise<void> {
-  await verifyTenant(turn.ctx, sandboxId, turn.key, calls.signal, calls.onRetry)
+  const { ctx, key } = scope
+  await verifyTenant(ctx, sandboxId, key, attempt.signal, attempt.onRetry)
   try {
-    await mapSandbox(turn, sandboxId, mapped, record?.template ?? turn.ctx.config.sandbox.template ?? null)
+    await mapSandbox(scope, sandboxId, mapped, record?.template ?? ctx.config.sandbox.template ?? null)
   } catch (error) {
     // An overlapping turn recorded the same re-mapping first: nothing left to do.
-    const now = SandkeepError.hasCode(error, 'LEASE_LOST') ? await turn.ctx.store.get(turn.key) : null
+    const now = SandkeepError.hasCode(error, 'LEASE_LOST') ? await ctx.store.get(key) : null
     if (now?.sandboxId !== sandboxId) throw error
   }
 }
 
-/** Creates a sandbox and maps the session to it; joins the one an overlapping turn mapped first. */
+/**
+ * Creates a sandbox and maps the session to it; joins the one an overlapping turn mapped first (`adopted`).
+ */
 async function createAndMap(
-  turn: TurnImpl,
+  scope: TurnScope,
   expected: string | null,
-  calls: ResumeCalls,
-): Promise<SandboxHandle> {
-  const { ctx } = turn
-  const signal = calls.signal
-  const handle = await calls.call(() =>
-    ctx.provider.create(sandboxCreateOptions(ctx.config, turn.key, signal)),
-  )
-  rememberVerified(ctx, handle.id, turn.tenant)
+  attempt: ResumeAttempt,
+): Promise<{ handle: SandboxHandle; adopted: boolean }> {
+  const { ctx, key } = scope
+  const signal = attempt.signal
+  const handle = await attempt.call(() => ctx.provider.create(sandboxCreateOptions(ctx.config, key, signal)))
+  rememberVerified(ctx, handle.id, key.tenant)
   try {
-    await mapSandbox(turn, handle.id, expected, ctx.config.sandbox.template ?? null)
-    wakeCreationWaiters(ctx.caches, turn.key)
+    await mapSandbox(scope, handle.id, expected, ctx.config.sandbox.template ?? null)
+    wakeCreationWaiters(ctx.caches, key)
   } catch (error) {
     // Someone else mapped the session first (or our lease lapsed): never leave our sandbox running unmapped.
     await ctx.provider
       .kill(handle.id)
-      .catch((killError: unknown) => ctx.emitError('kill-unmapped', killError, turn.key))
+      .catch((killError: unknown) => ctx.emitError('kill-unmapped', killError, key))
     if (!SandkeepError.hasCode(error, 'LEASE_LOST')) throw error
     // An overlapping turn recreated it first: use that one (our lease is still live, or this fails).
-    const adopted = await adoptMapping(turn, expected, calls)
+    const adopted = await adoptMapping(scope, expected, attempt)
     if (!adopted) throw error
-    turn.adopted = true
-    return adopted
+    return { handle: adopted, adopted: true }
   }
-  return handle
+  return { handle, adopted: false }
 }
 
 /** Connects to the sandbox the session maps to now, when it differs from `stale`; null when there is none. */
 async function adoptMapping(
-  turn: TurnImpl,
+  scope: TurnScope,
   stale: string | null,
-  calls: ResumeCalls,
+  attempt: ResumeAttempt,
 ): Promise<SandboxHandle | null> {
-  const current = checkRecord(await turn.ctx.store.get(turn.key), turn.key)
+  const { ctx, key } = scope
+  const current = checkRecord(await ctx.store.get(key), key)
   const sandboxId = current?.sandboxId
   if (!sandboxId || sandboxId === stale) return null
-  await verifyTenant(turn.ctx, sandboxId, turn.key, calls.signal)
-  return connect(turn, sandboxId, calls)
+  await verifyTenant(ctx, sandboxId, key, attempt.signal, attempt.onRetry)
+  return connect(scope, sandboxId, attempt)
 }
 
 /**
@@ -186,43 +215,44 @@ async function adoptMapping(
  * (`expectedSandboxId: null`), so a second process cannot map another sandbox meanwhile. Null when there is
  * nothing to adopt (the sandbox is gone too): the caller creates one. Either way the report says stateLost.
  */
-async function adoptLostSession(turn: TurnImpl, calls: ResumeCalls): Promise<SandboxHandle | null> {
-  const known = turn.known
-  if (!known) return null
-  turn.sessionLost = true
+async function adoptLostSession(
+  scope: TurnScope,
+  known: LastTurn,
+  speculation: Speculation | undefined,
+  attempt: ResumeAttempt,
+): Promise<SandboxHandle | null> {
+  const { ctx, key } = scope
   let handle: SandboxHandle | undefined
   try {
-    const speculation = turn.speculation
-    if (speculation?.sandboxId === known.sandboxId) {
-      turn.speculation = undefined
-      turn.touched = known.sandboxId
+    if (speculation?.sandboxId === known.sandboxId && speculation.take()) {
+      attempt.touch(known.sandboxId)
       const settled = await speculation.result
       if (!settled.ok) throw settled.error
       handle = settled.handle
     } else {
-      await verifyTenant(turn.ctx, known.sandboxId, turn.key, calls.signal)
-      turn.touched = known.sandboxId
-      handle = await connect(turn, known.sandboxId, calls)
+      await verifyTenant(ctx, known.sandboxId, key, attempt.signal, attempt.onRetry)
+      attempt.touch(known.sandboxId)
+      handle = await connect(scope, known.sandboxId, attempt)
     }
   } catch (error) {
     if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
     // The platform may have re-mapped it: look for the session's sandbox by the metadata written at creation.
-    const found = await findSessionSandbox(turn, known.sandboxId, calls)
+    const found = await findSessionSandbox(scope, known.sandboxId, attempt)
     if (found) {
-      turn.touched = found
-      handle = await connect(turn, found, calls)
+      attempt.touch(found)
+      handle = await connect(scope, found, attempt)
     }
   }
-  turn.ctx.events.emit('session-lost', {
-    conversationId: turn.conversationId,
-    tenant: turn.tenant,
+  ctx.events.emit('session-lost', {
+    conversationId: key.conversationId,
+    tenant: key.tenant,
     sandboxId: known.sandboxId,
     adopted: handle !== undefined,
   })
   if (!handle) return null
-  turn.touched = handle.id
-  await mapSandbox(turn, handle.id, null, turn.ctx.config.sandbox.template ?? null)
-  wakeCreationWaiters(turn.ctx.caches, turn.key)
+  attempt.touch(handle.id)
+  await mapSandbox(scope, handle.id, null, ctx.config.sandbox.template ?? null)
+  wakeCreationWaiters(ctx.caches, key)
   return handle
 }
 
@@ -231,15 +261,16 @@ async function adoptLostSession(turn: TurnImpl, calls: ResumeCalls): Promise<San
  * provider's list capability (undefined without it). The most recently started one when there are several.
  */
 async function findSessionSandbox(
-  turn: TurnImpl,
+  scope: TurnScope,
   gone: string,
-  calls: ResumeCalls,
+  attempt: ResumeAttempt,
 ): Promise<string | undefined> {
-  const { provider } = turn.ctx
+  const { ctx, key } = scope
+  const { provider } = ctx
   if (typeof provider.list !== 'function') return undefined
-  const metadata = sessionMetadata(turn.key)
-  const signal = calls.signal
-  const page = await calls.call(() => provider.list!({ metadata, state: ['running', 'paused'], signal }))
+  const metadata = sessionMetadata(key)
+  const signal = attempt.signal
+  const page = await attempt.call(() => provider.list!({ metadata, state: ['running', 'paused'], signal }))
   const candidates = page.sandboxes
     .filter(
       (info) =>
@@ -249,6 +280,6 @@ async function findSessionSandbox(
     )
     .sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0))
   const found = candidates[0]?.sandboxId
-  if (found) rememberVerified(turn.ctx, found, turn.tenant)
+  if (found) rememberVerified(ctx, found, key.tenant)
   return found
 }

@@ -6,16 +6,24 @@ import type { SessionKey } from '../validation.js'
 import { hasLiveTurn, sessionCacheKey } from './caches.js'
 import type { ManagerContext } from './context.js'
 import { isVerified } from './tenancy.js'
-import type { TurnImpl } from './turn.js'
+
+/** How a speculative connect settled: never a rejection, so an unused one cannot surface as unhandled. */
+export type SpeculationResult = { ok: true; handle: SandboxHandle } | { ok: false; error: unknown }
 
 /** A connect started before the lease was granted (see {@link speculate}). */
 export interface Speculation {
-  sandboxId: string
-  turnCount: number
+  readonly sandboxId: string
+  readonly turnCount: number
   /** How this process's last turn left the sandbox: what undoing an unused speculation restores. */
-  leftAs: TurnEndReport['action']
-  retries: number
-  result: Promise<{ ok: true; handle: SandboxHandle } | { ok: false; error: unknown }>
+  readonly leftAs: TurnEndReport['action']
+  /** Retries of the connect so far. */
+  readonly retries: number
+  readonly result: Promise<SpeculationResult>
+  /**
+   * Takes the speculation: true the first time only. The resume takes one it uses; the turn end takes
+   * whatever the resume did not, to settle it. So it is used or settled once, never both.
+   */
+  take(): boolean
 }
 
 /**
@@ -31,7 +39,8 @@ export function speculate(
   if (!ctx.config.speculativeConnect) return undefined
   const last = ctx.caches.lastTurns.get(sessionCacheKey(key))
   if (!last || !isVerified(ctx, last.sandboxId, key.tenant)) return undefined
-  const speculation: Speculation = { ...last, retries: 0, result: undefined as never }
+  let retries = 0
+  let taken = false
   const connecting = ctx.call(
     () =>
       ctx.provider.connect(last.sandboxId, {
@@ -41,16 +50,27 @@ export function speculate(
     {
       ...(signal ? { signal } : {}),
       onRetry: () => {
-        speculation.retries++
+        retries++
       },
     },
   )
-  // Settled, never rejected: an unused speculation must not surface as an unhandled rejection.
-  speculation.result = connecting.then(
-    (handle) => ({ ok: true as const, handle }),
-    (error: unknown) => ({ ok: false as const, error }),
-  )
-  return speculation
+  return {
+    sandboxId: last.sandboxId,
+    turnCount: last.turnCount,
+    leftAs: last.leftAs,
+    get retries() {
+      return retries
+    },
+    result: connecting.then(
+      (handle) => ({ ok: true as const, handle }),
+      (error: unknown) => ({ ok: false as const, error }),
+    ),
+    take() {
+      if (taken) return false
+      taken = true
+      return true
+    },
+  }
 }
 
 /**
@@ -87,48 +107,49 @@ export async function dropSpeculation(
 }
 
 /**
- * The speculative connect, when the record the lease returned proves it was the right call: the same
- * sandbox is mapped, no other turn ended since this process's last one (same turn count) and no other
- * turn holds the session now. Otherwise the turn connects as usual after the lease; a speculative
- * connect that turned out wrong only resumed a sandbox this session maps, or one that is gone.
+ * The speculative connect, taken, when the record the lease returned proves it was the right call: the same
+ * sandbox is mapped, no other turn ended since this process's last one (same turn count) and no other turn
+ * held the session when this one acquired it (`holders`, this one included). Otherwise the turn connects as
+ * usual after the lease; a speculative connect that turned out wrong only resumed a sandbox this session
+ * maps, or one that is gone.
  */
 export function confirmedSpeculation(
-  turn: TurnImpl,
+  speculation: Speculation | undefined,
+  holders: number,
   mapped: string,
   record: SessionRecord | null,
 ): Speculation | undefined {
-  const speculation = turn.speculation
   // An unconfirmed one stays for the turn end to settle (see settleSpeculation).
   if (!speculation || !record) return undefined
   if (speculation.sandboxId !== mapped || speculation.turnCount !== record.turnCount) return undefined
-  if (turn.acquired.holders > 1) return undefined
-  turn.speculation = undefined
-  return speculation
+  if (holders > 1) return undefined
+  return speculation.take() ? speculation : undefined
 }
 
 /**
  * A speculative connect this turn did not use resumed a sandbox (or pushed its timeout out) without a
  * lease's say-so. Decided after the release: the session's sandbox is left to the last holder's end (as
- * if this turn had touched it); one the session no longer maps is put back as this process left it; with
- * no answer from the store, so is one that no other turn of this process holds.
+ * if this turn had touched it: its id is returned, for the last holder to act on); one the session no
+ * longer maps is put back as this process left it; with no answer from the store, so is one that no other
+ * turn of this process holds.
  */
 export async function settleSpeculation(
-  turn: TurnImpl,
-  handle: SandboxHandle | undefined,
-  released: boolean,
-  last: boolean,
-  record: SessionRecord | null,
-): Promise<void> {
-  const speculation = turn.speculation
-  turn.speculation = undefined
-  if (!speculation) return
+  ctx: ManagerContext,
+  key: SessionKey,
+  speculation: Speculation | undefined,
+  release: {
+    handle: SandboxHandle | undefined
+    released: boolean
+    last: boolean
+    record: SessionRecord | null
+  },
+): Promise<string | undefined> {
+  if (!speculation?.take()) return undefined
   const settled = await speculation.result
-  if (!settled.ok || settled.handle.id === handle?.id) return
+  const { handle, released, last, record } = release
+  if (!settled.ok || settled.handle.id === handle?.id) return undefined
   const sandboxId = settled.handle.id
-  if (released && record?.sandboxId === sandboxId) {
-    if (last) turn.touched = sandboxId
-    return
-  }
-  if (released || !hasLiveTurn(turn.ctx.caches, turn.key))
-    await undoSpeculation(turn.ctx, settled.handle.id, speculation, turn.key)
+  if (released && record?.sandboxId === sandboxId) return last ? sandboxId : undefined
+  if (released || !hasLiveTurn(ctx.caches, key)) await undoSpeculation(ctx, sandboxId, speculation, key)
+  return undefined
 }

@@ -1,8 +1,8 @@
 import { SandkeepError } from '../errors.js'
+import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
 import type { SessionKey } from '../validation.js'
 import { setBounded } from './caches.js'
 import type { ManagerContext } from './context.js'
-import { SANDKEEP_METADATA } from './metadata.js'
 
 /** Remembers that `sandboxId` belongs to `tenant` (this process created it, or read its metadata). */
 export function rememberVerified(ctx: ManagerContext, sandboxId: string, tenant: string): void {
@@ -16,7 +16,8 @@ export function isVerified(ctx: ManagerContext, sandboxId: string, tenant: strin
 
 /**
  * Refuses a sandbox whose metadata names another tenant. Read with `getInfo` (no resume) the first time this
- * process meets the sandbox; metadata never changes, so a verified id is remembered.
+ * process meets the sandbox; metadata never changes, so a verified id is remembered. `onRetry` has no
+ * default: a resume must count every retry for `report.retries`, so each caller says where its retries go.
  * @throws SandkeepError TENANT_MISMATCH, or the provider's error
  */
 export async function verifyTenant(
@@ -24,7 +25,7 @@ export async function verifyTenant(
   sandboxId: string,
   key: SessionKey,
   signal: AbortSignal,
-  onRetry: () => void = () => {},
+  onRetry: () => void,
 ): Promise<void> {
   const { provider } = ctx
   if (isVerified(ctx, sandboxId, key.tenant)) return
@@ -54,7 +55,8 @@ export async function killOwnedSandbox(
   key: SessionKey,
 ): Promise<void> {
   try {
-    await verifyTenant(ctx, sandboxId, key, new AbortController().signal)
+    // Not part of a turn: no report counts these retries.
+    await verifyTenant(ctx, sandboxId, key, new AbortController().signal, () => {})
     await ctx.call(() => ctx.provider.kill(sandboxId))
   } catch (error) {
     if (SandkeepError.hasCode(error, 'TENANT_MISMATCH')) ctx.emitError('end-session', error, key)

@@ -1,18 +1,42 @@
 import { SandkeepError } from '../errors.js'
+import type { UsedContext } from '../fidelity.js'
 import { writeManifest } from '../fidelity-manifest.js'
 import type { TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
-import type { ProcessInfo } from '../sandbox-provider.js'
+import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
 import type { OnTurnEnd } from '../session-manager-types.js'
 import type { SessionRecord, SessionSandboxState, TurnManifest } from '../session-store.js'
+import type { Assessed } from './assess.js'
 import { countLiveTurn, rememberLastTurn } from './caches.js'
 import { wakeCreationWaiters } from './creation-wait.js'
-import { settleSpeculation } from './speculation.js'
-import type { TurnImpl } from './turn.js'
+import type { TurnScope } from './scope.js'
+import { type Speculation, settleSpeculation } from './speculation.js'
 
 type Action = TurnEndReport['action']
 /** Records a failure of the turn end: the first one goes on the end report, every one to the `error` event. */
 type Fail = (phase: string, cause: unknown) => void
+
+/** What the turn end takes: what the lease, the resume and the turn's use of the sandbox left. */
+export interface TurnEndInput {
+  /** The turn count on the record the lease returned (a manifest built on the resume's list is conditional on it). */
+  acquiredTurnCount: number | undefined
+  /** What the assessment left; undefined when no resume got a sandbox (a lazy turn unused, a failed ladder). */
+  assessed: Assessed | undefined
+  /** The sandbox the resume asked the provider for, even if it failed (it may be running); null for none. */
+  touched: string | null
+  /** When the resume started the sandbox running (its create or connect call), epoch ms; 0 without a resume. */
+  runningSince: number
+  /** When the pause the resume ended began, epoch ms; null when it ended none. */
+  resumedFromPausedAt: number | null
+  /** The resume met another tenant's sandbox: the end never touches it. */
+  foreign: boolean
+  /** The speculative connect begun with the lease; the end settles it unless the resume took it. */
+  speculation: Speculation | undefined
+  /** Interpreter contexts the turn ran code in (the assessment's first), for the manifest's sentinels. */
+  contexts: readonly UsedContext[]
+  /** A call since the resume may have changed the process list (a start, kill, command or the SDK object). */
+  processesMayHaveChanged: boolean
+}
 
 /** What the release told: whether it happened, whether this turn was the last holder, the record after it. */
 interface Released {
@@ -22,87 +46,70 @@ interface Released {
 }
 
 /**
- * The turn end: write the manifest, release the lease, settle an unused speculation, and, as the last holder,
- * pause, keep or kill the sandbox (`onTurnEnd`). Never throws: failures are on the end report and `error`.
+ * The turn end, after the turn stopped renewing its lease: write the manifest, release the lease, settle an
+ * unused speculation, and, as the last holder, pause, keep or kill the sandbox (`onTurnEnd`). Never throws:
+ * failures are on the end report and `error`. The turn emits `turn-end` with the report returned.
  */
-export async function finishTurn(turn: TurnImpl): Promise<TurnEndReport> {
-  const { events } = turn.ctx
-  turn.stopRenewal()
-  turn.detachSignal()
-  // Wait for a resume in flight so its sandbox is paused too; its failure was already reported.
-  if (turn.readyPromise) await turn.readyPromise.catch(() => undefined)
-  turn.ended = true
-  const workMs = turn.readyAt ? Date.now() - turn.readyAt : 0
+export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndReport> {
+  const { ctx, key } = scope
+  const { assessed } = input
+  const handle = assessed?.handle
+  const workMs = assessed?.readyAt ? Date.now() - assessed.readyAt : 0
   let error: { code: string; message: string } | undefined
   const fail: Fail = (phase, cause) => {
     const failure = toSandkeepError(cause)
     error ??= { code: failure.code, message: failure.message }
-    turn.ctx.emitError(phase, failure, turn.key)
+    ctx.emitError(phase, failure, key)
   }
-  const handle = turn.handle
   // Nothing since the resume could change the process list: record the one it read instead of listing
   // again, on condition that no other turn (which may have started processes) ended meanwhile.
-  const processesAtResume = turn.processesMayHaveChanged ? undefined : turn.processesAtResume
-  const manifest = await writeTurnManifest(turn, processesAtResume, fail)
+  const processesAtResume = input.processesMayHaveChanged ? undefined : assessed?.processesAtResume
+  const manifest = await writeTurnManifest(scope, input, processesAtResume, fail)
   const storeStarted = performance.now()
-  const outcome = await release(turn, manifest, processesAtResume, fail)
-  countLiveTurn(turn.ctx.caches, turn.key, -1)
-  wakeCreationWaiters(turn.ctx.caches, turn.key)
-  await settleSpeculation(turn, handle, outcome.released, outcome.last, outcome.record)
+  const outcome = await release(scope, input, manifest, processesAtResume, fail)
+  countLiveTurn(ctx.caches, key, -1)
+  wakeCreationWaiters(ctx.caches, key)
+  const settledTouch = await settleSpeculation(ctx, key, input.speculation, { handle, ...outcome })
   const storeMs = performance.now() - storeStarted
   const pauseStarted = performance.now()
   const sandboxId = handle?.id ?? outcome.record?.sandboxId ?? null
-  const action = await decideEnd(turn, outcome, sandboxId, fail)
+  const touched = settledTouch ?? input.touched
+  const action = await decideEnd(scope, { handle, foreign: input.foreign, touched }, outcome, sandboxId, fail)
   const pauseMs = performance.now() - pauseStarted
-  rememberOutcome(turn, action, outcome)
+  rememberOutcome(scope, handle, input.foreign, action, outcome)
   if (action !== 'none' && action !== 'left-running-for-other-holders' && sandboxId) {
-    events.emit('pause-end', {
-      conversationId: turn.conversationId,
-      tenant: turn.tenant,
+    ctx.events.emit('pause-end', {
+      conversationId: key.conversationId,
+      tenant: key.tenant,
       sandboxId,
       action,
       ms: pauseMs,
     })
   }
-  const endReport: TurnEndReport = {
+  return {
     action,
     last: outcome.last,
     timings: { workMs, storeMs, pauseMs },
     ...(error ? { error } : {}),
   }
-  turn.endReport = endReport
-  turn.controller.abort(
-    new SandkeepError({
-      code: 'TURN_ENDED',
-      message: 'The turn ended.',
-      tenant: turn.tenant,
-      conversationId: turn.conversationId,
-    }),
-  )
-  events.emit('turn-end', {
-    conversationId: turn.conversationId,
-    tenant: turn.tenant,
-    report: turn.report,
-    end: endReport,
-  })
-  return endReport
 }
 
 /** The manifest for the next turn's probes (with fidelity probes on and a sandbox in hand). */
 async function writeTurnManifest(
-  turn: TurnImpl,
+  scope: TurnScope,
+  input: TurnEndInput,
   processesAtResume: readonly ProcessInfo[] | undefined,
   fail: Fail,
 ): Promise<TurnManifest | undefined> {
-  const handle = turn.handle
-  if (!handle || !turn.ctx.config.fidelityProbes) return undefined
+  const { assessed } = input
+  if (!assessed || !scope.ctx.config.fidelityProbes) return undefined
   try {
     const signal = new AbortController().signal
     return await writeManifest(
-      handle,
-      turn.contexts,
-      turn.manifestBase,
-      turn.verified,
+      assessed.handle,
+      input.contexts,
+      assessed.manifestBase,
+      assessed.verified,
       signal,
       processesAtResume,
     )
@@ -120,25 +127,28 @@ function stateIfLast(onTurnEnd: OnTurnEnd): SessionSandboxState {
 
 /** Releases the lease, with the manifest and the accounting, in one store call. */
 async function release(
-  turn: TurnImpl,
+  scope: TurnScope,
+  input: TurnEndInput,
   manifest: TurnManifest | undefined,
   processesAtResume: readonly ProcessInfo[] | undefined,
   fail: Fail,
 ): Promise<Released> {
-  const { store, config } = turn.ctx
+  const { ctx, key } = scope
+  const { store, config } = ctx
+  const inHand = input.assessed !== undefined
+  const basis = input.acquiredTurnCount
   try {
-    const basis = turn.acquired.record?.turnCount
-    const result = await store.release(turn.key, turn.lease, {
+    const result = await store.release(key, scope.lease(), {
       ...(manifest ? { manifest } : {}),
       ...(manifest && processesAtResume && basis !== undefined ? { manifestIfTurnCount: basis } : {}),
       turnEndedAt: Date.now(),
       // The store counts overlapping turns' running time once, from the earliest start.
-      ...(turn.handle && turn.runningSince ? { runningFrom: turn.runningSince } : {}),
+      ...(inHand && input.runningSince ? { runningFrom: input.runningSince } : {}),
       pausedSeconds:
-        turn.resumedFromPausedAt !== null
-          ? Math.max(0, turn.runningSince - turn.resumedFromPausedAt) / 1000
+        input.resumedFromPausedAt !== null
+          ? Math.max(0, input.runningSince - input.resumedFromPausedAt) / 1000
           : 0,
-      ...(turn.handle ? { stateIfLast: stateIfLast(config.onTurnEnd) } : {}),
+      ...(inHand ? { stateIfLast: stateIfLast(config.onTurnEnd) } : {}),
       ttlMs: config.ttlMs,
     })
     return { released: true, last: result.last, record: result.record }
@@ -150,33 +160,46 @@ async function release(
   }
 }
 
+/** What the pause decision needs to know of the turn. */
+interface EndingTurn {
+  handle: SandboxHandle | undefined
+  foreign: boolean
+  touched: string | null
+}
+
 /** The pause decision: leave it to other holders, or as the last holder act on the sandbox. */
 async function decideEnd(
-  turn: TurnImpl,
+  scope: TurnScope,
+  turn: EndingTurn,
   outcome: Released,
   sandboxId: string | null,
   fail: Fail,
 ): Promise<Action> {
   const { released, last, record } = outcome
-  const handle = turn.handle
+  const { handle } = turn
   if (!released) return 'none'
   if (!last) {
     if (handle && record && record.state !== 'running') {
       // This turn resumed the sandbox but others still hold it: say it runs, so that whichever turn
       // ends last pauses it even if that turn never touched the sandbox itself.
-      await recordState(turn, 'running').catch((e: unknown) => fail('set-state', e))
+      await recordState(scope, 'running').catch((e: unknown) => fail('set-state', e))
     }
     return record ? 'left-running-for-other-holders' : 'none'
   }
   if (sandboxId && !turn.foreign && (handle || record?.state === 'running' || turn.touched === sandboxId)) {
-    return endSandbox(turn, sandboxId, turn.ctx.config.onTurnEnd, fail, !handle)
+    return endSandbox(scope, sandboxId, scope.ctx.config.onTurnEnd, fail, !handle)
   }
   return 'none'
 }
 
 /** Remembers what this turn left, for the next turn's speculative connect and store-loss adoption. */
-function rememberOutcome(turn: TurnImpl, action: Action, outcome: Released): void {
-  const handle = turn.handle
+function rememberOutcome(
+  scope: TurnScope,
+  handle: SandboxHandle | undefined,
+  foreign: boolean,
+  action: Action,
+  outcome: Released,
+): void {
   const { released, record } = outcome
   // The next turn here may connect to this sandbox while it takes its lease: only one that still exists.
   const sandboxStays =
@@ -188,57 +211,63 @@ function rememberOutcome(turn: TurnImpl, action: Action, outcome: Released): voi
   // next turn can tell the session was lost and take the sandbox over.
   const mappedHere = released && (record === null || record.sandboxId === handle?.id)
   rememberLastTurn(
-    turn.ctx.caches,
-    turn.key,
-    sandboxStays && handle && mappedHere && !turn.foreign
+    scope.ctx.caches,
+    scope.key,
+    sandboxStays && handle && mappedHere && !foreign
       ? { sandboxId: handle.id, turnCount: record?.turnCount ?? -1, leftAs: action }
       : null,
   )
 }
 
 /** Records the sandbox state (`at`: when it took effect, epoch ms), keeping the session for `ttlMs`. */
-function recordState(turn: TurnImpl, state: SessionSandboxState, at?: number): Promise<SessionRecord | null> {
-  const { ttlMs } = turn.ctx.config
-  return turn.ctx.store.setState(turn.key, state, at === undefined ? { ttlMs } : { at, ttlMs })
+function recordState(
+  scope: TurnScope,
+  state: SessionSandboxState,
+  at?: number,
+): Promise<SessionRecord | null> {
+  const { ctx, key } = scope
+  const { ttlMs } = ctx.config
+  return ctx.store.setState(key, state, at === undefined ? { ttlMs } : { at, ttlMs })
 }
 
 /** The last holder's action on the sandbox. `writeState` when `release` did not record the state. */
 async function endSandbox(
-  turn: TurnImpl,
+  scope: TurnScope,
   sandboxId: string,
   onTurnEnd: OnTurnEnd,
   fail: Fail,
   writeState: boolean,
 ): Promise<Action> {
-  const { provider, config } = turn.ctx
-  const call = <T>(operation: () => Promise<T>) => turn.ctx.call(operation)
+  const { ctx } = scope
+  const { provider, config } = ctx
+  const call = <T>(operation: () => Promise<T>) => ctx.call(operation)
   try {
     if (onTurnEnd === 'pause') {
       // false means it was already paused: the state we wanted.
       await call(() => provider.pause!(sandboxId))
-      if (writeState) await recordState(turn, 'paused')
+      if (writeState) await recordState(scope, 'paused')
       return 'paused'
     }
     if (onTurnEnd === 'auto-pause') {
       await call(() => provider.setTimeout!(sandboxId, config.idleTimeoutMs))
-      if (writeState) await recordState(turn, 'paused', Date.now() + config.idleTimeoutMs)
+      if (writeState) await recordState(scope, 'paused', Date.now() + config.idleTimeoutMs)
       return 'auto-pause'
     }
     if (onTurnEnd === 'kill') {
       await call(() => provider.kill(sandboxId))
-      if (writeState) await recordState(turn, 'killed')
+      if (writeState) await recordState(scope, 'killed')
       return 'killed'
     }
     return 'kept'
   } catch (cause) {
     if (SandkeepError.hasCode(cause, 'SANDBOX_NOT_FOUND')) {
       // Gone already (killed elsewhere, expired): the next turn recreates it.
-      await recordState(turn, 'killed').catch((e: unknown) => fail('set-state', e))
+      await recordState(scope, 'killed').catch((e: unknown) => fail('set-state', e))
       return 'none'
     }
     fail(onTurnEnd, cause)
     // The state written with the release claimed 'paused'; correct it so the next turn knows.
-    await recordState(turn, 'unknown').catch((e: unknown) => fail('set-state', e))
+    await recordState(scope, 'unknown').catch((e: unknown) => fail('set-state', e))
     return 'none'
   }
 }

@@ -1,28 +1,47 @@
 import { SandkeepError } from '../errors.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
-import type { TurnImpl } from './turn.js'
+import type { UsedContext } from '../fidelity.js'
+import type { SandboxHandle, SandboxProvider } from '../sandbox-provider.js'
+import type { SessionKey } from '../validation.js'
+
+/** What the user's handle needs of its turn, and nothing more. */
+export interface HandleTurn {
+  readonly key: SessionKey
+  readonly provider: SandboxProvider
+  /** The turn's abort signal, added to every call's own. */
+  readonly signal: AbortSignal
+  /** @throws SandkeepError LEASE_LOST after the lease was lost, TURN_ENDED after the end */
+  assertLive(): void
+  /** Resumes (once) and returns the ready sandbox. */
+  ready(): Promise<SandboxHandle>
+  /** The provider's handle once the resume got one. */
+  resumed(): SandboxHandle | undefined
+  /** LEASE_LOST once the lease was lost. */
+  leaseLost(): SandkeepError | undefined
+  /** Notes an interpreter context the turn's code ran in, for the manifest's memory sentinels. */
+  trackContext(language: UsedContext['language'] | undefined, contextId: string | undefined): void
+}
 
 /** Adds the turn's abort signal to a call's own one. */
-function withSignal<O extends { signal?: AbortSignal }>(turn: TurnImpl, options: O | undefined): O {
+function withSignal<O extends { signal?: AbortSignal }>(turn: HandleTurn, options: O | undefined): O {
   const own = options?.signal
-  const signal = own ? AbortSignal.any([own, turn.controller.signal]) : turn.controller.signal
+  const signal = own ? AbortSignal.any([own, turn.signal]) : turn.signal
   return { ...(options ?? ({} as O)), signal }
 }
 
 /** The handle the user gets: resumes a lazy turn on first use, refuses use after the end. */
-export function createTurnHandle(turn: TurnImpl): SandboxHandle {
+export function createTurnHandle(turn: HandleTurn): SandboxHandle {
   const live = async () => {
     turn.assertLive()
     const handle = await turn.ready()
     turn.assertLive()
-    return turn.handle ?? handle
+    return turn.resumed() ?? handle
   }
   const notReady = (what: string) =>
     new SandkeepError({
       code: 'INVALID_ARGUMENT',
       message: `The sandbox's ${what} is not known until the lazy turn has resumed it: await turn.ready() first.`,
-      tenant: turn.tenant,
-      conversationId: turn.conversationId,
+      tenant: turn.key.tenant,
+      conversationId: turn.key.conversationId,
     })
   // Runs a call on the live handle; a failure is explained (lease lost, sandbox paused) before it is thrown.
   const use = async <T>(work: (handle: SandboxHandle) => Promise<T>): Promise<T> => {
@@ -43,16 +62,18 @@ export function createTurnHandle(turn: TurnImpl): SandboxHandle {
   return {
     get id() {
       turn.assertLive()
-      if (!turn.handle) throw notReady('id')
-      return turn.handle.id
+      const resumed = turn.resumed()
+      if (!resumed) throw notReady('id')
+      return resumed.id
     },
     get providerId() {
-      return turn.ctx.provider.providerId
+      return turn.provider.providerId
     },
     get native() {
       turn.assertLive()
-      if (!turn.handle) throw notReady('native SDK object')
-      return turn.handle.native
+      const resumed = turn.resumed()
+      if (!resumed) throw notReady('native SDK object')
+      return resumed.native
     },
     runCommand: (command, options) => use((handle) => handle.runCommand(command, withSignal(turn, options))),
     startProcess: (command, options) => use((handle) => handle.startProcess(command, options)),
@@ -78,9 +99,10 @@ export function createTurnHandle(turn: TurnImpl): SandboxHandle {
  * platform says so only through its info (one call, on this error path only), and then the error says
  * SANDBOX_PAUSED rather than a misleading timeout or not-found.
  */
-async function explainFailure(turn: TurnImpl, error: unknown, sandboxId: string): Promise<unknown> {
-  if (turn.leaseLost) return turn.leaseLost
-  const { provider } = turn.ctx
+async function explainFailure(turn: HandleTurn, error: unknown, sandboxId: string): Promise<unknown> {
+  const lost = turn.leaseLost()
+  if (lost) return lost
+  const { provider } = turn
   if (
     typeof provider.getInfo !== 'function' ||
     !(
@@ -96,35 +118,35 @@ async function explainFailure(turn: TurnImpl, error: unknown, sandboxId: string)
   return new SandkeepError({
     code: 'SANDBOX_PAUSED',
     message: `Sandbox ${sandboxId} was paused by someone else while this turn was using it (another process ended its turn, or this turn's lease lapsed); it still exists. End this turn and begin a new one, which resumes it.`,
-    tenant: turn.tenant,
-    conversationId: turn.conversationId,
+    tenant: turn.key.tenant,
+    conversationId: turn.key.conversationId,
     sandboxId,
     cause: error,
   })
 }
 
 /**
- * The provider's handle, noting the calls that can change its process list (whoever makes them: the
- * user, a repair, a journal replay). Methods run bound to the provider's own object. A method the
+ * The provider's handle, calling `onChange` at every call that can change its process list (whoever makes
+ * it: the user, a repair, a journal replay). Methods run bound to the provider's own object. A method the
  * handle holds frozen (non-configurable, read-only) must be returned as is: reading one that can change
  * the list then counts as a change.
  */
-export function watchProcessCalls(turn: TurnImpl, handle: SandboxHandle): SandboxHandle {
+export function watchProcessCalls(handle: SandboxHandle, onChange: () => void): SandboxHandle {
   const changing = new Set<PropertyKey>(['startProcess', 'killProcess', 'runCommand'])
   return new Proxy(handle, {
     get(target, property) {
       const value: unknown = Reflect.get(target, property, target)
-      if (property === 'native') turn.processesMayHaveChanged = true
+      if (property === 'native') onChange()
       if (typeof value !== 'function') return value
       const own = Reflect.getOwnPropertyDescriptor(target, property)
       const frozen = own !== undefined && !own.configurable && !own.writable
       if (!changing.has(property)) return frozen ? value : value.bind(target)
       if (frozen) {
-        turn.processesMayHaveChanged = true
+        onChange()
         return value
       }
       return (...args: unknown[]) => {
-        turn.processesMayHaveChanged = true
+        onChange()
         return value.apply(target, args)
       }
     },

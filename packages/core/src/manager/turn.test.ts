@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { hashConversationId } from '../session-manager.js'
+import { hashConversationId } from '../sandbox-metadata.js'
 import { record, setup } from './manager.test-support.js'
 
 describe('createSessionManager: turn lifecycle', () => {

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module'
 import { SandkeepError } from '../errors.js'
+import type { NamesEveryOption } from '../option-names.js'
 
 /** Attribute values sandkeep sets on spans and measurements. */
 export type TelemetryAttributes = Record<string, string | number | boolean>
@@ -59,6 +60,12 @@ export type TelemetryOption =
       /** Meter for sandkeep's metrics; default the global meter `@sandkeep/core`. */
       meter?: TelemetryMeter
     }
+
+type TelemetrySettings = Exclude<TelemetryOption, false>
+/** Every option name of the `telemetry` option object. */
+const TELEMETRY_OPTION_NAMES = ['tracer', 'meter'] as const satisfies readonly (keyof TelemetrySettings)[]
+const optionListComplete: NamesEveryOption<TelemetrySettings, typeof TELEMETRY_OPTION_NAMES> = true
+void optionListComplete
 
 /** The part of the `@opentelemetry/api` module sandkeep uses. */
 export interface OpenTelemetryApi {
@@ -121,8 +128,10 @@ export function validateTelemetryOption(option: unknown): TelemetryOption | unde
     throw invalid('options.telemetry must be false or an object { tracer?, meter? }.')
   }
   for (const key of Object.keys(option)) {
-    if (key !== 'tracer' && key !== 'meter')
-      throw invalid(`options.telemetry has an unknown option '${key}'. Known: tracer, meter.`)
+    if (!(TELEMETRY_OPTION_NAMES as readonly string[]).includes(key))
+      throw invalid(
+        `options.telemetry has an unknown option '${key}'. Known: ${TELEMETRY_OPTION_NAMES.join(', ')}.`,
+      )
   }
   const { tracer, meter } = option as { tracer?: unknown; meter?: unknown }
   if (tracer !== undefined && typeof (tracer as TelemetryTracer | null)?.startSpan !== 'function') {

@@ -1,4 +1,4 @@
-// Issue 16, Observability: sandkeep's spans nest under the caller's span and each other, its metrics follow
+// Observability: sandkeep's spans nest under the caller's span and each other, its metrics follow
 // the store's accounting, and with telemetry off (or the API absent) nothing is wrapped.
 import { randomUUID } from 'node:crypto'
 import { context, ProxyTracerProvider, trace } from '@opentelemetry/api'
@@ -19,7 +19,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SandkeepError } from '../errors.js'
 import { setup as setupManager } from '../manager/manager.test-support.js'
 import { createMemorySessionStore } from '../memory-store.js'
-import { createSessionManager, hashConversationId } from '../session-manager.js'
+import { hashConversationId } from '../sandbox-metadata.js'
+import { createSessionManager } from '../session-manager.js'
 import type { SessionManagerOptions } from '../session-manager-types.js'
 import type { SessionStore } from '../session-store.js'
 import { createMockProvider, type MockProviderOptions } from '../test/mock-provider.js'
@@ -52,7 +53,7 @@ const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId
 const named = (spans: ReadableSpan[], name: string) => spans.filter((span) => span.name === name)
 
 describe('telemetry: spans', () => {
-  it('nests turn under the caller, and store, resume, health, rehydrate and pause under the turn (issue 16)', async () => {
+  it('nests turn under the caller, and store, resume, health, rehydrate and pause under the turn', async () => {
     const { exporter, tracer } = tracing()
     const { sessions, id } = setup({ telemetry: { tracer } }, { pauseKeeps: { memory: false } })
     await sessions.withTurn(
@@ -123,7 +124,7 @@ describe('telemetry: spans', () => {
     expect(work && parentOf(work)).toBe(turnId)
   })
 
-  it('a lazy turn resumes under its turn span, begun under the span active at beginTurn (issue 16)', async () => {
+  it('a lazy turn resumes under its turn span, begun under the span active at beginTurn', async () => {
     const { exporter, tracer } = tracing()
     const { sessions, id } = setup({ telemetry: { tracer } })
     const tool = tracer.startSpan('tool')
@@ -145,7 +146,7 @@ describe('telemetry: spans', () => {
     expect(create && parentOf(create)).toBe(resume?.spanContext().spanId)
   })
 
-  it('marks the turn and the store call ERROR with the SandkeepError code, nothing else (issue 16)', async () => {
+  it('marks the turn and the store call ERROR with the SandkeepError code, nothing else', async () => {
     const { exporter, tracer } = tracing()
     const store = createMemorySessionStore()
     const failing: SessionStore = Object.create(store, {
@@ -168,7 +169,7 @@ describe('telemetry: spans', () => {
     )
   })
 
-  it('a failed pause is a failed sandkeep.pause span and marks the turn, with the code only (issue 16)', async () => {
+  it('a failed pause is a failed sandkeep.pause span and marks the turn, with the code only', async () => {
     const { exporter, tracer } = tracing()
     const { provider, sessions, id } = setup({ telemetry: { tracer } })
     const turn = await sessions.beginTurn(id)
@@ -187,7 +188,7 @@ describe('telemetry: spans', () => {
     expect(turnSpan?.attributes['sandkeep.end.action']).toBe('none')
   })
 
-  it('rejects a malformed telemetry option before any I/O (issue 16)', () => {
+  it('rejects a malformed telemetry option before any I/O', () => {
     const provider = createMockProvider()
     const store = createMemorySessionStore()
     for (const telemetry of ['yes', { tracer: {} }, { meter: { createCounter() {} } }, { logger: {} }]) {
@@ -200,7 +201,7 @@ describe('telemetry: spans', () => {
 })
 
 describe('telemetry: no-op', () => {
-  it('with telemetry: false or the API absent, the store is not wrapped and hooks call straight through (issue 16)', async () => {
+  it('with telemetry: false or the API absent, the store is not wrapped and hooks call straight through', async () => {
     const store = createMemorySessionStore()
     const off = createManagerTelemetry(false, () => {
       throw new Error('no listener may be added')
@@ -268,7 +269,7 @@ describe('telemetry: no-op', () => {
 })
 
 describe('telemetry: metrics', () => {
-  it('records ready latency, resumes by outcome, state loss and running/paused seconds by tenant (issue 16)', async () => {
+  it('records ready latency, resumes by outcome, state loss and running/paused seconds by tenant', async () => {
     const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
     const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 })
     const meterProvider = new MeterProvider({ readers: [reader] })

@@ -1,7 +1,7 @@
 import { SandkeepError } from '../errors.js'
 import type { HealthCheckResult } from '../health.js'
-import { hashConversationId } from '../manager/metadata.js'
 import type { ResumeReport } from '../report.js'
+import { hashConversationId } from '../sandbox-metadata.js'
 import type { SessionManagerEvents } from '../session-manager-types.js'
 import type {
   OpenTelemetryApi,
@@ -222,18 +222,18 @@ function subscribePhaseSpans(scope: Scope, subscribe: Subscribe): void {
     span.end()
   })
   on('turn-end', ({ report, end }) => {
-    const turn = turnOf(active())
-    if (!turn || turn.ended) return
-    turn.ended = true
-    turn.span.setAttribute('sandkeep.outcome', report?.outcome ?? 'unused')
-    if (report) turn.span.setAttribute('sandkeep.sandbox.id', report.sandboxId)
-    turn.span.setAttribute('sandkeep.end.action', end.action)
-    turn.span.setAttribute('sandkeep.end.last', end.last)
+    const traced = turnOf(active())
+    if (!traced || traced.ended) return
+    traced.ended = true
+    traced.span.setAttribute('sandkeep.outcome', report?.outcome ?? 'unused')
+    if (report) traced.span.setAttribute('sandkeep.sandbox.id', report.sandboxId)
+    traced.span.setAttribute('sandkeep.end.action', end.action)
+    traced.span.setAttribute('sandkeep.end.last', end.last)
     if (end.error) {
-      turn.span.setAttribute('sandkeep.error.code', end.error.code)
-      turn.span.setStatus({ code: STATUS_ERROR, message: end.error.code })
+      traced.span.setAttribute('sandkeep.error.code', end.error.code)
+      traced.span.setStatus({ code: STATUS_ERROR, message: end.error.code })
     }
-    turn.span.end()
+    traced.span.end()
   })
 }
 

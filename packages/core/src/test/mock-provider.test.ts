@@ -54,7 +54,7 @@ describe('createMockProvider controls', () => {
     await expect(provider.connect(moved.id)).rejects.toMatchObject({ code: 'SANDBOX_NOT_FOUND' })
   })
 
-  // issue 16 (rich tool output): users test plotting agents with the mock through `onCode` results.
+  // Users test plotting agents with the mock through `onCode` results.
   it('reports the last value as the main result and passes onCode rich results and output through', async () => {
     const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC'
     const provider = createMockProvider({

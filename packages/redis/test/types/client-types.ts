@@ -1,6 +1,7 @@
-// Type-level test (issue 16, ioredis 6), checked by `pnpm typecheck` (tsconfig.test.json), never run: an
-// ioredis 5 or 6 Redis or Cluster (and an ioredis-mock client) must be accepted by createRedisSessionStore. With the store's nominal
-// `Redis | Cluster` of its own ioredis 5, the ioredis 6 lines failed with TS2322.
+// Type-level test, checked by `pnpm typecheck` (tsconfig.test.json), never run: ioredis 6 is a supported
+// peer, so an ioredis 5 or 6 Redis or Cluster (and an ioredis-mock client) must be accepted by
+// createRedisSessionStore. With the store's nominal `Redis | Cluster` of its own ioredis 5, the ioredis 6
+// lines failed with TS2322.
 import { Cluster as Cluster5, Redis as Redis5 } from 'ioredis'
 import RedisMock from 'ioredis-mock'
 import { Cluster as Cluster6, Redis as Redis6 } from 'ioredis6'

@@ -86,7 +86,7 @@ export const badSteps: unknown[] = [
   { kind: 'code', code: 'x', language: 'ruby' },
   { kind: 'file', path: '', content: 'x' },
   { kind: 'file', path: '/a' },
-  // issue 14 item 9e: a path outside the sandbox's home would block every later replay.
+  // A path outside the sandbox's home would block every later replay.
   { kind: 'file', path: '../../etc/passwd', content: 'x' },
   { kind: 'file', path: '/etc/passwd', content: 'x' },
   { kind: 'command', command: 'ls', secret: 'x' },

@@ -1,8 +1,8 @@
+// The metadata sandkeep writes on every sandbox it creates, and the conversation hash it carries. Below both
+// the session manager (which writes and searches by it) and the telemetry (which names a conversation by the
+// same hash), so neither reaches into the other.
 import { createHash } from 'node:crypto'
-import type { CreateSandboxOptions } from '../sandbox-provider.js'
-import type { SessionKey } from '../validation.js'
-import { SANDKEEP_VERSION } from '../version.js'
-import type { ResolvedOptions } from './options.js'
+import type { SessionKey } from './validation.js'
 
 /** Metadata keys sandkeep writes on every sandbox it creates. */
 export const SANDKEEP_METADATA = {
@@ -27,27 +27,5 @@ export function sessionMetadata(key: SessionKey): Record<string, string> {
   return {
     [SANDKEEP_METADATA.tenant]: key.tenant,
     [SANDKEEP_METADATA.session]: hashConversationId(key.conversationId),
-  }
-}
-
-/** What `provider.create` gets for a session: the configured sandbox plus sandkeep's metadata. */
-export function sandboxCreateOptions(
-  config: ResolvedOptions,
-  key: SessionKey,
-  signal: AbortSignal,
-): CreateSandboxOptions {
-  const { sandbox } = config
-  return {
-    ...(sandbox.template ? { template: sandbox.template } : {}),
-    timeoutMs: sandbox.timeoutMs,
-    metadata: {
-      ...sandbox.metadata,
-      ...sessionMetadata(key),
-      [SANDKEEP_METADATA.version]: SANDKEEP_VERSION,
-    },
-    ...(sandbox.envs ? { envs: sandbox.envs } : {}),
-    allowInternetAccess: sandbox.allowInternetAccess,
-    ...(config.onTurnEnd === 'auto-pause' ? { lifecycle: { onTimeout: 'pause', autoResume: true } } : {}),
-    signal,
   }
 }

@@ -1,7 +1,7 @@
 import { SandkeepError } from '@sandkeep/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createFakeSessions, type FakeSessions } from './fake-sessions.test-support.js'
-import { createSandboxSession, isSandkeepSandboxSession } from './sandbox-session.js'
+import { createFakeSessions, type FakeSessions } from '../fake-sessions.test-support.js'
+import { createSandboxSession, isSandkeepSandboxSession } from './index.js'
 
 let fake: FakeSessions
 

@@ -4,8 +4,9 @@
 //   end          = last text part -> stream closed (the turn's end, the pause included, runs before close)
 //   turn         = streamText() -> stream closed
 //   raw          = the same work without the AI SDK: sessions.withTurn + runCommand('true')
-// Imports the BUILT packages: pnpm --filter @sandkeep/ai-sdk... --filter @sandkeep/e2b... --filter @sandkeep/local-e2b... --filter @sandkeep/redis... build
-// Usage: node bench/index.mjs [--turns 30] [--json]
+// It needs the whole stack (the E2B provider, a local-e2b host, the Redis store), which @sandkeep/ai-sdk does
+// not depend on, so it lives with the other full-stack benches; `pnpm bench` runs it. Imports the BUILT
+// packages (`pnpm build`). Usage: node bench/ai-sdk-turn.mjs [--turns 30] [--json]
 import { randomUUID } from 'node:crypto'
 import { sandkeepTurn } from '@sandkeep/ai-sdk'
 import { createSessionManager } from '@sandkeep/core'
@@ -14,7 +15,7 @@ import { startLocalE2B } from '@sandkeep/local-e2b'
 import { createRedisSessionStore } from '@sandkeep/redis'
 import { simulateReadableStream, stepCountIs } from 'ai'
 import { MockLanguageModelV4 } from 'ai/test'
-import { percentile } from '../../../bench/stats.mjs'
+import { percentile } from './stats.mjs'
 
 const args = process.argv.slice(2)
 const turns = Number(args[args.indexOf('--turns') + 1]) || 30

@@ -1,6 +1,8 @@
-// Runs the README example for real: a local-e2b host, Redis on 127.0.0.1:6379, the built packages.
-// There is no network here, so `model` is MockLanguageModelV4 playing the tool calls a model would make;
-// everything the sandbox prints is real. Run: pnpm --filter @sandkeep/ai-sdk... build && node packages/ai-sdk/scripts/readme-example.mjs
+// Runs @sandkeep/ai-sdk's README example for real: a local-e2b host, Redis on 127.0.0.1:6379, the built
+// packages. It needs the E2B provider, the host and the Redis store, which @sandkeep/ai-sdk does not depend
+// on, so it lives at the repository root, whose workspace has them all. There is no network here, so `model`
+// is MockLanguageModelV4 playing the tool calls a model would make; everything the sandbox prints is real.
+// Run: pnpm build && node scripts/ai-sdk-readme-example.mjs
 import { randomUUID } from 'node:crypto'
 import { sandkeepTurn } from '@sandkeep/ai-sdk'
 import { createSessionManager } from '@sandkeep/core'

@@ -1,27 +1,22 @@
-// createSandboxSession wires the session's modules together; each concern has its own file under
-// sandbox-session/: options (checks, defaults), lifecycle (the lazy turn, operations, end), paths (paths,
+// createSandboxSession wires the session's modules together; each concern has its own file beside this
+// one: options (checks, defaults), lifecycle (the lazy turn, operations, end), paths (paths,
 // encodings, bytes), files, commands (run, runCommand, runCode, startProcess) and spawn.
 import type { Experimental_SandboxSession } from 'ai'
-import { commandOperations } from './sandbox-session/commands.js'
-import { fileOperations } from './sandbox-session/files.js'
-import { createSessionLifecycle } from './sandbox-session/lifecycle.js'
-import { resolveSessionOptions } from './sandbox-session/options.js'
-import { resolveSandboxPath } from './sandbox-session/paths.js'
-import { spawnProcess } from './sandbox-session/spawn.js'
-import type {
-  SandboxSessionOptions,
-  SandkeepSandboxSession,
-  SessionContext,
-  SpawnOptions,
-} from './sandbox-session/types.js'
+import { commandOperations } from './commands.js'
+import { fileOperations } from './files.js'
+import { createSessionLifecycle } from './lifecycle.js'
+import { resolveSessionOptions } from './options.js'
+import { resolveSandboxPath } from './paths.js'
+import { spawnProcess } from './spawn.js'
+import type { SandboxSessionOptions, SandkeepSandboxSession, SessionContext, SpawnOptions } from './types.js'
 
-export { DEFAULT_WORKING_DIRECTORY } from './sandbox-session/options.js'
+export { DEFAULT_WORKING_DIRECTORY } from './options.js'
 export type {
   SandboxSessionOptions,
   SandkeepSandboxSession,
   SessionRunCodeOptions,
   SessionRunCommandOptions,
-} from './sandbox-session/types.js'
+} from './types.js'
 
 const sessionMarker = Symbol.for('sandkeep.ai-sdk.sandbox-session')
 

@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net'
 import { stepCountIs, ToolLoopAgent, tool } from 'ai'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createFakeSessions, type FakeSessions } from './fake-sessions.test-support.js'
-import { scriptedModel, toolResultsIn } from './mock-model.test-support.js'
-import { sandboxTools } from './sandbox-tools.js'
-import { sandkeepTurn } from './turn.js'
+import { createFakeSessions, type FakeSessions } from '../fake-sessions.test-support.js'
+import { scriptedModel, toolResultsIn } from '../mock-model.test-support.js'
+import { sandboxTools } from '../sandbox-tools.js'
+import { sandkeepTurn } from './index.js'
 
 let fake: FakeSessions
 

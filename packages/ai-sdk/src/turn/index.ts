@@ -12,10 +12,10 @@ import {
   createSandboxSession,
   type SandboxSessionOptions,
   type SandkeepSandboxSession,
-} from './sandbox-session.js'
-import { type SandboxTools, type SandboxToolsOptions, sandboxTools } from './sandbox-tools.js'
-import { createTurnControl } from './turn/control.js'
-import { guardStreamResult, withEndTransform } from './turn/stream-guard.js'
+} from '../sandbox-session/index.js'
+import { type SandboxTools, type SandboxToolsOptions, sandboxTools } from '../sandbox-tools.js'
+import { createTurnControl } from './control.js'
+import { guardStreamResult, withEndTransform } from './stream-guard.js'
 
 type Context = NonNullable<Parameters<typeof streamText>[0]['runtimeContext']>
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never

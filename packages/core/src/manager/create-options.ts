@@ -1,0 +1,27 @@
+import { SANDKEEP_METADATA, sessionMetadata } from '../sandbox-metadata.js'
+import type { CreateSandboxOptions } from '../sandbox-provider.js'
+import type { SessionKey } from '../validation.js'
+import { SANDKEEP_VERSION } from '../version.js'
+import type { ResolvedOptions } from './options.js'
+
+/** What `provider.create` gets for a session: the configured sandbox plus sandkeep's metadata. */
+export function sandboxCreateOptions(
+  config: ResolvedOptions,
+  key: SessionKey,
+  signal: AbortSignal,
+): CreateSandboxOptions {
+  const { sandbox } = config
+  return {
+    ...(sandbox.template ? { template: sandbox.template } : {}),
+    timeoutMs: sandbox.timeoutMs,
+    metadata: {
+      ...sandbox.metadata,
+      ...sessionMetadata(key),
+      [SANDKEEP_METADATA.version]: SANDKEEP_VERSION,
+    },
+    ...(sandbox.envs ? { envs: sandbox.envs } : {}),
+    allowInternetAccess: sandbox.allowInternetAccess,
+    ...(config.onTurnEnd === 'auto-pause' ? { lifecycle: { onTimeout: 'pause', autoResume: true } } : {}),
+    signal,
+  }
+}

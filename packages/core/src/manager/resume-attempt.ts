@@ -1,0 +1,58 @@
+import type { ManagerContext } from './context.js'
+
+/**
+ * One resume's dealings with the platform: its provider calls, retried by the configured policy and each retry
+ * counted for `report.retries`, and the two things it did that the turn end must know even when the resume
+ * fails: the sandbox it asked the provider for (it may be running now) and the pause it ended.
+ */
+export interface ResumeAttempt {
+  readonly signal: AbortSignal
+  /** Retries so far of every provider call this resume made or used (a speculative connect's included). */
+  readonly retries: number
+  /** Counts one retry: the `onRetry` of every provider call of the resume. */
+  onRetry(): void
+  /** Counts the retries of a call made before the resume (the speculative connect it used). */
+  addRetries(count: number): void
+  /** A provider call of the resume, retried and counted. */
+  call<T>(operation: () => Promise<T>): Promise<T>
+  /** Notes that the resume asked the provider for `sandboxId` (connect, or a speculation it took). */
+  touch(sandboxId: string): void
+  /** The sandbox the resume last asked the provider for; null before. */
+  readonly touched: string | null
+  /** Notes that the resume ended the session's pause that began at `pausedAt` (epoch ms). */
+  endPause(pausedAt: number): void
+  /** When the pause this resume ended began, epoch ms; null when it ended none (or joined another turn). */
+  readonly resumedFromPausedAt: number | null
+}
+
+export function createResumeAttempt(ctx: ManagerContext, signal: AbortSignal): ResumeAttempt {
+  let retries = 0
+  let touched: string | null = null
+  let resumedFromPausedAt: number | null = null
+  const onRetry = () => {
+    retries++
+  }
+  return {
+    signal,
+    get retries() {
+      return retries
+    },
+    onRetry,
+    addRetries(count) {
+      retries += count
+    },
+    call: (operation) => ctx.call(operation, { signal, onRetry }),
+    touch(sandboxId) {
+      touched = sandboxId
+    },
+    get touched() {
+      return touched
+    },
+    endPause(pausedAt) {
+      resumedFromPausedAt = pausedAt
+    },
+    get resumedFromPausedAt() {
+      return resumedFromPausedAt
+    },
+  }
+}
