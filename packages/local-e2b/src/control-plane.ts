@@ -21,10 +21,8 @@ import type { SandboxMetrics } from './metrics.js'
 import type { ResolvedOptions } from './options.js'
 import { newSandboxId, type SandboxRegistry } from './registry.js'
 import { newToken, type PauseMode, type Sandbox, type SandboxRecord } from './sandbox.js'
+import { ENVD_VERSION, sandboxJson } from './sandbox-json.js'
 import type { SnapshotService } from './snapshots.js'
-
-/** envd version reported to the SDK; gates its features (0.6.4 = metadata, watch entries, octet uploads). */
-export const ENVD_VERSION = '0.6.4'
 
 const BASE_TEMPLATES = ['base', 'code-interpreter-v1', 'code-interpreter', 'code-interpreter-beta']
 
@@ -39,20 +37,6 @@ export interface ControlPlaneOptions {
   makeSandbox: (record: SandboxRecord) => Sandbox
   snapshots: SnapshotService
   metrics: SandboxMetrics
-}
-
-/** What create, connect and each fork answer. */
-export function sandboxJson(sandbox: Sandbox): Json {
-  const body: Json = {
-    sandboxID: sandbox.id,
-    templateID: sandbox.record.templateId,
-    clientID: 'local',
-    envdVersion: ENVD_VERSION,
-    envdAccessToken: sandbox.record.envdAccessToken,
-    trafficAccessToken: sandbox.trafficAccessToken,
-  }
-  if (sandbox.record.alias) body.alias = sandbox.record.alias
-  return body
 }
 
 /** One entry of a list. */

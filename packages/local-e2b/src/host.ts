@@ -27,8 +27,8 @@ import { SandboxTraffic } from './sandbox-traffic.js'
 import { SnapshotStore, teamOf } from './snapshot-store.js'
 import { SnapshotService, unfreezeLeftoverDisks } from './snapshots.js'
 
-export { ENVD_VERSION } from './control-plane.js'
 export type { LocalE2BFaults } from './faults.js'
+export { ENVD_VERSION } from './sandbox-json.js'
 
 /** A running local E2B host. */
 export interface LocalE2BHost {

@@ -10,13 +10,13 @@ import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { sandboxJson } from './control-plane.js'
 import type { HostEventLog } from './events.js'
 import { HttpError, type Json, readJson, safeDecode, sendJson, timeoutSeconds } from './http.js'
 import type { ResolvedOptions } from './options.js'
 import { newSandboxId, type SandboxRegistry } from './registry.js'
 import { diskImageOf, isMountPoint } from './runtime/disk-image.js'
 import { newToken, type Sandbox, type SandboxRecord, SNAPSHOT_METADATA_KEY } from './sandbox.js'
+import { sandboxJson } from './sandbox-json.js'
 import {
   allocatedBytes,
   copySparse,
