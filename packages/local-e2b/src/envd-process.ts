@@ -80,7 +80,8 @@ function selectProcess(sandbox: Sandbox, selector: unknown): ManagedProcess {
 }
 
 function broadcast(entry: ManagedProcess, event: unknown): void {
-  for (const stream of entry.subscribers) stream.send({ event })
+  if (entry.backlog) entry.backlog.push(event)
+  else for (const stream of entry.subscribers) stream.send({ event })
 }
 
 /** Options of {@link startProcess}. */
@@ -91,6 +92,12 @@ export interface StartProcessOptions {
   stdin: boolean
   /** Kill the process after this many ms (Connect-Timeout-Ms); 0 = never. */
   timeoutMs: number
+  /**
+   * Keep every event until the Start stream attaches ({@link attachStartStream}): as envd's Start, that
+   * stream gets all the output from the spawn on. Without it (a process restarted on resume), output nobody
+   * listens to is dropped, as envd drops it.
+   */
+  holdOutput?: boolean
 }
 
 /** Starts a process inside the sandbox and registers it in the sandbox's process table. */
@@ -121,7 +128,18 @@ export async function startProcess(
   await sandbox.runtime.boot()
   const env = { ...baseEnvironment(), ...sandbox.record.envVars, ...options.config.envs, PWD: cwd }
   const spawnStarted = performance.now()
-  const spawned = await sandbox.runtime.spawn(options.config.cmd, options.config.args, { cwd, env })
+  // Output is read from the spawn on (the entry, and so its pid, exists only after the handshake).
+  const early: unknown[] = []
+  let publish = (event: unknown) => void early.push(event)
+  const spawned = await sandbox.runtime.spawn(
+    options.config.cmd,
+    options.config.args,
+    { cwd, env },
+    (child) => {
+      child.stdout.on('data', (chunk: Buffer) => publish({ data: { stdout: chunk.toString('base64') } }))
+      child.stderr.on('data', (chunk: Buffer) => publish({ data: { stderr: chunk.toString('base64') } }))
+    },
+  )
   const spawnMs = performance.now() - spawnStarted
   const entry: ManagedProcess = {
     pid: spawned.pid,
@@ -131,14 +149,14 @@ export async function startProcess(
     ended: false,
     startedAt: Date.now(),
   }
+  if (options.holdOutput) entry.backlog = early
+  publish = (event) => broadcast(entry, event)
   if (options.tag !== undefined) entry.tag = options.tag
   sandbox.processes.set(entry.pid, entry)
   sandbox.record.lastPid = Math.max(sandbox.record.lastPid ?? 0, entry.pid)
   const { child } = spawned
   if (!options.stdin) child.stdin.end()
   child.stdin.on('error', () => {})
-  child.stdout.on('data', (chunk: Buffer) => broadcast(entry, { data: { stdout: chunk.toString('base64') } }))
-  child.stderr.on('data', (chunk: Buffer) => broadcast(entry, { data: { stderr: chunk.toString('base64') } }))
   if (options.timeoutMs > 0) {
     entry.deadline = setTimeout(() => {
       events.record('process-timeout', sandbox.id, { pid: entry.pid, timeoutMs: options.timeoutMs })
@@ -225,6 +243,27 @@ function signalName(signal: NodeJS.Signals): string {
   return names[signal] ?? signal
 }
 
+/**
+ * Gives the Start stream its process: the start event, then what the process wrote (or its end) while the
+ * host was still answering Start. The backlog is small: the host attaches right after the pid handshake,
+ * and the process reports its pid before it execs the command, so only a few reads can come first.
+ */
+export function attachStartStream(
+  entry: ManagedProcess,
+  stream: ServerStream,
+  keepaliveSeconds: number,
+): void {
+  stream.send({ event: { start: { pid: entry.pid } } })
+  subscribe(entry, stream, keepaliveSeconds)
+  const held = entry.backlog ?? []
+  entry.backlog = undefined
+  for (const event of held) stream.send({ event })
+  if (entry.ended) {
+    entry.subscribers.delete(stream)
+    stream.end()
+  }
+}
+
 function subscribe(entry: ManagedProcess, stream: ServerStream, keepaliveSeconds: number): void {
   entry.subscribers.add(stream)
   let keepalive: NodeJS.Timeout | undefined
@@ -286,14 +325,13 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
     }
     const options: StartProcessOptions = {
       config,
+      holdOutput: true,
       stdin: start.stdin === true,
       timeoutMs: headerNumber(request, 'connect-timeout-ms'),
     }
     if (typeof start.tag === 'string') options.tag = start.tag
     const entry = await startProcess(sandbox, events, options)
-    const stream = openServerStream(response)
-    subscribe(entry, stream, headerNumber(request, 'keepalive-ping-interval'))
-    stream.send({ event: { start: { pid: entry.pid } } })
+    attachStartStream(entry, openServerStream(response), headerNumber(request, 'keepalive-ping-interval'))
   },
   Connect({ sandbox, request, response, body }) {
     const [message] = decodeEnvelopes(body)

@@ -94,6 +94,8 @@ export interface ManagedProcess {
   config: ProcessConfig
   spawned: SpawnedProcess
   subscribers: Set<ServerStream>
+  /** Events produced before the Start stream attached (held so that none is lost); undefined after. */
+  backlog?: unknown[]
   ended: boolean
   startedAt: number
   /** Kill timer from Connect-Timeout-Ms. */
