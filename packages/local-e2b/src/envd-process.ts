@@ -215,10 +215,13 @@ function endWhenDrained(
   })
   void Promise.race([drained, grace]).then(() => {
     entry.ended = true
-    const end =
+    const end: { exitCode: number; exited: boolean; status: string; error?: string } =
       signal !== null
         ? { exitCode: -1, exited: false, status: `signal: ${signalName(signal)}` }
         : { exitCode: code ?? -1, exited: true, status: `exit status ${code ?? -1}` }
+    // As envd: a process that did not exit 0 carries its status as the error too (the SDK's
+    // CommandExitError message).
+    if (end.exitCode !== 0) end.error = end.status
     broadcast(entry, { end })
     events.record('process-end', sandbox.id, {
       pid: entry.pid,

@@ -51,9 +51,20 @@ describe('command output under concurrency', () => {
           sandbox.commands.run(`echo out${index}; echo err${index} >&2; exit 3`).catch((error) => error),
         ),
       )
-      const seen = results.map(({ exitCode, stdout, stderr }) => ({ exitCode, stdout, stderr }))
+      const seen = results.map(({ exitCode, stdout, stderr, message }) => ({
+        exitCode,
+        stdout,
+        stderr,
+        message,
+      }))
+      // The message is envd's status of the exit, as E2B's CommandExitError carries it.
       expect(seen).toEqual(
-        results.map((_, index) => ({ exitCode: 3, stdout: `out${index}\n`, stderr: `err${index}\n` })),
+        results.map((_, index) => ({
+          exitCode: 3,
+          stdout: `out${index}\n`,
+          stderr: `err${index}\n`,
+          message: 'exit status 3',
+        })),
       )
     } finally {
       await sandbox.kill()
