@@ -1,4 +1,5 @@
-// envd's process.Process service: Start, Connect, List, SendInput, CloseStdin, SendSignal.
+// envd's process.Process service: Start, Connect, List, SendInput, CloseStdin, SendSignal, Update (pty size).
+// Processes with a terminal are envd-pty.ts's.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   ConnectError,
@@ -8,6 +9,7 @@ import {
   type ServerStream,
   writeUnary,
 } from './connect-protocol.js'
+import { createPtyTerminal, type PtySize, parsePtySize, ptyCommand } from './envd-pty.js'
 import type { HostEventLog } from './events.js'
 import { normalizeSandboxPath, type PathEscapeError, SANDBOX_HOME } from './paths.js'
 import type { ManagedProcess, ProcessConfig, Sandbox } from './sandbox.js'
@@ -98,6 +100,8 @@ export interface StartProcessOptions {
    * listens to is dropped, as envd drops it.
    */
   holdOutput?: boolean
+  /** Run the command on a terminal of this size (envd's `pty`): its output arrives as `pty` data. */
+  pty?: PtySize
 }
 
 /** Starts a process inside the sandbox and registers it in the sandbox's process table. */
@@ -131,15 +135,16 @@ export async function startProcess(
   // Output is read from the spawn on (the entry, and so its pid, exists only after the handshake).
   const early: unknown[] = []
   let publish = (event: unknown) => void early.push(event)
-  const spawned = await sandbox.runtime.spawn(
-    options.config.cmd,
-    options.config.args,
-    { cwd, env },
-    (child) => {
-      child.stdout.on('data', (chunk: Buffer) => publish({ data: { stdout: chunk.toString('base64') } }))
-      child.stderr.on('data', (chunk: Buffer) => publish({ data: { stderr: chunk.toString('base64') } }))
-    },
-  )
+  const { pty } = options
+  const [command, args] = pty
+    ? ptyCommand(sandbox, options.config, pty)
+    : [options.config.cmd, options.config.args]
+  // A terminal has one output; what reaches the helper's own stderr (it failed) is shown on it too.
+  const [out, err] = pty ? ['pty', 'pty'] : ['stdout', 'stderr']
+  const spawned = await sandbox.runtime.spawn(command, args, { cwd, env }, (child) => {
+    child.stdout.on('data', (chunk: Buffer) => publish({ data: { [out]: chunk.toString('base64') } }))
+    child.stderr.on('data', (chunk: Buffer) => publish({ data: { [err]: chunk.toString('base64') } }))
+  })
   const spawnMs = performance.now() - spawnStarted
   const entry: ManagedProcess = {
     pid: spawned.pid,
@@ -155,12 +160,14 @@ export async function startProcess(
   sandbox.processes.set(entry.pid, entry)
   sandbox.record.lastPid = Math.max(sandbox.record.lastPid ?? 0, entry.pid)
   const { child } = spawned
-  if (!options.stdin) child.stdin.end()
+  // A terminal's helper reads its frames from stdin, which therefore stays open.
+  if (pty) entry.terminal = createPtyTerminal(child)
+  else if (!options.stdin) child.stdin.end()
   child.stdin.on('error', () => {})
   if (options.timeoutMs > 0) {
     entry.deadline = setTimeout(() => {
       events.record('process-timeout', sandbox.id, { pid: entry.pid, timeoutMs: options.timeoutMs })
-      child.kill('SIGKILL')
+      signalProcess(entry, 'SIGKILL')
     }, options.timeoutMs)
     entry.deadline.unref()
   }
@@ -234,6 +241,11 @@ function endWhenDrained(
     entry.subscribers.clear()
     if (sandbox.processes.get(entry.pid) === entry) sandbox.processes.delete(entry.pid)
   })
+}
+
+/** Signals the process: through its terminal's relay when it has one, else its whole process group. */
+function signalProcess(entry: ManagedProcess, signal: NodeJS.Signals): void {
+  if (!entry.terminal?.signal(signal)) entry.spawned.child.kill(signal)
 }
 
 function signalName(signal: NodeJS.Signals): string {
@@ -317,10 +329,8 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
   async Start({ sandbox, events, request, response, body }) {
     const [message] = decodeEnvelopes(body)
     const start = asRecord(message, 'request')
-    if (start.pty !== undefined && start.pty !== null) {
-      throw new ConnectError('unimplemented', 'pty is not supported by the local host')
-    }
     const config = parseProcessConfig(start.process)
+    const pty = start.pty === undefined || start.pty === null ? undefined : parsePtySize(start.pty)
     // Root (uid 0, still without capabilities) only where the template asks for it; elsewhere the request is
     // refused rather than quietly run as `user`.
     if (requestedUser(request) === 'root' && sandbox.record.owner) {
@@ -333,6 +343,7 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
       timeoutMs: headerNumber(request, 'connect-timeout-ms'),
     }
     if (typeof start.tag === 'string') options.tag = start.tag
+    if (pty) options.pty = pty
     const entry = await startProcess(sandbox, events, options)
     attachStartStream(entry, openServerStream(response), headerNumber(request, 'keepalive-ping-interval'))
   },
@@ -362,16 +373,27 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
     const message = asRecord(parseJson(body), 'request')
     const entry = selectProcess(sandbox, message.process)
     const input = asRecord(message.input, 'input')
-    const data =
-      typeof input.stdin === 'string' ? input.stdin : typeof input.pty === 'string' ? input.pty : ''
-    if (entry.spawned.child.stdin.writableEnded) {
-      throw new ConnectError('failed_precondition', `stdin of process ${entry.pid} is closed`)
+    // envd keeps the two apart: a terminal is typed into, a pipe is written to.
+    if (typeof input.pty === 'string') {
+      if (!entry.terminal)
+        throw new ConnectError('internal', `process ${entry.pid} has no terminal; send stdin`)
+      entry.terminal.type(Buffer.from(input.pty, 'base64'))
+    } else if (typeof input.stdin === 'string') {
+      if (entry.terminal) {
+        throw new ConnectError('internal', `process ${entry.pid} runs on a terminal; send pty input`)
+      }
+      if (entry.spawned.child.stdin.writableEnded) {
+        throw new ConnectError('failed_precondition', `stdin of process ${entry.pid} is closed`)
+      }
+      entry.spawned.child.stdin.write(Buffer.from(input.stdin, 'base64'))
     }
-    entry.spawned.child.stdin.write(Buffer.from(data, 'base64'))
     writeUnary(response, {})
   },
   CloseStdin({ sandbox, response, body }) {
     const entry = selectProcess(sandbox, asRecord(parseJson(body), 'request').process)
+    if (entry.terminal) {
+      throw new ConnectError('unknown', `process ${entry.pid} runs on a terminal; type Ctrl+D (0x04) instead`)
+    }
     entry.spawned.child.stdin.end()
     writeUnary(response, {})
   },
@@ -385,12 +407,19 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
           ? 'SIGKILL'
           : undefined
     if (!signal) throw new ConnectError('invalid_argument', `unsupported signal ${String(message.signal)}`)
-    entry.spawned.child.kill(signal)
+    signalProcess(entry, signal)
     events.record('process-signal', sandbox.id, { pid: entry.pid, signal })
     writeUnary(response, {})
   },
-  Update() {
-    throw new ConnectError('unimplemented', 'pty is not supported by the local host')
+  Update({ sandbox, response, body }) {
+    const message = asRecord(parseJson(body), 'request')
+    const entry = selectProcess(sandbox, message.process)
+    if (message.pty !== undefined && message.pty !== null) {
+      const size = parsePtySize(message.pty)
+      if (!entry.terminal) throw new ConnectError('internal', `process ${entry.pid} has no terminal`)
+      entry.terminal.resize(size)
+    }
+    writeUnary(response, {})
   },
   StreamInput() {
     throw new ConnectError('unimplemented', 'StreamInput (client streaming) is not supported; use SendInput')

@@ -85,6 +85,11 @@ export class SandboxRuntime {
     return this.#options.support.isolation === 'bubblewrap'
   }
 
+  /** True when processes run in the sandbox's own namespaces (bubblewrap), false when unisolated. */
+  get isolated(): boolean {
+    return this.#isolated
+  }
+
   /** True while the sandbox's namespace (or, unisolated, any process) is alive. */
   get booted(): boolean {
     return this.#isolated ? this.#initPid !== undefined : true

@@ -4,6 +4,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConnectError, type ServerStream } from './connect-protocol.js'
+import type { PtyTerminal } from './envd-pty.js'
 import type { HostEventLog } from './events.js'
 import type { CodeInterpreter } from './interpreter/types.js'
 import { normalizeSandboxPath, SANDBOX_HOME } from './paths.js'
@@ -100,6 +101,8 @@ export interface ManagedProcess {
   startedAt: number
   /** Kill timer from Connect-Timeout-Ms. */
   deadline?: NodeJS.Timeout
+  /** The process's terminal, when it was started with one (envd's `pty`). */
+  terminal?: PtyTerminal
 }
 
 /** Introspection snapshot returned by `host.getSandbox(id)`. */
