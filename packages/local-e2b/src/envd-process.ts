@@ -134,7 +134,9 @@ export async function startProcess(
   const spawnStarted = performance.now()
   // Output is read from the spawn on (the entry, and so its pid, exists only after the handshake).
   const early: unknown[] = []
-  let publish = (event: unknown) => void early.push(event)
+  let publish = (event: unknown): void => {
+    early.push(event)
+  }
   const { pty } = options
   const [command, args] = pty
     ? ptyCommand(sandbox, options.config, pty)
