@@ -199,6 +199,19 @@ export class Sandbox {
     this.processes.clear()
   }
 
+  /**
+   * The sandbox is being killed: drop the connection of every stream and interpreter request in flight,
+   * as E2B's edge does when a sandbox's machine goes away (no end frame, no error line); the SDKs then find
+   * the sandbox gone and raise their "sandbox was killed" TimeoutError.
+   */
+  dropConnections(): void {
+    for (const entry of this.processes.values()) {
+      for (const stream of entry.subscribers) stream.abort()
+      entry.subscribers.clear()
+    }
+    this.interpreter?.dropRequests()
+  }
+
   /** Runs lifecycle transitions one at a time per sandbox. */
   serialize<T>(task: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(task, task)

@@ -1,6 +1,7 @@
 // The contexts of one sandbox's interpreter and their kernels: a default context per language (as E2B has
 // from the start), one kernel process per context cold-started on demand, and one cell at a time per context.
 import { randomUUID } from 'node:crypto'
+import type { ServerResponse } from 'node:http'
 import { HttpError } from '../http.js'
 import { SANDBOX_HOME } from '../paths.js'
 import type { LanguageChoice } from './input.js'
@@ -181,6 +182,16 @@ export class ContextTable {
   /** The sandbox's processes stopped: forget every kernel; contexts stay. */
   reset(): void {
     for (const context of this.#contexts.values()) this.forgetKernel(context, 'sandbox processes stopped')
+  }
+
+  /** `/execute` responses still open; dropped when the sandbox is killed. */
+  readonly executing = new Set<ServerResponse>()
+
+  /** The sandbox is killed: its open `/execute` connections drop, and no cell starts any more. */
+  dropRequests(): void {
+    this.closed = true
+    for (const response of this.executing) response.destroy()
+    this.executing.clear()
   }
 
   /** The sandbox is killed: stop every kernel (waits up to 2 s for them to exit). */

@@ -52,10 +52,13 @@ export async function execute(contexts: ContextTable, response: ServerResponse, 
   const { code, env, context } = readCell(contexts, body)
   let abandoned = false
   let onAbandon: (() => void) | undefined
+  contexts.executing.add(response)
   response.on('close', () => {
+    contexts.executing.delete(response)
     if (response.writableEnded) return
     abandoned = true
-    onAbandon?.()
+    // A killed sandbox's kernels are being stopped: nothing to interrupt.
+    if (!contexts.closed) onAbandon?.()
   })
   await contexts.enqueue(context, async () => {
     if (abandoned || context.removed) {

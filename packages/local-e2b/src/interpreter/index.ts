@@ -132,5 +132,6 @@ export const createCodeInterpreter: CreateCodeInterpreter = (host: InterpreterHo
     },
     reset: () => contexts.reset(),
     close: () => contexts.close(),
+    dropRequests: () => contexts.dropRequests(),
   }
 }
