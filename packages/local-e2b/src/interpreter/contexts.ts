@@ -52,13 +52,36 @@ export class ContextTable {
     return this.#contexts.values()
   }
 
+  #spawnCwd(cwd: string | undefined): string {
+    return cwd === undefined || cwd === SANDBOX_HOME ? this.#host.homeDir : cwd
+  }
+
+  /**
+   * True when a kernel can start in `cwd`: a process is started there the way a kernel is, so the sandbox's
+   * own view (its mounts, its user's permissions) decides.
+   */
+  canEnter(cwd: string): Promise<boolean> {
+    return new Promise((resolve) => {
+      try {
+        const probe = this.#host.spawner.spawn('/bin/true', [], { cwd: this.#spawnCwd(cwd), env: {} })
+        probe.on('error', () => resolve(false))
+        probe.on('exit', (code) => resolve(code === 0))
+        probe.stdin.end()
+        probe.stdout.resume()
+        probe.stderr.resume()
+      } catch {
+        resolve(false)
+      }
+    })
+  }
+
   add(choice: LanguageChoice, cwd: string | undefined): ContextState {
     const context: ContextState = {
       id: randomUUID(),
       language: choice.language,
       kernelLanguage: choice.kernel,
       cwd: cwd ?? SANDBOX_HOME,
-      spawnCwd: cwd === undefined || cwd === SANDBOX_HOME ? this.#host.homeDir : cwd,
+      spawnCwd: this.#spawnCwd(cwd),
       kernel: undefined,
       starting: undefined,
       queue: Promise.resolve(),

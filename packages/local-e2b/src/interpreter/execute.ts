@@ -43,7 +43,6 @@ function readCell(
   contexts.ensureDefaults()
   if (contextId) return { code: input.code, env, context: contexts.find(contextId) }
   const choice = chooseLanguage(input.language)
-  if (typeof choice === 'string') throw new HttpError(400, choice)
   return { code: input.code, env, context: contexts.defaultContext(choice) }
 }
 
