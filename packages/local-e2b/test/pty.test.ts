@@ -18,10 +18,18 @@ const typed = (text: string) => new Uint8Array(Buffer.from(text))
 
 describe('pty', () => {
   const t = useTestHost()
-
-  it('create: bash on a terminal of the asked size, with the envs, typed into; exit ends it with its code', async () => {
+  /** Runs `run` with a new sandbox, killed afterwards. */
+  const inSandbox = async (run: (sandbox: Sandbox) => Promise<void>) => {
     const sandbox = await Sandbox.create({ ...t.opts })
     try {
+      await run(sandbox)
+    } finally {
+      await sandbox.kill()
+    }
+  }
+
+  it('create: bash on a terminal of the asked size, with the envs, typed into; exit ends it with its code', async () => {
+    await inSandbox(async (sandbox) => {
       const output = collector()
       const terminal = await sandbox.pty.create({ cols: 91, rows: 27, envs: { ABC: 'v-123' }, ...output })
       const listed = (await sandbox.commands.list()).find((process) => process.pid === terminal.pid)
@@ -34,14 +42,11 @@ describe('pty', () => {
       const ended = await terminal.wait().catch((error: { exitCode?: number }) => error)
       expect(ended.exitCode).toBe(7)
       expect(terminal.exitCode).toBe(7)
-    } finally {
-      await sandbox.kill()
-    }
+    })
   })
 
   it('resize reaches the terminal: stty and tput see the new size, a running program gets SIGWINCH', async () => {
-    const sandbox = await Sandbox.create({ ...t.opts })
-    try {
+    await inSandbox(async (sandbox) => {
       const output = collector()
       const terminal = await sandbox.pty.create({ cols: 80, rows: 24, ...output })
       const watcher = [
@@ -57,14 +62,11 @@ describe('pty', () => {
       await sandbox.pty.sendInput(terminal.pid, typed('tput cols; stty size\nexit\n'))
       await terminal.wait()
       expect(output.text()).toMatch(/132\r\n43 132\r\n/)
-    } finally {
-      await sandbox.kill()
-    }
+    })
   })
 
   it('input and output are bytes, through the line discipline: Ctrl+C interrupts, raw bytes arrive unchanged', async () => {
-    const sandbox = await Sandbox.create({ ...t.opts })
-    try {
+    await inSandbox(async (sandbox) => {
       const output = collector()
       const terminal = await sandbox.pty.create({ cols: 80, rows: 24, ...output })
       // The terminal echoes what is typed: the marker the shell would print is computed, never typed.
@@ -78,14 +80,11 @@ describe('pty', () => {
       expect(output.text()).not.toContain('fin42')
       await sandbox.pty.sendInput(terminal.pid, typed('exit\n'))
       expect((await terminal.wait()).exitCode).toBe(0)
-    } finally {
-      await sandbox.kill()
-    }
+    })
   })
 
   it('kill ends the terminal process at once; an unknown pid gives false', async () => {
-    const sandbox = await Sandbox.create({ ...t.opts })
-    try {
+    await inSandbox(async (sandbox) => {
       const terminal = await sandbox.pty.create({ cols: 80, rows: 24, onData: () => {} })
       expect(await sandbox.pty.kill(terminal.pid)).toBe(true)
       const ended = await terminal.wait().catch((error: { exitCode?: number; error?: string }) => error)
@@ -93,14 +92,11 @@ describe('pty', () => {
       // No longer running, not even as a zombie.
       await expect(sandbox.commands.run(`kill -0 ${terminal.pid}`)).rejects.toMatchObject({ exitCode: 1 })
       expect(await sandbox.pty.kill(999_999)).toBe(false)
-    } finally {
-      await sandbox.kill()
-    }
+    })
   })
 
   it('connect after a disconnect gets the output from then on and the exit code, on the same pid', async () => {
-    const sandbox = await Sandbox.create({ ...t.opts })
-    try {
+    await inSandbox(async (sandbox) => {
       const first = collector()
       const terminal = await sandbox.pty.create({ cols: 80, rows: 24, envs: { FOO: 'one' }, ...first })
       await sandbox.pty.sendInput(terminal.pid, typed('echo "got-$FOO"\n'))
@@ -113,14 +109,11 @@ describe('pty', () => {
       expect((await again.wait()).exitCode).toBe(0)
       expect(second.text()).toContain('got-two\r\n')
       expect(second.text()).not.toContain('got-one')
-    } finally {
-      await sandbox.kill()
-    }
+    })
   })
 
   it("runs in the sandbox's namespaces and cgroup: same pid namespace as commands, frozen by a pause", async () => {
-    const sandbox = await Sandbox.create({ ...t.opts })
-    try {
+    await inSandbox(async (sandbox) => {
       const output = collector()
       const terminal = await sandbox.pty.create({ cols: 80, rows: 24, timeoutMs: 0, ...output })
       const namespace = (await sandbox.commands.run('readlink /proc/self/ns/pid')).stdout.trim()
@@ -137,14 +130,11 @@ describe('pty', () => {
       const resumed = await Sandbox.connect(sandbox.sandboxId, { ...t.opts })
       await waitUntil(() => output.bytes().length > whilePaused)
       expect(await resumed.pty.kill(terminal.pid)).toBe(true)
-    } finally {
-      await sandbox.kill()
-    }
+    })
   })
 
   it('stdin and pty input are kept apart, as envd keeps them', async () => {
-    const sandbox = await Sandbox.create({ ...t.opts })
-    try {
+    await inSandbox(async (sandbox) => {
       const terminal = await sandbox.pty.create({ cols: 80, rows: 24, onData: () => {} })
       await expect(sandbox.commands.sendStdin(terminal.pid, 'x')).rejects.toThrow(/terminal/)
       await expect(sandbox.commands.closeStdin(terminal.pid)).rejects.toThrow(/Ctrl\+D/)
@@ -153,8 +143,6 @@ describe('pty', () => {
       await expect(sandbox.pty.resize(piped.pid, { cols: 10, rows: 10 })).rejects.toThrow(/no terminal/)
       await sandbox.pty.kill(terminal.pid)
       await piped.kill()
-    } finally {
-      await sandbox.kill()
-    }
+    })
   })
 })
