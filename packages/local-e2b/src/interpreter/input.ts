@@ -30,11 +30,11 @@ export function chooseLanguage(value: unknown): LanguageChoice {
     case 'node':
     case 'nodejs':
       return { language: 'javascript', kernel: 'javascript' }
-    // TypeScript cells run on the JavaScript kernel: plain JavaScript is valid TypeScript, annotations are not
-    // stripped (Node 20 in the sandbox has no type stripping).
+    // TypeScript cells run on the JavaScript kernel, their types stripped first (by Debian's node-typescript
+    // when the machine has it; Node 20 in the sandbox has no type stripping of its own).
     case 'typescript':
     case 'ts':
-      return { language: 'typescript', kernel: 'javascript' }
+      return { language: 'typescript', kernel: 'typescript' }
     case 'bash':
     case 'sh':
     case 'shell':
