@@ -1,5 +1,6 @@
 // envd's process.Process service: Start, Connect, List, SendInput, CloseStdin, SendSignal, Update (pty size).
 // Processes with a terminal are envd-pty.ts's.
+import { existsSync, readFileSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   ConnectError,
@@ -12,6 +13,7 @@ import {
 import { createPtyTerminal, type PtySize, parsePtySize, ptyCommand } from './envd-pty.js'
 import type { HostEventLog } from './events.js'
 import { normalizeSandboxPath, type PathEscapeError, SANDBOX_HOME } from './paths.js'
+import { waitFor } from './runtime/freezer.js'
 import type { ManagedProcess, ProcessConfig, Sandbox } from './sandbox.js'
 
 /** The environment every sandbox process starts from (nothing of the host's own environment leaks in). */
@@ -250,6 +252,44 @@ function signalProcess(entry: ManagedProcess, signal: NodeJS.Signals): void {
   if (!entry.terminal?.signal(signal)) entry.spawned.child.kill(signal)
 }
 
+/** Host pid of the command an isolated launcher forked into the sandbox (the launcher waits for it). */
+function commandHostPid(sandbox: Sandbox, entry: ManagedProcess): number | undefined {
+  const launcher = entry.spawned.child.pid
+  // Unisolated, the launcher execs the command: it is the command.
+  if (launcher === undefined || !sandbox.runtime.isolated) return launcher
+  try {
+    const [first] = readFileSync(`/proc/${launcher}/task/${launcher}/children`, 'utf8').split(/\s+/)
+    return first ? Number(first) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** How long SendSignal with SIGKILL waits for the process to be gone before it answers anyway. */
+const KILL_WAIT_MS = 2_000
+
+const gone = (pid: number | undefined) => pid === undefined || !existsSync(`/proc/${pid}`)
+
+/**
+ * SIGKILL, answered once the process is gone and reaped, so that a `kill -0 <pid>` sent right after fails.
+ * The command dies first, alone, so that the launcher waiting for it reaps it at once; killed together, the
+ * command would outlive the launcher as a zombie of the host's init, which may reap it only seconds later.
+ * Then the rest of its process group.
+ */
+async function killAndWait(sandbox: Sandbox, entry: ManagedProcess): Promise<void> {
+  const launcher = entry.spawned.child.pid
+  const command = commandHostPid(sandbox, entry)
+  const signalled = entry.terminal?.signal('SIGKILL') ?? false
+  if (!signalled && command !== undefined && command !== launcher) {
+    try {
+      process.kill(command, 'SIGKILL')
+    } catch {}
+  }
+  await waitFor(() => gone(command) || command === launcher, KILL_WAIT_MS).catch(() => {})
+  entry.spawned.child.kill('SIGKILL')
+  await waitFor(() => gone(command) && gone(launcher), KILL_WAIT_MS).catch(() => {})
+}
+
 function signalName(signal: NodeJS.Signals): string {
   const names: Partial<Record<NodeJS.Signals, string>> = {
     SIGKILL: 'killed',
@@ -399,7 +439,7 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
     entry.spawned.child.stdin.end()
     writeUnary(response, {})
   },
-  SendSignal({ sandbox, events, response, body }) {
+  async SendSignal({ sandbox, events, response, body }) {
     const message = asRecord(parseJson(body), 'request')
     const entry = selectProcess(sandbox, message.process)
     const signal =
@@ -409,7 +449,8 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
           ? 'SIGKILL'
           : undefined
     if (!signal) throw new ConnectError('invalid_argument', `unsupported signal ${String(message.signal)}`)
-    signalProcess(entry, signal)
+    if (signal === 'SIGKILL') await killAndWait(sandbox, entry)
+    else signalProcess(entry, signal)
     events.record('process-signal', sandbox.id, { pid: entry.pid, signal })
     writeUnary(response, {})
   },
