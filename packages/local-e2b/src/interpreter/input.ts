@@ -14,7 +14,7 @@ export interface LanguageChoice {
 /**
  * E2B's language names and aliases (`js`, `ts`) mapped to the kernels shipped here. A language without a
  * kernel gets E2B's answer for one its Jupyter does not have: 500, "Failed to create context: …". R and Java
- * are such languages here (no R or Java runtime on this machine).
+ * are such languages here (no R on this machine, and no notebook kernel for its Java).
  */
 export function chooseLanguage(value: unknown): LanguageChoice {
   if (value === undefined || value === null || value === '') return { language: 'python', kernel: 'python' }
