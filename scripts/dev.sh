@@ -49,6 +49,16 @@ ensure_bubblewrap() {
   fi
 }
 
+# What E2B's code-interpreter template has, from Debian, for the sandboxes' /usr/bin/python3 and /usr/bin/node:
+# numpy, pandas, matplotlib, and TypeScript's transpiler for typescript cells.
+ensure_interpreter_libraries() {
+  /usr/bin/python3 -c 'import numpy, pandas, matplotlib' >/dev/null 2>&1 && [ -d /usr/share/nodejs/typescript ] && return 0
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "dev.sh: installing numpy, pandas, matplotlib and typescript for the code interpreter" >&2
+    (apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-numpy python3-pandas python3-matplotlib node-typescript >/dev/null) || echo "dev.sh: the code interpreter's libraries could not be installed; charts, DataFrames and typescript cells will not work" >&2
+  fi
+}
+
 # Runs vitest and ends with one plain summary line ("tests: N passed, N failed, N skipped") that any CI can read.
 run_tests() {
   local report status
@@ -73,7 +83,7 @@ command="${1:-demo}"
 [ "$#" -gt 0 ] && shift
 case "$command" in
   setup) setup ;;
-  demo) ensure_bubblewrap; setup; exec node packages/cli/dist/bin.js demo "$@" ;;
-  test) ensure_bubblewrap; ensure_redis; setup; run_tests "$@" ;;
+  demo) ensure_bubblewrap; ensure_interpreter_libraries; setup; exec node packages/cli/dist/bin.js demo "$@" ;;
+  test) ensure_bubblewrap; ensure_interpreter_libraries; ensure_redis; setup; run_tests "$@" ;;
   *) exec "$command" "$@" ;;
 esac

@@ -58,13 +58,15 @@ describe('overlapping first turns never stall', () => {
               sessions
                 .withTurn(id, async (turn) => {
                   const result = await turn.sandbox.runCommand('echo hi')
-                  return { outcome: turn.report?.outcome, exitCode: result.exitCode }
+                  return { outcome: turn.report?.outcome, exitCode: result.exitCode, stdout: result.stdout }
                 })
                 .then((turn) => ({ ...turn, ms: Date.now() - started })),
             ),
           )
           expect(ends.filter((end) => end.outcome === 'created')).toHaveLength(1)
-          for (const end of ends) expect(end.exitCode).toBe(0)
+          // The output too: an exit 0 with an empty stdout is a wrong result an agent would act on.
+          for (const end of ends)
+            expect({ exitCode: end.exitCode, stdout: end.stdout }).toEqual({ exitCode: 0, stdout: 'hi\n' })
           // Before the fix one turn in ten took 60 s (a command whose exit the host missed).
           expect(Math.max(...ends.map((end) => end.ms))).toBeLessThan(20_000)
         } finally {

@@ -174,11 +174,39 @@ function compile(code, filename) {
   }
 }
 
+// A typescript context's cells lose their types before they run: TypeScript's own transpiler (Debian's
+// node-typescript), loaded with the first cell. Without it the cells run as they are.
+const typescript = process.argv.includes('--typescript')
+let compiler
+
+function stripTypes(code) {
+  if (compiler === undefined) {
+    compiler = null
+    const load = createRequire(import.meta.url)
+    for (const candidate of ['/usr/share/nodejs/typescript', 'typescript']) {
+      try {
+        compiler = load(candidate)
+        break
+      } catch {}
+    }
+  }
+  if (!compiler) return code
+  const compilerOptions = {
+    target: compiler.ScriptTarget.ES2022,
+    module: compiler.ModuleKind.ESNext,
+    // Imports stay as written (translateImports turns them into awaited imports).
+    isolatedModules: true,
+    preserveValueImports: true,
+  }
+  return compiler.transpileModule(code, { compilerOptions }).outputText
+}
+
 let abandon = null
 let currentCell = null
 
 async function evaluate(code, filename) {
-  const { script, wrapped } = compile(translateImports(code), filename)
+  const source = typescript ? stripTypes(code) : code
+  const { script, wrapped } = compile(translateImports(source), filename)
   const value = script.runInThisContext({ breakOnSigint: true, displayErrors: false })
   if (!wrapped) return value
   // The rewritten cell is an async function returning { value } (or undefined when it ends in a statement).

@@ -239,6 +239,7 @@ def mime_bundle(value):
     data = {"text/plain": repr(value)}
     if isinstance(value, type):
         return data
+    data.update(library_formats(value))
     bundle = getattr(value, "_repr_mimebundle_", None)
     if callable(bundle):
         try:
@@ -273,6 +274,162 @@ def display(*values):
         stdout.flush()
         stderr.flush()
         send({"t": "result", "data": mime_bundle(value), "main": False})
+
+
+# ---- the data libraries of E2B's code-interpreter template ---------------------------------------------------
+# matplotlib figures are shown as a png and as E2B's `chart` (kernels/python-charts.py), pandas DataFrames add
+# E2B's `data` (the columns as lists), and PIL images are shown by Image.show() and by saving them to a file.
+# Nothing is imported before the cell does: each library is adapted right after its first import.
+
+figures_shown = set()
+_charts = {}
+
+
+def charts():
+    """python-charts.py, loaded beside this file on first use."""
+    if "module" not in _charts:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python-charts.py")
+        spec = importlib.util.spec_from_file_location("sandkeep_charts", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _charts["module"] = module
+    return _charts["module"]
+
+
+def json_safe(value):
+    """A value JSON can carry as the kernel frames it: NaN and infinities become None, numpy scalars plain."""
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "item"):
+        return json_safe(value.item())
+    return str(value)
+
+
+def figure_formats(figure):
+    import base64
+    import io
+
+    formats = {}
+    buffer = io.BytesIO()
+    # As a notebook's inline figures: cropped to what is drawn. Drawing also fills the tick labels the chart reads.
+    figure.savefig(buffer, format="png", bbox_inches="tight")
+    formats["image/png"] = base64.b64encode(buffer.getvalue()).decode("ascii")
+    figures_shown.add(id(figure))
+    try:
+        chart = charts().figure_chart(figure)
+    except Exception:  # noqa: BLE001 - a figure the extraction does not understand is still shown as a png
+        chart = None
+    if chart:
+        formats["e2b/chart"] = json_safe(chart)
+    return formats
+
+
+def library_formats(value):
+    """E2B's extra formats for the libraries' own objects (a figure, a DataFrame); {} for anything else."""
+    figure_module = sys.modules.get("matplotlib.figure")
+    if figure_module is not None and isinstance(value, figure_module.Figure):
+        try:
+            return figure_formats(value)
+        except Exception:  # noqa: BLE001 - a figure that cannot be rendered is shown as its text
+            return {}
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and isinstance(value, pandas.DataFrame):
+        try:
+            return {"e2b/data": json_safe(value.to_dict(orient="list"))}
+        except Exception:  # noqa: BLE001 - the html and text of the frame are still shown
+            return {}
+    return {}
+
+
+def show_figures(*_args, **_kwargs):
+    """pyplot.show(): shows every open figure (a png and its chart) and closes them, as a notebook does."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None:
+        return
+    for number in pyplot.get_fignums():
+        display(pyplot.figure(number))
+    pyplot.close("all")
+
+
+def show_figures_left_open():
+    """After a cell: the figures it drew but did not show are shown, then closed (a notebook's inline figures)."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        for number in pyplot.get_fignums():
+            figure = pyplot.figure(number)
+            if id(figure) not in figures_shown:
+                display(figure)
+        pyplot.close("all")
+    figures_shown.clear()
+
+
+def adapt_matplotlib(module):
+    # No window system here: render with Agg, whatever the system's matplotlibrc names.
+    module.rcParams["backend"] = "agg"
+
+
+def adapt_pyplot(module):
+    module.show = show_figures
+
+
+def adapt_pil(module):
+    original_save = module.Image.save
+
+    def show(image, *_args, **_kwargs):
+        display(image)
+
+    def save(image, fp, *args, **kwargs):
+        # Saving to a named file also shows the image, as E2B's template does.
+        if isinstance(fp, (str, os.PathLike)):
+            display(image)
+        return original_save(image, fp, *args, **kwargs)
+
+    module.Image.show = show
+    module.Image.save = save
+
+
+class AfterImport:
+    """A sys.meta_path finder that runs a function right after a module's first import."""
+
+    def __init__(self, hooks):
+        self.hooks = hooks
+
+    def find_spec(self, name, path=None, target=None):
+        hook = self.hooks.pop(name, None)
+        if hook is None:
+            return None
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            try:
+                hook(module)
+            except Exception:  # noqa: BLE001 - the library works unadapted rather than not at all
+                pass
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def adapt_libraries():
+    hooks = {"matplotlib": adapt_matplotlib, "matplotlib.pyplot": adapt_pyplot, "PIL.Image": adapt_pil}
+    sys.meta_path.insert(0, AfterImport(hooks))
 
 
 builtins.display = display
@@ -352,11 +509,21 @@ def user_traceback(error):
     return "".join(traceback.format_exception(type(error), error, tb))
 
 
+def dedent_cell(code):
+    """A cell whose first line is indented is taken as a whole indented block, as IPython takes it."""
+    first = next((line for line in code.split("\n") if line.strip()), "")
+    if first[:1] in (" ", "\t"):
+        import textwrap
+
+        return textwrap.dedent(code)
+    return code
+
+
 def execute(cell_id, count, code):
     import linecache
 
     filename = CELL_PREFIX + str(count) + ">"
-    source = translate_magics(code)
+    source = translate_magics(dedent_cell(code))
     # Registering the source lets tracebacks show the offending line, as a notebook does.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     flags = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
@@ -387,6 +554,10 @@ def execute(cell_id, count, code):
             text = user_traceback(error)
         send({"t": "error", "name": type(error).__name__, "value": str(error), "traceback": text})
     finally:
+        try:
+            show_figures_left_open()
+        except Exception:  # noqa: BLE001 - a figure that cannot be shown must not fail the kernel
+            pass
         stdout.flush()
         stderr.flush()
 
@@ -458,6 +629,7 @@ def serve(run):
 
 def main():
     signal.signal(signal.SIGINT, on_interrupt)
+    adapt_libraries()
     serve(run_python_cell)
 
 

@@ -113,6 +113,11 @@ export interface ServerStream {
   send(message: unknown): void
   /** Sends the end-stream frame, with an error when given, and ends the response. Idempotent. */
   end(error?: ConnectError): void
+  /**
+   * Drops the connection without an end-stream frame: what a client sees when the sandbox's machine goes
+   * away mid-stream (the SDK then checks the sandbox's health and reports it killed). Idempotent.
+   */
+  abort(): void
   /** True once `end` ran or the client went away. */
   readonly closed: boolean
   /** Registers a callback for the client going away before `end`. */
@@ -142,6 +147,12 @@ export function openServerStream(response: ServerResponse): ServerStream {
       ended = true
       const trailer = error ? { error: { code: error.code, message: error.message } } : {}
       response.end(encodeEnvelope(trailer, FLAG_END_STREAM))
+    },
+    abort() {
+      if (ended) return
+      ended = true
+      response.destroy()
+      for (const callback of closeCallbacks) callback()
     },
     get closed() {
       return ended

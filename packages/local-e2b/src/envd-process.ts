@@ -1,4 +1,6 @@
-// envd's process.Process service: Start, Connect, List, SendInput, CloseStdin, SendSignal.
+// envd's process.Process service: Start, Connect, List, SendInput, CloseStdin, SendSignal, Update (pty size).
+// Processes with a terminal are envd-pty.ts's.
+import { existsSync, readFileSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   ConnectError,
@@ -8,8 +10,10 @@ import {
   type ServerStream,
   writeUnary,
 } from './connect-protocol.js'
+import { createPtyTerminal, type PtySize, parsePtySize, ptyCommand } from './envd-pty.js'
 import type { HostEventLog } from './events.js'
 import { normalizeSandboxPath, type PathEscapeError, SANDBOX_HOME } from './paths.js'
+import { waitFor } from './runtime/freezer.js'
 import type { ManagedProcess, ProcessConfig, Sandbox } from './sandbox.js'
 
 /** The environment every sandbox process starts from (nothing of the host's own environment leaks in). */
@@ -80,7 +84,8 @@ function selectProcess(sandbox: Sandbox, selector: unknown): ManagedProcess {
 }
 
 function broadcast(entry: ManagedProcess, event: unknown): void {
-  for (const stream of entry.subscribers) stream.send({ event })
+  if (entry.backlog) entry.backlog.push(event)
+  else for (const stream of entry.subscribers) stream.send({ event })
 }
 
 /** Options of {@link startProcess}. */
@@ -91,6 +96,14 @@ export interface StartProcessOptions {
   stdin: boolean
   /** Kill the process after this many ms (Connect-Timeout-Ms); 0 = never. */
   timeoutMs: number
+  /**
+   * Keep every event until the Start stream attaches ({@link attachStartStream}): as envd's Start, that
+   * stream gets all the output from the spawn on. Without it (a process restarted on resume), output nobody
+   * listens to is dropped, as envd drops it.
+   */
+  holdOutput?: boolean
+  /** Run the command on a terminal of this size (envd's `pty`): its output arrives as `pty` data. */
+  pty?: PtySize
 }
 
 /** Starts a process inside the sandbox and registers it in the sandbox's process table. */
@@ -121,7 +134,21 @@ export async function startProcess(
   await sandbox.runtime.boot()
   const env = { ...baseEnvironment(), ...sandbox.record.envVars, ...options.config.envs, PWD: cwd }
   const spawnStarted = performance.now()
-  const spawned = await sandbox.runtime.spawn(options.config.cmd, options.config.args, { cwd, env })
+  // Output is read from the spawn on (the entry, and so its pid, exists only after the handshake).
+  const early: unknown[] = []
+  let publish = (event: unknown): void => {
+    early.push(event)
+  }
+  const { pty } = options
+  const [command, args] = pty
+    ? ptyCommand(sandbox, options.config, pty)
+    : [options.config.cmd, options.config.args]
+  // A terminal has one output; what reaches the helper's own stderr (it failed) is shown on it too.
+  const [out, err] = pty ? ['pty', 'pty'] : ['stdout', 'stderr']
+  const spawned = await sandbox.runtime.spawn(command, args, { cwd, env }, (child) => {
+    child.stdout.on('data', (chunk: Buffer) => publish({ data: { [out]: chunk.toString('base64') } }))
+    child.stderr.on('data', (chunk: Buffer) => publish({ data: { [err]: chunk.toString('base64') } }))
+  })
   const spawnMs = performance.now() - spawnStarted
   const entry: ManagedProcess = {
     pid: spawned.pid,
@@ -131,18 +158,20 @@ export async function startProcess(
     ended: false,
     startedAt: Date.now(),
   }
+  if (options.holdOutput) entry.backlog = early
+  publish = (event) => broadcast(entry, event)
   if (options.tag !== undefined) entry.tag = options.tag
   sandbox.processes.set(entry.pid, entry)
   sandbox.record.lastPid = Math.max(sandbox.record.lastPid ?? 0, entry.pid)
   const { child } = spawned
-  if (!options.stdin) child.stdin.end()
+  // A terminal's helper reads its frames from stdin, which therefore stays open.
+  if (pty) entry.terminal = createPtyTerminal(child)
+  else if (!options.stdin) child.stdin.end()
   child.stdin.on('error', () => {})
-  child.stdout.on('data', (chunk: Buffer) => broadcast(entry, { data: { stdout: chunk.toString('base64') } }))
-  child.stderr.on('data', (chunk: Buffer) => broadcast(entry, { data: { stderr: chunk.toString('base64') } }))
   if (options.timeoutMs > 0) {
     entry.deadline = setTimeout(() => {
       events.record('process-timeout', sandbox.id, { pid: entry.pid, timeoutMs: options.timeoutMs })
-      child.kill('SIGKILL')
+      signalProcess(entry, 'SIGKILL')
     }, options.timeoutMs)
     entry.deadline.unref()
   }
@@ -197,10 +226,13 @@ function endWhenDrained(
   })
   void Promise.race([drained, grace]).then(() => {
     entry.ended = true
-    const end =
+    const end: { exitCode: number; exited: boolean; status: string; error?: string } =
       signal !== null
         ? { exitCode: -1, exited: false, status: `signal: ${signalName(signal)}` }
         : { exitCode: code ?? -1, exited: true, status: `exit status ${code ?? -1}` }
+    // As envd: a process that did not exit 0 carries its status as the error too (the SDK's
+    // CommandExitError message).
+    if (end.exitCode !== 0) end.error = end.status
     broadcast(entry, { end })
     events.record('process-end', sandbox.id, {
       pid: entry.pid,
@@ -215,6 +247,49 @@ function endWhenDrained(
   })
 }
 
+/** Signals the process: through its terminal's relay when it has one, else its whole process group. */
+function signalProcess(entry: ManagedProcess, signal: NodeJS.Signals): void {
+  if (!entry.terminal?.signal(signal)) entry.spawned.child.kill(signal)
+}
+
+/** Host pid of the command an isolated launcher forked into the sandbox (the launcher waits for it). */
+function commandHostPid(sandbox: Sandbox, entry: ManagedProcess): number | undefined {
+  const launcher = entry.spawned.child.pid
+  // Unisolated, the launcher execs the command: it is the command.
+  if (launcher === undefined || !sandbox.runtime.isolated) return launcher
+  try {
+    const [first] = readFileSync(`/proc/${launcher}/task/${launcher}/children`, 'utf8').split(/\s+/)
+    return first ? Number(first) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** How long SendSignal with SIGKILL waits for the process to be gone before it answers anyway. */
+const KILL_WAIT_MS = 2_000
+
+const gone = (pid: number | undefined) => pid === undefined || !existsSync(`/proc/${pid}`)
+
+/**
+ * SIGKILL, answered once the process is gone and reaped, so that a `kill -0 <pid>` sent right after fails.
+ * The command dies first, alone, so that the launcher waiting for it reaps it at once; killed together, the
+ * command would outlive the launcher as a zombie of the host's init, which may reap it only seconds later.
+ * Then the rest of its process group.
+ */
+async function killAndWait(sandbox: Sandbox, entry: ManagedProcess): Promise<void> {
+  const launcher = entry.spawned.child.pid
+  const command = commandHostPid(sandbox, entry)
+  const signalled = entry.terminal?.signal('SIGKILL') ?? false
+  if (!signalled && command !== undefined && command !== launcher) {
+    try {
+      process.kill(command, 'SIGKILL')
+    } catch {}
+  }
+  await waitFor(() => gone(command) || command === launcher, KILL_WAIT_MS).catch(() => {})
+  entry.spawned.child.kill('SIGKILL')
+  await waitFor(() => gone(command) && gone(launcher), KILL_WAIT_MS).catch(() => {})
+}
+
 function signalName(signal: NodeJS.Signals): string {
   const names: Partial<Record<NodeJS.Signals, string>> = {
     SIGKILL: 'killed',
@@ -223,6 +298,27 @@ function signalName(signal: NodeJS.Signals): string {
     SIGHUP: 'hangup',
   }
   return names[signal] ?? signal
+}
+
+/**
+ * Gives the Start stream its process: the start event, then what the process wrote (or its end) while the
+ * host was still answering Start. The backlog is small: the host attaches right after the pid handshake,
+ * and the process reports its pid before it execs the command, so only a few reads can come first.
+ */
+export function attachStartStream(
+  entry: ManagedProcess,
+  stream: ServerStream,
+  keepaliveSeconds: number,
+): void {
+  stream.send({ event: { start: { pid: entry.pid } } })
+  subscribe(entry, stream, keepaliveSeconds)
+  const held = entry.backlog ?? []
+  entry.backlog = undefined
+  for (const event of held) stream.send({ event })
+  if (entry.ended) {
+    entry.subscribers.delete(stream)
+    stream.end()
+  }
 }
 
 function subscribe(entry: ManagedProcess, stream: ServerStream, keepaliveSeconds: number): void {
@@ -275,10 +371,8 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
   async Start({ sandbox, events, request, response, body }) {
     const [message] = decodeEnvelopes(body)
     const start = asRecord(message, 'request')
-    if (start.pty !== undefined && start.pty !== null) {
-      throw new ConnectError('unimplemented', 'pty is not supported by the local host')
-    }
     const config = parseProcessConfig(start.process)
+    const pty = start.pty === undefined || start.pty === null ? undefined : parsePtySize(start.pty)
     // Root (uid 0, still without capabilities) only where the template asks for it; elsewhere the request is
     // refused rather than quietly run as `user`.
     if (requestedUser(request) === 'root' && sandbox.record.owner) {
@@ -286,14 +380,14 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
     }
     const options: StartProcessOptions = {
       config,
+      holdOutput: true,
       stdin: start.stdin === true,
       timeoutMs: headerNumber(request, 'connect-timeout-ms'),
     }
     if (typeof start.tag === 'string') options.tag = start.tag
+    if (pty) options.pty = pty
     const entry = await startProcess(sandbox, events, options)
-    const stream = openServerStream(response)
-    subscribe(entry, stream, headerNumber(request, 'keepalive-ping-interval'))
-    stream.send({ event: { start: { pid: entry.pid } } })
+    attachStartStream(entry, openServerStream(response), headerNumber(request, 'keepalive-ping-interval'))
   },
   Connect({ sandbox, request, response, body }) {
     const [message] = decodeEnvelopes(body)
@@ -321,20 +415,31 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
     const message = asRecord(parseJson(body), 'request')
     const entry = selectProcess(sandbox, message.process)
     const input = asRecord(message.input, 'input')
-    const data =
-      typeof input.stdin === 'string' ? input.stdin : typeof input.pty === 'string' ? input.pty : ''
-    if (entry.spawned.child.stdin.writableEnded) {
-      throw new ConnectError('failed_precondition', `stdin of process ${entry.pid} is closed`)
+    // envd keeps the two apart: a terminal is typed into, a pipe is written to.
+    if (typeof input.pty === 'string') {
+      if (!entry.terminal)
+        throw new ConnectError('internal', `process ${entry.pid} has no terminal; send stdin`)
+      entry.terminal.type(Buffer.from(input.pty, 'base64'))
+    } else if (typeof input.stdin === 'string') {
+      if (entry.terminal) {
+        throw new ConnectError('internal', `process ${entry.pid} runs on a terminal; send pty input`)
+      }
+      if (entry.spawned.child.stdin.writableEnded) {
+        throw new ConnectError('failed_precondition', `stdin of process ${entry.pid} is closed`)
+      }
+      entry.spawned.child.stdin.write(Buffer.from(input.stdin, 'base64'))
     }
-    entry.spawned.child.stdin.write(Buffer.from(data, 'base64'))
     writeUnary(response, {})
   },
   CloseStdin({ sandbox, response, body }) {
     const entry = selectProcess(sandbox, asRecord(parseJson(body), 'request').process)
+    if (entry.terminal) {
+      throw new ConnectError('unknown', `process ${entry.pid} runs on a terminal; type Ctrl+D (0x04) instead`)
+    }
     entry.spawned.child.stdin.end()
     writeUnary(response, {})
   },
-  SendSignal({ sandbox, events, response, body }) {
+  async SendSignal({ sandbox, events, response, body }) {
     const message = asRecord(parseJson(body), 'request')
     const entry = selectProcess(sandbox, message.process)
     const signal =
@@ -344,12 +449,20 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
           ? 'SIGKILL'
           : undefined
     if (!signal) throw new ConnectError('invalid_argument', `unsupported signal ${String(message.signal)}`)
-    entry.spawned.child.kill(signal)
+    if (signal === 'SIGKILL') await killAndWait(sandbox, entry)
+    else signalProcess(entry, signal)
     events.record('process-signal', sandbox.id, { pid: entry.pid, signal })
     writeUnary(response, {})
   },
-  Update() {
-    throw new ConnectError('unimplemented', 'pty is not supported by the local host')
+  Update({ sandbox, response, body }) {
+    const message = asRecord(parseJson(body), 'request')
+    const entry = selectProcess(sandbox, message.process)
+    if (message.pty !== undefined && message.pty !== null) {
+      const size = parsePtySize(message.pty)
+      if (!entry.terminal) throw new ConnectError('internal', `process ${entry.pid} has no terminal`)
+      entry.terminal.resize(size)
+    }
+    writeUnary(response, {})
   },
   StreamInput() {
     throw new ConnectError('unimplemented', 'StreamInput (client streaming) is not supported; use SendInput')

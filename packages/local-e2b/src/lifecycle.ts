@@ -165,6 +165,9 @@ export class Lifecycle {
   async destroy(sandbox: Sandbox, reason: string): Promise<void> {
     this.#registry.delete(sandbox)
     this.#registry.save()
+    // Out of the registry first, so that the health check the SDK makes on the dropped connection finds
+    // the sandbox gone.
+    sandbox.dropConnections()
     await teardown(sandbox, 'was killed')
     sandbox.runtime.removeStorage()
     this.#events.record('sandbox-kill', sandbox.id, { reason })

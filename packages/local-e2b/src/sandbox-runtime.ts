@@ -85,6 +85,11 @@ export class SandboxRuntime {
     return this.#options.support.isolation === 'bubblewrap'
   }
 
+  /** True when processes run in the sandbox's own namespaces (bubblewrap), false when unisolated. */
+  get isolated(): boolean {
+    return this.#isolated
+  }
+
   /** True while the sandbox's namespace (or, unisolated, any process) is alive. */
   get booted(): boolean {
     return this.#isolated ? this.#initPid !== undefined : true
@@ -199,8 +204,18 @@ export class SandboxRuntime {
    * Spawns `command args` inside the sandbox with piped stdio, resolving once the process reported its pid
    * (it has then joined the namespaces and the cgroup and is about to exec the command).
    */
-  async spawn(command: string, args: string[], options: RuntimeSpawnOptions): Promise<SpawnedProcess> {
+  async spawn(
+    command: string,
+    args: string[],
+    options: RuntimeSpawnOptions,
+    /**
+     * Called with the child before the pid handshake is awaited: listen to its output there. A fast command
+     * exits during the handshake, and Node then drains (discards) every stdio stream nobody listens to.
+     */
+    onChild?: (child: ChildProcessWithoutNullStreams) => void,
+  ): Promise<SpawnedProcess> {
     const child = this.spawnNow(command, args, options)
+    onChild?.(child)
     const pid = await readHandshake(child)
     return { child, pid, hostGroup: child.pid ?? -1 }
   }

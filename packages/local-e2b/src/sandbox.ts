@@ -4,6 +4,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConnectError, type ServerStream } from './connect-protocol.js'
+import type { PtyTerminal } from './envd-pty.js'
 import type { HostEventLog } from './events.js'
 import type { CodeInterpreter } from './interpreter/types.js'
 import { normalizeSandboxPath, SANDBOX_HOME } from './paths.js'
@@ -94,10 +95,14 @@ export interface ManagedProcess {
   config: ProcessConfig
   spawned: SpawnedProcess
   subscribers: Set<ServerStream>
+  /** Events produced before the Start stream attached (held so that none is lost); undefined after. */
+  backlog?: unknown[]
   ended: boolean
   startedAt: number
   /** Kill timer from Connect-Timeout-Ms. */
   deadline?: NodeJS.Timeout
+  /** The process's terminal, when it was started with one (envd's `pty`). */
+  terminal?: PtyTerminal
 }
 
 /** Introspection snapshot returned by `host.getSandbox(id)`. */
@@ -192,6 +197,19 @@ export class Sandbox {
       entry.subscribers.clear()
     }
     this.processes.clear()
+  }
+
+  /**
+   * The sandbox is being killed: drop the connection of every stream and interpreter request in flight,
+   * as E2B's edge does when a sandbox's machine goes away (no end frame, no error line); the SDKs then find
+   * the sandbox gone and raise their "sandbox was killed" TimeoutError.
+   */
+  dropConnections(): void {
+    for (const entry of this.processes.values()) {
+      for (const stream of entry.subscribers) stream.abort()
+      entry.subscribers.clear()
+    }
+    this.interpreter?.dropRequests()
   }
 
   /** Runs lifecycle transitions one at a time per sandbox. */

@@ -181,6 +181,51 @@ describe('code interpreter end to end', () => {
     await expect(sandbox.runCode('1', { context })).rejects.toBeInstanceOf(NotFoundError)
   })
 
+  it('a context cwd that is not an enterable directory is bad input: 400, and no context is made', async () => {
+    const sandbox = await create()
+    await sandbox.commands.run('mkdir -p /home/user/locked && chmod 000 /home/user/locked')
+    const before = await sandbox.listCodeContexts()
+    for (const cwd of ['/home/user/missing', '/no/such/dir', '/home/user/locked']) {
+      for (const language of ['python', 'javascript', 'bash']) {
+        await expect(sandbox.createCodeContext({ language, cwd })).rejects.toThrow('400 Bad Request')
+      }
+    }
+    expect(await sandbox.listCodeContexts()).toEqual(before)
+    expect((await sandbox.createCodeContext({ cwd: '/usr/lib' })).cwd).toBe('/usr/lib')
+  })
+
+  it('typescript cells lose their types before they run; javascript cells are left as written', async () => {
+    const sandbox = await create()
+    const typed = await sandbox.runCode(
+      [
+        "import { basename } from 'node:path'",
+        'interface Pair { left: number; right: number }',
+        'enum Side { Left = 1, Right = 2 }',
+        'const pair: Pair = { left: 40, right: Side.Right }',
+        'const total = (p: Pair): number => p.left + p.right',
+        "console.log(basename('/a/b.ts') as string)",
+        'await Promise.resolve(total(pair))',
+      ].join('\n'),
+      { language: 'ts' },
+    )
+    expect(typed.error).toBeUndefined()
+    expect(typed.logs.stdout).toEqual(['b.ts\n'])
+    expect(typed.text).toBe('42')
+    // Declarations persist in the context, as in javascript.
+    expect(
+      (await sandbox.runCode('total({ left: 1, right: 1 } as Pair)', { language: 'typescript' })).text,
+    ).toBe('2')
+    expect((await sandbox.runCode('const n: number = 1', { language: 'js' })).error?.name).toBe('SyntaxError')
+  })
+
+  it('r and java (no kernel here) get the answer E2B gives for a language its Jupyter lacks: 500', async () => {
+    const sandbox = await create()
+    for (const language of ['r', 'java']) {
+      await expect(sandbox.createCodeContext({ language })).rejects.toThrow('500 Internal Server Error')
+      await expect(sandbox.runCode('1', { language })).rejects.toThrow('500 Internal Server Error')
+    }
+  })
+
   it('the interpreter port needs this sandbox token; the traffic token does not open envd', async () => {
     const sandbox = await create()
     const other = await create()

@@ -25,6 +25,20 @@ describe('isolation: none', () => {
     await resumed.kill()
   })
 
+  it('runs a pty with the host kernel directory', async () => {
+    const sandbox = await Sandbox.create(t.opts)
+    const chunks: Buffer[] = []
+    const terminal = await sandbox.pty.create({
+      cols: 70,
+      rows: 20,
+      onData: (data) => void chunks.push(Buffer.from(data)),
+    })
+    await sandbox.pty.sendInput(terminal.pid, new Uint8Array(Buffer.from('stty size; echo "pid=$$"\nexit\n')))
+    expect((await terminal.wait()).exitCode).toBe(0)
+    expect(Buffer.concat(chunks).toString()).toContain(`20 70\r\npid=${terminal.pid}\r\n`)
+    await sandbox.kill()
+  })
+
   it('runs the code interpreter with the host kernel directory', async () => {
     const sandbox = await CodeSandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
     await sandbox.runCode('x = 41 + 1')

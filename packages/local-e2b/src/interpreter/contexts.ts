@@ -1,6 +1,7 @@
 // The contexts of one sandbox's interpreter and their kernels: a default context per language (as E2B has
 // from the start), one kernel process per context cold-started on demand, and one cell at a time per context.
 import { randomUUID } from 'node:crypto'
+import type { ServerResponse } from 'node:http'
 import { HttpError } from '../http.js'
 import { SANDBOX_HOME } from '../paths.js'
 import type { LanguageChoice } from './input.js'
@@ -51,13 +52,36 @@ export class ContextTable {
     return this.#contexts.values()
   }
 
+  #spawnCwd(cwd: string | undefined): string {
+    return cwd === undefined || cwd === SANDBOX_HOME ? this.#host.homeDir : cwd
+  }
+
+  /**
+   * True when a kernel can start in `cwd`: a process is started there the way a kernel is, so the sandbox's
+   * own view (its mounts, its user's permissions) decides.
+   */
+  canEnter(cwd: string): Promise<boolean> {
+    return new Promise((resolve) => {
+      try {
+        const probe = this.#host.spawner.spawn('/bin/true', [], { cwd: this.#spawnCwd(cwd), env: {} })
+        probe.on('error', () => resolve(false))
+        probe.on('exit', (code) => resolve(code === 0))
+        probe.stdin.end()
+        probe.stdout.resume()
+        probe.stderr.resume()
+      } catch {
+        resolve(false)
+      }
+    })
+  }
+
   add(choice: LanguageChoice, cwd: string | undefined): ContextState {
     const context: ContextState = {
       id: randomUUID(),
       language: choice.language,
       kernelLanguage: choice.kernel,
       cwd: cwd ?? SANDBOX_HOME,
-      spawnCwd: cwd === undefined || cwd === SANDBOX_HOME ? this.#host.homeDir : cwd,
+      spawnCwd: this.#spawnCwd(cwd),
       kernel: undefined,
       starting: undefined,
       queue: Promise.resolve(),
@@ -181,6 +205,16 @@ export class ContextTable {
   /** The sandbox's processes stopped: forget every kernel; contexts stay. */
   reset(): void {
     for (const context of this.#contexts.values()) this.forgetKernel(context, 'sandbox processes stopped')
+  }
+
+  /** `/execute` responses still open; dropped when the sandbox is killed. */
+  readonly executing = new Set<ServerResponse>()
+
+  /** The sandbox is killed: its open `/execute` connections drop, and no cell starts any more. */
+  dropRequests(): void {
+    this.closed = true
+    for (const response of this.executing) response.destroy()
+    this.executing.clear()
   }
 
   /** The sandbox is killed: stop every kernel (waits up to 2 s for them to exit). */

@@ -43,7 +43,6 @@ function readCell(
   contexts.ensureDefaults()
   if (contextId) return { code: input.code, env, context: contexts.find(contextId) }
   const choice = chooseLanguage(input.language)
-  if (typeof choice === 'string') throw new HttpError(400, choice)
   return { code: input.code, env, context: contexts.defaultContext(choice) }
 }
 
@@ -52,10 +51,13 @@ export async function execute(contexts: ContextTable, response: ServerResponse, 
   const { code, env, context } = readCell(contexts, body)
   let abandoned = false
   let onAbandon: (() => void) | undefined
+  contexts.executing.add(response)
   response.on('close', () => {
+    contexts.executing.delete(response)
     if (response.writableEnded) return
     abandoned = true
-    onAbandon?.()
+    // A killed sandbox's kernels are being stopped: nothing to interrupt.
+    if (!contexts.closed) onAbandon?.()
   })
   await contexts.enqueue(context, async () => {
     if (abandoned || context.removed) {

@@ -38,8 +38,14 @@ function errorMessage(error: unknown): string {
 async function createContext(contexts: ContextTable, response: ServerResponse, body: Buffer): Promise<void> {
   const input = parseJsonBody(body)
   const choice = chooseLanguage(input.language)
-  if (typeof choice === 'string') throw new HttpError(400, choice)
   const cwd = readCwd(input.cwd)
+  // A directory that is not there is the caller's mistake, told before any context exists.
+  if (cwd !== undefined && !(await contexts.canEnter(cwd))) {
+    throw new HttpError(
+      400,
+      `Failed to set working directory: ${cwd} is not a directory the sandbox's user can enter`,
+    )
+  }
   contexts.ensureDefaults()
   const context = contexts.add(choice, cwd)
   try {
@@ -132,5 +138,6 @@ export const createCodeInterpreter: CreateCodeInterpreter = (host: InterpreterHo
     },
     reset: () => contexts.reset(),
     close: () => contexts.close(),
+    dropRequests: () => contexts.dropRequests(),
   }
 }

@@ -11,10 +11,14 @@ export interface LanguageChoice {
   kernel: KernelLanguage
 }
 
-/** E2B's language names and aliases (`js`, `ts`) mapped to the kernels shipped here. */
-export function chooseLanguage(value: unknown): LanguageChoice | string {
+/**
+ * E2B's language names and aliases (`js`, `ts`) mapped to the kernels shipped here. A language without a
+ * kernel gets E2B's answer for one its Jupyter does not have: 500, "Failed to create context: …". R and Java
+ * are such languages here (no R on this machine, and no notebook kernel for its Java).
+ */
+export function chooseLanguage(value: unknown): LanguageChoice {
   if (value === undefined || value === null || value === '') return { language: 'python', kernel: 'python' }
-  if (typeof value !== 'string') return 'language must be a string'
+  if (typeof value !== 'string') throw new HttpError(400, 'language must be a string')
   const name = value.trim().toLowerCase()
   switch (name) {
     case 'python':
@@ -26,17 +30,20 @@ export function chooseLanguage(value: unknown): LanguageChoice | string {
     case 'node':
     case 'nodejs':
       return { language: 'javascript', kernel: 'javascript' }
-    // TypeScript cells run on the JavaScript kernel: plain JavaScript is valid TypeScript, annotations are not
-    // stripped (Node 20 in the sandbox has no type stripping).
+    // TypeScript cells run on the JavaScript kernel, their types stripped first (by Debian's node-typescript
+    // when the machine has it; Node 20 in the sandbox has no type stripping of its own).
     case 'typescript':
     case 'ts':
-      return { language: 'typescript', kernel: 'javascript' }
+      return { language: 'typescript', kernel: 'typescript' }
     case 'bash':
     case 'sh':
     case 'shell':
       return { language: 'bash', kernel: 'bash' }
     default:
-      return `language ${JSON.stringify(value.slice(0, 64))} is not supported by local-e2b; use python, javascript or bash`
+      throw new HttpError(
+        500,
+        `Failed to create context: local-e2b has no kernel for ${JSON.stringify(name.slice(0, 64))}; its kernels are python, javascript (also for typescript) and bash`,
+      )
   }
 }
 

@@ -56,11 +56,11 @@ describe('contexts through the SDK', () => {
     expect((await harness.sandbox.runCode('1 + 2', { context })).text).toBe('3')
   })
 
-  it('refuses a context whose cwd does not exist, and leaves nothing behind', async () => {
+  it('refuses a context whose cwd does not exist with 400 (bad input), and leaves nothing behind', async () => {
     const before = (await harness.sandbox.listCodeContexts()).length
     await expect(
       harness.sandbox.createCodeContext({ cwd: `/nonexistent-${Math.random().toString(36).slice(2)}` }),
-    ).rejects.toThrow(/500/)
+    ).rejects.toThrow(/400/)
     expect((await harness.sandbox.listCodeContexts()).length).toBe(before)
   })
 })
@@ -197,8 +197,15 @@ describe('HTTP surface', () => {
       ['/execute', '[]', 400, /JSON object/],
       ['/execute', JSON.stringify({ code: 42 }), 400, /code must be a string/],
       ['/execute', JSON.stringify({ code: '1', context_id: 'abc', language: 'python' }), 400, /Only one of/],
-      ['/execute', JSON.stringify({ code: '1', language: 'cobol' }), 400, /not supported/],
-      ['/contexts', JSON.stringify({ language: 'r' }), 400, /not supported/],
+      // A language without a kernel: E2B's answer when its Jupyter has no such kernel.
+      [
+        '/execute',
+        JSON.stringify({ code: '1', language: 'cobol' }),
+        500,
+        /Failed to create context: .*no kernel/,
+      ],
+      ['/contexts', JSON.stringify({ language: 'r' }), 500, /Failed to create context: .*no kernel/],
+      ['/contexts', JSON.stringify({ language: 'java' }), 500, /Failed to create context: .*no kernel/],
       ['/execute', JSON.stringify({ code: '1', env_vars: { A: 1 } }), 400, /must be a string/],
       ['/execute', JSON.stringify({ code: '1', env_vars: { 'A=B': 'x' } }), 400, /invalid name/],
       ['/execute', JSON.stringify({ code: '1', context_id: 'x'.repeat(10_000) }), 404, /not found/],

@@ -8,7 +8,7 @@ import { createFrameReader, type FrameReader, type KernelMessage } from './frame
 import type { KernelSpawner } from './types.js'
 
 /** The kernels this package ships (bash is a mode of the Python kernel script). */
-export type KernelLanguage = 'python' | 'javascript' | 'bash'
+export type KernelLanguage = 'python' | 'javascript' | 'typescript' | 'bash'
 
 /** Receives what one cell produces, in order. */
 export interface CellSink {
@@ -65,7 +65,8 @@ function commandFor(language: KernelLanguage, kernelDir: string): [string, strin
   }
   const node = existsSync('/usr/bin/node') ? '/usr/bin/node' : process.execPath
   // --expose-internals gives the kernel Node's own top-level-await rewrite (internal/repl/await).
-  return [node, ['--expose-internals', posix.join(kernelDir, 'javascript-kernel.mjs')]]
+  const args = ['--expose-internals', posix.join(kernelDir, 'javascript-kernel.mjs')]
+  return [node, language === 'typescript' ? [...args, '--typescript'] : args]
 }
 
 /** Feeds the kernel's stdout to `reader` and what reaches its stderr to `onStderr`. */
@@ -252,7 +253,7 @@ export class KernelProcess {
     const running = this.#running
     if (!running || !this.alive) return
     this.#child.stdin.write(`${JSON.stringify({ t: 'interrupt', id: running.id })}\n`)
-    if (this.language !== 'javascript') return
+    if (this.language !== 'javascript' && this.language !== 'typescript') return
     // A synchronous JavaScript cell blocks the thread that reads the message; SIGINT reaches it, sent from
     // inside the sandbox because the spawned handle is a wrapper (nsenter) that does not forward signals.
     const timer = setTimeout(() => {

@@ -49,6 +49,11 @@ export interface CodeInterpreter {
   reset(): void
   /** The sandbox is being killed: stop every kernel. */
   close(): Promise<void>
+  /**
+   * The sandbox is being killed: drop the connection of every `/execute` in flight (no error line, no end
+   * line), as E2B does when the sandbox's machine goes away.
+   */
+  dropRequests(): void
 }
 
 /** Factory exported by `./index.ts`. */

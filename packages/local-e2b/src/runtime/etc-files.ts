@@ -14,7 +14,8 @@ export type SandboxUser = 'user' | 'root'
 
 /**
  * Entries of the host's /etc a sandbox sees: the dynamic loader's cache, TLS roots, alternatives (python3,
- * editors), the interpreters' site configuration, name-service tables, time zone. Nothing with credentials.
+ * editors), the interpreters' site configuration (matplotlib's too), name-service tables, time zone. Nothing
+ * with credentials.
  */
 const HOST_ETC_ALLOWED = [
   'alternatives',
@@ -23,6 +24,8 @@ const HOST_ETC_ALLOWED = [
   'ca-certificates.conf',
   'debian_version',
   'ethertypes',
+  // fontconfig's configuration: matplotlib asks fc-list for the fonts when it first builds its cache.
+  'fonts',
   'gai.conf',
   'host.conf',
   'inputrc',
@@ -33,6 +36,8 @@ const HOST_ETC_ALLOWED = [
   'localtime',
   'magic',
   'magic.mime',
+  // Debian's matplotlib reads its defaults from /etc/matplotlibrc and refuses to import without it.
+  'matplotlibrc',
   'mime.types',
   'networks',
   'os-release',
