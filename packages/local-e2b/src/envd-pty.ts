@@ -9,24 +9,11 @@ import { existsSync } from 'node:fs'
 import { posix } from 'node:path'
 import { ConnectError } from './connect-protocol.js'
 import { kernelHostDirectory } from './interpreter/index.js'
+import type { PtySize, PtyTerminal } from './pty-terminal.js'
 import { SANDBOX_KERNEL_DIR } from './runtime/namespace.js'
 import type { ProcessConfig, Sandbox } from './sandbox.js'
 
-/** A terminal's size in character cells (envd's PTY.Size). */
-export interface PtySize {
-  cols: number
-  rows: number
-}
-
-/** The host's side of one process's terminal. */
-export interface PtyTerminal {
-  /** Types bytes into the terminal. */
-  type(data: Buffer): void
-  /** Sets the terminal's size; the command gets SIGWINCH. */
-  resize(size: PtySize): void
-  /** Sends a signal to the command; false when the relay is gone. */
-  signal(signal: NodeJS.Signals): boolean
-}
+export type { PtySize, PtyTerminal } from './pty-terminal.js'
 
 const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = { SIGKILL: 9, SIGTERM: 15 }
 
