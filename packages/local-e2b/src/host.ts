@@ -4,11 +4,9 @@
 // The registry (registry.ts) and the snapshots (snapshot-store.ts) are persisted in stateDir; lifecycle.ts owns
 // pause, resume, timers and teardown; metrics.ts samples the running sandboxes.
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { type AdminOptions, handleAdmin } from './admin.js'
 import { ControlPlane } from './control-plane.js'
 import { LocalE2BError } from './errors.js'
@@ -26,6 +24,7 @@ import { SandboxRuntime } from './sandbox-runtime.js'
 import { SandboxTraffic } from './sandbox-traffic.js'
 import { SnapshotStore, teamOf } from './snapshot-store.js'
 import { SnapshotService, unfreezeLeftoverDisks } from './snapshots.js'
+import { prepareStateDir } from './state-dir.js'
 
 export type { LocalE2BFaults } from './faults.js'
 export { ENVD_VERSION } from './sandbox-json.js'
@@ -143,19 +142,11 @@ function listen(server: Server, port: number, hostname: string): Promise<Address
 const UNISOLATED_WARNING =
   '[sandkeep-local-e2b] WARNING: running sandboxes UNISOLATED (no bubblewrap, or not root): their processes run as this user on this machine with full access to it. Install bubblewrap and run as root for isolation.'
 
-/** The state directory (made when given, a new temp dir otherwise, which the host then owns). */
-function prepareStateDir(given: string | undefined): { stateDir: string; ownsStateDir: boolean } {
-  if (given !== undefined) mkdirSync(given, { recursive: true })
-  const stateDir = realpathSync(given ?? mkdtempSync(join(tmpdir(), 'sandkeep-local-e2b-')))
-  mkdirSync(join(stateDir, 'sandboxes'), { recursive: true })
-  return { stateDir, ownsStateDir: given === undefined }
-}
-
 /** Starts a local E2B-compatible host. Throws LocalE2BError INVALID_ARGUMENT for bad options. */
 export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<LocalE2BHost> {
   const settings: ResolvedOptions = resolveOptions(options)
   const support = probeRuntimeSupport(settings.isolation)
-  const { stateDir, ownsStateDir } = prepareStateDir(settings.stateDir)
+  const { stateDir, ownsStateDir } = prepareStateDir(settings.stateDir, settings.logger)
   const apiKey = settings.apiKey ?? `e2b_${randomBytes(20).toString('hex')}`
   if (support.isolation === 'none') settings.logger(UNISOLATED_WARNING)
 
