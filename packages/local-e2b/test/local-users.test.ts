@@ -1,14 +1,14 @@
 // What another local user (here `nobody`, through setpriv) can do to a host on the same machine: read its
 // state, or plant files the host would trust.
 import { spawnSync } from 'node:child_process'
-import { chmodSync, chownSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { Sandbox } from 'e2b'
 import { afterAll, describe, expect, it } from 'vitest'
 import { LocalE2BError, startLocalE2B } from '../src/index.js'
-import { startTestHost, stopTestHost } from './helpers.js'
+import { startHostProcess, startTestHost, stopTestHost } from './helpers.js'
 
 const NOBODY = 65534
 const dirs: string[] = []
@@ -75,4 +75,57 @@ describe('the state directory is private to the host', () => {
     chownSync(join(ownDir, 'registry.json'), NOBODY, NOBODY)
     await expect(startLocalE2B({ stateDir: ownDir, logger: () => {} })).rejects.toThrow(/belongs to uid 65534/)
   })
+})
+
+/** Files under `dir` (relative paths), recursively. */
+function filesUnder(dir: string, prefix = ''): string[] {
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((entry) => {
+    const path = join(prefix, entry.name)
+    if (entry.isDirectory()) return filesUnder(dir, path)
+    return [path]
+  })
+}
+
+/** A directory like /tmp (world-writable, sticky) to be a host's TMPDIR. */
+async function scratchTmp(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'sk-users-tmp-'))
+  dirs.push(dir)
+  chmodSync(dir, 0o1777)
+  return dir
+}
+
+describe('the launcher the host runs as root', () => {
+  it('is never a file another user planted where the host caches it', async () => {
+    // Where does the host cache its launcher under a TMPDIR? Ask a host, as an attacker would.
+    const clean = await scratchTmp()
+    const first = await startHostProcess(join(clean, 'state'), { env: { ...process.env, TMPDIR: clean } })
+    try {
+      const sandbox = await Sandbox.create(first.opts)
+      expect((await sandbox.commands.run('echo hi')).stdout).toBe('hi\n')
+      await sandbox.kill()
+    } finally {
+      first.child.kill('SIGTERM')
+      await first.exited
+    }
+    const launchers = filesUnder(clean).filter((path) => /sandkeep-enter-[0-9a-f]+$/.test(path))
+    expect(launchers.length).toBe(1)
+    const launcher = launchers[0] as string
+    // nobody plants the same path in another TMPDIR before a host starts there.
+    const attacked = await scratchTmp()
+    const ran = join(attacked, 'planted-ran')
+    const plant = asNobody(
+      `mkdir -p ${join(attacked, dirname(launcher))} && printf '#!/bin/sh\\nid -u > ${ran}\\nexit 126\\n' > ${join(attacked, launcher)} && chmod 755 ${join(attacked, launcher)}`,
+    )
+    expect(plant.status, plant.output).toBe(0)
+    const host = await startHostProcess(join(attacked, 'state'), { env: { ...process.env, TMPDIR: attacked } })
+    try {
+      const sandbox = await Sandbox.create(host.opts)
+      expect((await sandbox.commands.run('echo hi')).stdout).toBe('hi\n')
+      await sandbox.kill()
+    } finally {
+      host.child.kill('SIGTERM')
+      await host.exited
+    }
+    expect(existsSync(ran)).toBe(false)
+  }, 60_000)
 })

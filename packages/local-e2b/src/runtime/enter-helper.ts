@@ -2,12 +2,22 @@
 // join the sandbox's cgroups (freezer, and the limit hierarchies on a hybrid cgroup machine), enter its
 // namespaces, fork into its pid namespace, drop every capability and switch to the sandbox's user, chdir,
 // report the sandbox pid on fd 3, exec the command. Compiled once per machine when a C compiler
-// is present (cached by content hash); without one the host keeps the shell chain.
+// is present (cached by content hash in a directory private to the host's user); without one the host keeps
+// the shell chain.
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 
 /**
  * C source of the launcher. Usage: `sandkeep-enter <cgroup dirs|-> <target pid|-> <uid:gid|-> <cwd> <cmd> [args...]`;
@@ -147,31 +157,84 @@ int main(int argc, char **argv) {
 
 let cached: string | null | undefined
 
-/** Path of the compiled launcher, compiling it on first use; undefined when no C compiler works here. */
+const hostUid = (): number => (typeof process.geteuid === 'function' ? process.geteuid() : 0)
+
+/**
+ * True when only this user can have put anything in `dir`: a real directory (not a link), ours, with no
+ * permission for group or others, in a parent where nobody else can rename it away (not writable by others,
+ * or sticky like /tmp).
+ */
+function isPrivateDirectory(dir: string): boolean {
+  try {
+    const stats = lstatSync(dir)
+    if (!stats.isDirectory() || stats.uid !== hostUid() || (stats.mode & 0o077) !== 0) return false
+    const parent = statSync(dirname(dir))
+    return (parent.mode & 0o002) === 0 || (parent.mode & 0o1000) !== 0
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The directory the launcher is cached in: `$TMPDIR/sandkeep-local-e2b-<uid>`, made 0700 by this user. When
+ * that name is taken by something this user did not make privately (another local user can create it first,
+ * since the name is predictable), a fresh private directory for this process instead, removed at exit.
+ */
+function launcherDirectory(): string {
+  const shared = join(tmpdir(), `sandkeep-local-e2b-${hostUid()}`)
+  try {
+    mkdirSync(shared, { mode: 0o700 })
+  } catch {}
+  if (isPrivateDirectory(shared)) return shared
+  const own = mkdtempSync(join(tmpdir(), 'sandkeep-local-e2b-launcher-'))
+  process.once('exit', () => rmSync(own, { recursive: true, force: true }))
+  return own
+}
+
+/** True when `path` is a regular file of this user that nobody else can write. */
+function isOwnFile(path: string): boolean {
+  try {
+    const stats = lstatSync(path)
+    return stats.isFile() && stats.uid === hostUid() && (stats.mode & 0o022) === 0
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Path of the compiled launcher, compiling it on first use; undefined when no C compiler works here. The host
+ * runs it as root, so it is only ever taken from a directory that this user made privately (see
+ * {@link launcherDirectory}), and only when it is this user's own file.
+ */
 export function enterHelperPath(): string | undefined {
   if (cached !== undefined) return cached ?? undefined
   cached = null
   const hash = createHash('sha256').update(ENTER_SOURCE).digest('hex').slice(0, 16)
-  const dir = join(tmpdir(), 'sandkeep-local-e2b-bin')
+  let dir: string
+  try {
+    dir = launcherDirectory()
+  } catch {
+    return undefined
+  }
   const binary = join(dir, `sandkeep-enter-${hash}`)
-  if (existsSync(binary)) {
+  if (isOwnFile(binary)) {
     cached = binary
     return binary
   }
+  const source = join(dir, `sandkeep-enter-${hash}-${process.pid}.c`)
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o755 })
-    const source = join(dir, `sandkeep-enter-${hash}-${process.pid}.c`)
+    rmSync(binary, { force: true })
     const temp = `${binary}.${process.pid}.tmp`
-    writeFileSync(source, ENTER_SOURCE)
+    writeFileSync(source, ENTER_SOURCE, { mode: 0o600 })
     execFileSync('cc', ['-O2', '-o', temp, source], { stdio: 'ignore', timeout: 30_000 })
-    chmodSync(temp, 0o755)
+    chmodSync(temp, 0o700)
     // Atomic: hosts starting at once each compile, the last rename wins, every one sees a whole file.
     renameSync(temp, binary)
     cached = binary
   } catch {
     cached = null
   } finally {
-    rmSync(join(dir, `sandkeep-enter-${hash}-${process.pid}.c`), { force: true })
+    rmSync(source, { force: true })
   }
   return cached ?? undefined
 }
