@@ -191,7 +191,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const route = router({ events, traffic, controlPlane, admin: { apiKey, events, faults, getSandbox } })
   const server: Server = createServer((request, response) => void route(request, response))
   server.keepAliveTimeout = 30_000
-  lifecycle.restore('host-restart')
+  await lifecycle.restore('host-restart')
   unfreezeLeftoverDisks(registry)
   metrics.start()
   const address = await listen(server, settings.port, settings.hostname)

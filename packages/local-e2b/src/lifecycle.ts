@@ -57,14 +57,21 @@ export class Lifecycle {
     this.#events = options.events
   }
 
-  /** Loads the registry: every sandbox comes back paused, its memory lost (a new host has no processes). */
-  restore(reason: string): void {
+  /**
+   * Loads the registry: every sandbox comes back paused, its memory lost (a new host has no processes). What
+   * a host that died without teardown left of them (processes, frozen or not, in their cgroups) is killed, so
+   * that each is usable again at once, as its pause mode promises.
+   */
+  async restore(reason: string): Promise<void> {
+    const restored: Sandbox[] = []
     this.#registry.load((record) => {
       markMemoryLost(record, reason)
       const sandbox = this.#options.makeSandbox(record)
       this.scheduleRetention(sandbox)
+      restored.push(sandbox)
       return sandbox
     })
+    await Promise.all(restored.map((sandbox) => sandbox.runtime.reclaim()))
   }
 
   /** Arms the timeout of a running sandbox: at `endAt` it auto-pauses or is killed. */
@@ -177,7 +184,7 @@ export class Lifecycle {
   async restartAll(reason: string): Promise<void> {
     for (const sandbox of this.#registry.values()) await teardown(sandbox, 'restarted', true)
     this.#registry.clear()
-    this.restore(reason)
+    await this.restore(reason)
   }
 
   /** The host closes: every sandbox torn down and recorded paused with its memory lost. */

@@ -5,7 +5,7 @@
 // once (runtime/freezer.ts) and the limits hold (runtime/limits.ts); home and /tmp live on the sandbox's own
 // disk image (runtime/disk-image.ts).
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
-import { chmodSync, chownSync, mkdirSync, rmdirSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdirSync, rmdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { SANDBOX_HOME } from './paths.js'
 import { mountDisk, removeDisk, unmountDisk } from './runtime/disk-image.js'
@@ -14,6 +14,7 @@ import {
   cgroupMembers,
   freezeProcesses,
   processesInGroups,
+  resetCgroup,
   signalEach,
   thawProcesses,
   waitFor,
@@ -76,6 +77,7 @@ export class SandboxRuntime {
   #cgroup: string | undefined
   #limitDirs: string[] = []
   #diskMounted = false
+  #reclaimed = false
 
   constructor(options: SandboxRuntimeOptions) {
     this.#options = options
@@ -147,8 +149,37 @@ export class SandboxRuntime {
     child.on('exit', () => this.#groups.delete(group))
   }
 
+  /** Every cgroup directory this sandbox has, or had under an earlier host: the freezer's and the limits'. */
+  #cgroupPaths(): string[] {
+    const { support, id } = this.#options
+    const parents = [support.cgroupParent, ...Object.values(support.limitParents)]
+    return parents.filter((parent) => parent !== undefined).map((parent) => join(parent, id))
+  }
+
+  /**
+   * Takes the sandbox's cgroups back from an earlier host that died without tearing it down (SIGKILL, a
+   * crash): thawed and emptied, so that the next boot does not start inside a frozen cgroup and hang. Once per
+   * runtime (a runtime made by this host never inherits anything after that); resolves within seconds.
+   */
+  async reclaim(): Promise<void> {
+    if (this.#reclaimed) return
+    this.#reclaimed = true
+    const dirs = this.#cgroupPaths().filter((dir) => existsSync(dir))
+    if (dirs.length === 0) return
+    for (const dir of dirs) resetCgroup(dir)
+    await waitFor(() => dirs.every((dir) => cgroupMembers(dir).length === 0), 5000).catch(() => {
+      this.#options.logger?.(
+        `[sandkeep-local-e2b] processes an earlier host left in sandbox ${this.#options.id} did not all die within 5 s`,
+      )
+    })
+    // Fresh cgroups for the next boot: on this kernel a v2 cgroup that was once killed through cgroup.kill
+    // also kills every process later forked straight into it (clone3 CLONE_INTO_CGROUP), and old limits go too.
+    await removeCgroups(dirs)
+  }
+
   /** Starts the sandbox's namespace (isolated mode). Idempotent; concurrent callers share one boot. */
   async boot(): Promise<void> {
+    await this.reclaim()
     if (!this.#isolated || this.#initPid !== undefined) {
       this.#cgroupDir()
       return
@@ -307,28 +338,31 @@ export class SandboxRuntime {
     }
   }
 
-  /** Stops everything and removes the cgroups. */
+  /** Stops everything and removes the cgroups (also those an earlier host made for this sandbox). */
   async destroy(): Promise<void> {
+    await this.reclaim()
     await this.stopAll()
-    if (this.#cgroup) {
-      const cgroup = this.#cgroup
-      this.#cgroup = undefined
-      // Killed processes leave the cgroup once the kernel has finished with them; until then rmdir says EBUSY.
-      const removed = () => {
-        try {
-          rmdirSync(cgroup)
-          return true
-        } catch (error) {
-          return (error as NodeJS.ErrnoException).code !== 'EBUSY'
-        }
-      }
-      await waitFor(removed, 500).catch(() => {})
-    }
-    for (const dir of this.#limitDirs.splice(0)) {
-      try {
-        rmdirSync(dir)
-      } catch {}
-    }
+    this.#cgroup = undefined
+    this.#limitDirs = []
+    await removeCgroups(this.#cgroupPaths())
     this.#unmountDisk()
   }
+}
+
+/** Removes cgroup directories (those already gone are skipped), waiting up to 500 ms for their last members. */
+async function removeCgroups(dirs: string[]): Promise<void> {
+  // Killed processes leave the cgroup once the kernel has finished with them; until then rmdir says EBUSY.
+  const remaining = new Set(dirs)
+  const removeAll = () => {
+    for (const dir of remaining) {
+      try {
+        rmdirSync(dir)
+        remaining.delete(dir)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EBUSY') remaining.delete(dir)
+      }
+    }
+    return remaining.size === 0
+  }
+  await waitFor(removeAll, 500).catch(() => {})
 }

@@ -79,3 +79,56 @@ describe('SIGTERM while the log reader is gone', () => {
     await resumed.kill()
   }, 60_000)
 })
+
+const MODES = ['memory', 'filesystem', 'processes'] as const
+
+describe.each(['v2', 'v1'])('a host SIGKILLed with sandboxes paused (freezer %s)', (freezer) => {
+  it('comes back on its state dir with each sandbox usable as its pause mode promises, in seconds, leaking no cgroup', async () => {
+    const stateDir = await newStateDir()
+    const env = { ...process.env, SANDKEEP_LOCAL_E2B_FREEZER: freezer }
+    const host = await startHostProcess(stateDir, { env })
+    hosts.push(host)
+    const sandboxes: Array<{ id: string; mode: (typeof MODES)[number] | 'mid-pause' }> = []
+    for (const mode of MODES) {
+      const sandbox = await Sandbox.create({
+        ...host.opts,
+        metadata: { 'local-e2b/pause-mode': mode, 'local-e2b/volume': '/home/user/volume' },
+      })
+      await sandbox.commands.run('mkdir volume && echo kept > volume/kept.txt && echo scratch > scratch.txt')
+      await sandbox.commands.run('sleep 1000', { background: true, timeoutMs: 0 })
+      expect(await sandbox.pause()).toBe(true)
+      sandboxes.push({ id: sandbox.sandboxId, mode })
+    }
+    // One more, killed with its pause under way (whether the pause lands first is up to the race).
+    const busy = await Sandbox.create(host.opts)
+    await busy.commands.run('mkdir volume && echo kept > volume/kept.txt && echo scratch > scratch.txt')
+    await busy.commands.run('sleep 1000', { background: true, timeoutMs: 0 })
+    sandboxes.push({ id: busy.sandboxId, mode: 'mid-pause' })
+    const pausing = busy.pause().catch(() => false)
+    await new Promise((resolve) => setTimeout(resolve, 3))
+    host.child.kill('SIGKILL')
+    await host.exited
+    await pausing
+
+    const again = await startHostProcess(stateDir, { env })
+    hosts.push(again)
+    for (const { id, mode } of sandboxes) {
+      const resumed = await within(10_000, `connect (${mode})`, Sandbox.connect(id, again.opts))
+      const files = await within(
+        10_000,
+        `a command (${mode})`,
+        resumed.commands.run('cat volume/kept.txt; cat scratch.txt 2>/dev/null; true'),
+      )
+      // A processes-mode pause wipes all but the volume; the others keep every file.
+      expect(files.stdout, mode).toBe(mode === 'processes' ? 'kept\n' : 'kept\nscratch\n')
+      const running = (await resumed.commands.list()).map((process) => process.args.join(' '))
+      // Memory is lost with the host; only a processes-mode pause starts its recorded processes again.
+      if (mode === 'processes') expect(running.some((args) => args.includes('sleep 1000')), mode).toBe(true)
+      else expect(running, mode).toEqual([])
+      expect(await within(10_000, `kill (${mode})`, resumed.kill()), mode).toBe(true)
+      expect(cgroupDirsOf(id), mode).toEqual([])
+    }
+    again.child.kill('SIGTERM')
+    expect(await again.exited).toBe(0)
+  }, 120_000)
+})
