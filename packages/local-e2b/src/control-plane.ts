@@ -172,6 +172,7 @@ export class ControlPlane {
     } catch (error) {
       await teardown(sandbox, 'could not start').catch(() => {})
       sandbox.runtime.removeStorage()
+      this.#options.lifecycle.release(sandbox.record)
       throw new HttpError(500, `could not start the sandbox: ${(error as Error).message}`)
     }
     registry.add(sandbox)

@@ -18,6 +18,7 @@ import { Lifecycle } from './lifecycle.js'
 import { SandboxMetrics } from './metrics.js'
 import { type LocalE2BOptions, type ResolvedOptions, resolveOptions } from './options.js'
 import { SandboxRegistry } from './registry.js'
+import { IdRanges, idRangeDirectory } from './runtime/id-ranges.js'
 import { probeRuntimeSupport, type RuntimeSupport } from './runtime/support.js'
 import { type PauseMode, Sandbox, type SandboxRecord, type SandboxView } from './sandbox.js'
 import { SandboxRuntime } from './sandbox-runtime.js'
@@ -64,15 +65,29 @@ export interface LocalE2BHost {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/**
+ * Gives a record its host id range (isolated mode): a new or legacy sandbox gets a free one; a restored one
+ * takes its own back, or, when another sandbox of the machine holds it meanwhile, moves to a free one (its
+ * files follow at its next boot).
+ */
+function assignIdRange(record: SandboxRecord, ranges: IdRanges): void {
+  const previous = record.idRange
+  if (previous !== undefined && ranges.reclaim(previous, record.rootDir)) return
+  record.idRange = ranges.allocate(record.rootDir)
+  if (previous !== undefined) record.rebaseFrom ??= previous
+}
+
 /** Builds the Sandbox (and its runtime) of a record, with the template's user and limits. */
 function sandboxFactory(
   settings: ResolvedOptions,
   support: RuntimeSupport,
   events: HostEventLog,
+  ranges: IdRanges | undefined,
 ): (record: SandboxRecord) => Sandbox {
   const kernelHostDir = kernelHostDirectory()
   return (record) => {
     const template = settings.templateOptions[record.baseTemplateId ?? record.templateId]
+    if (ranges) assignIdRange(record, ranges)
     const runtime = new SandboxRuntime({
       id: record.sandboxId,
       rootDir: record.rootDir,
@@ -82,7 +97,13 @@ function sandboxFactory(
       pidFloor: () => record.lastPid ?? 0,
       user: template?.user ?? settings.user,
       limits: template?.limits ?? settings.limits,
+      nestedUserNamespaces: template?.nestedUserNamespaces ?? false,
       logger: settings.logger,
+      ...(record.idRange === undefined ? {} : { idRange: record.idRange }),
+      ...(record.rebaseFrom === undefined ? {} : { rebaseFrom: record.rebaseFrom }),
+      onRebased: () => {
+        delete record.rebaseFrom
+      },
     })
     // What the host creates for the sandbox (uploads, directories) belongs to the sandbox's user.
     if (runtime.owner) record.owner = runtime.owner
@@ -152,8 +173,19 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
 
   const events = new HostEventLog()
   const registry = new SandboxRegistry(stateDir, settings.logger)
-  const makeSandbox = sandboxFactory(settings, support, events)
-  const lifecycle = new Lifecycle({ registry, events, retentionMs: settings.retentionMs, makeSandbox })
+  const ranges =
+    support.isolation === 'bubblewrap' ? new IdRanges(idRangeDirectory(), registry.path) : undefined
+  const makeSandbox = sandboxFactory(settings, support, events, ranges)
+  const release = (record: SandboxRecord) => {
+    if (ranges && record.idRange !== undefined) ranges.release(record.idRange, record.rootDir)
+  }
+  const lifecycle = new Lifecycle({
+    registry,
+    events,
+    retentionMs: settings.retentionMs,
+    makeSandbox,
+    release,
+  })
   const store = new SnapshotStore(stateDir, settings.logger)
   store.load()
   const metrics = new SandboxMetrics({ registry, events, intervalMs: settings.metricsIntervalMs })
@@ -208,8 +240,11 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     await new Promise<void>((resolve) => server.close(() => resolve()))
     await snapshots.idle()
     await lifecycle.closeAll()
-    if (ownsStateDir) rmSync(stateDir, { recursive: true, force: true })
-    else registry.save()
+    if (ownsStateDir) {
+      // The sandboxes go with the temp state dir: nothing may keep their id ranges.
+      for (const sandbox of registry.values()) release(sandbox.record)
+      rmSync(stateDir, { recursive: true, force: true })
+    } else registry.save()
     registry.clear()
     events.record('host-close', undefined, {})
   }

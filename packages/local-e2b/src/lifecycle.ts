@@ -17,6 +17,8 @@ export interface LifecycleOptions {
   retentionMs: number | undefined
   /** Builds the sandbox (runtime included) of a record read back from the registry. */
   makeSandbox: (record: SandboxRecord) => Sandbox
+  /** Gives back what the host holds machine-wide for a sandbox that is gone for good (its host id range). */
+  release: (record: SandboxRecord) => void
 }
 
 /**
@@ -66,6 +68,8 @@ export class Lifecycle {
     const restored: Sandbox[] = []
     this.#registry.load((record) => {
       markMemoryLost(record, reason)
+      // Made by a host before each sandbox had its own id range: its files belong to the one uid of then.
+      if (record.idRange === undefined && record.rebaseFrom === undefined) record.rebaseFrom = 'legacy'
       const sandbox = this.#options.makeSandbox(record)
       this.scheduleRetention(sandbox)
       restored.push(sandbox)
@@ -177,7 +181,13 @@ export class Lifecycle {
     sandbox.dropConnections()
     await teardown(sandbox, 'was killed')
     sandbox.runtime.removeStorage()
+    this.release(sandbox.record)
     this.#events.record('sandbox-kill', sandbox.id, { reason })
+  }
+
+  /** Gives back what the host holds machine-wide for a sandbox that is gone for good. */
+  release(record: SandboxRecord): void {
+    this.#options.release(record)
   }
 
   /** Tears every sandbox down and loads the registry again (the restart fault): processes die, files stay. */

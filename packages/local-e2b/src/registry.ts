@@ -4,8 +4,8 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { HttpError } from './http.js'
-import { PRIVATE_FILE_MODE } from './state-dir.js'
 import type { Sandbox, SandboxRecord } from './sandbox.js'
+import { PRIVATE_FILE_MODE } from './state-dir.js'
 
 /** A new id in E2B's shape: `i` and 19 lowercase letters or digits. */
 export function newSandboxId(): string {

@@ -5,7 +5,7 @@
 // once (runtime/freezer.ts) and the limits hold (runtime/limits.ts); home and /tmp live on the sandbox's own
 // disk image (runtime/disk-image.ts).
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdirSync, rmdirSync } from 'node:fs'
+import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, rmdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { SANDBOX_HOME } from './paths.js'
 import { mountDisk, removeDisk, unmountDisk } from './runtime/disk-image.js'
@@ -19,10 +19,12 @@ import {
   thawProcesses,
   waitFor,
 } from './runtime/freezer.js'
+import { hostIdOf, rebaseOwnership } from './runtime/id-ranges.js'
 import { killByGroup, launchCommand, readHandshake, wrapInCgroups } from './runtime/launch.js'
 import { applyLimits, DEFAULT_LIMITS, type SandboxLimits } from './runtime/limits.js'
-import { bwrapArguments, setLastPid, startNamespace } from './runtime/namespace.js'
+import { BWRAP_COMMAND_LINE, bwrapArguments, setLastPid, startNamespace } from './runtime/namespace.js'
 import type { RuntimeSupport } from './runtime/support.js'
+import { createUserNamespace } from './runtime/user-namespace.js'
 
 /** Options of one sandbox's runtime. */
 export interface SandboxRuntimeOptions {
@@ -45,6 +47,20 @@ export interface SandboxRuntimeOptions {
   user?: SandboxUser
   /** Resource limits (default {@link DEFAULT_LIMITS}). */
   limits?: SandboxLimits
+  /**
+   * The sandbox's host id range (id-ranges.ts; isolated mode): its user namespace maps ids 0-65535 onto it.
+   * Required with bubblewrap.
+   */
+  idRange?: number
+  /**
+   * Where the sandbox's files were owned before (its earlier range, or `legacy`: a sandbox made before ranges
+   * existed); they are given to {@link idRange} at the next boot, then `onRebased` is called.
+   */
+  rebaseFrom?: number | 'legacy'
+  /** Called once the files were given to the new range. */
+  onRebased?: () => void
+  /** Let processes create user namespaces of their own (default false: `unshare -U` fails inside). */
+  nestedUserNamespaces?: boolean
   /** Where warnings go. */
   logger?: (line: string) => void
 }
@@ -78,6 +94,8 @@ export class SandboxRuntime {
   #limitDirs: string[] = []
   #diskMounted = false
   #reclaimed = false
+  /** An fd of the sandbox's user namespace (isolated, while booted): every launched process joins it. */
+  #userNamespace: number | undefined
 
   constructor(options: SandboxRuntimeOptions) {
     this.#options = options
@@ -111,10 +129,33 @@ export class SandboxRuntime {
     return this.#options.rootDir + sandboxPath
   }
 
-  /** Host uid/gid of the sandbox's processes (isolated mode), undefined for root. */
+  /** uid/gid of the sandbox's processes inside its user namespace (isolated mode). */
+  get #insideIds(): { uid: number; gid: number } | undefined {
+    if (!this.#isolated) return undefined
+    const id = this.#options.user === 'root' ? 0 : SANDBOX_USER_ID
+    return { uid: id, gid: id }
+  }
+
+  #idRange(): number {
+    const range = this.#options.idRange
+    if (range === undefined) throw new Error(`sandbox ${this.#options.id} has no host id range`)
+    return range
+  }
+
+  /**
+   * Host uid/gid of the sandbox's processes (isolated mode): what the host gives the files it creates for
+   * the sandbox. Undefined unisolated (the host leaves ownership as it is).
+   */
   get owner(): { uid: number; gid: number } | undefined {
-    if (!this.#isolated || this.#options.user === 'root') return undefined
-    return { uid: SANDBOX_USER_ID, gid: SANDBOX_USER_ID }
+    const inside = this.#insideIds
+    if (!inside) return undefined
+    const range = this.#idRange()
+    return { uid: hostIdOf(range, inside.uid), gid: hostIdOf(range, inside.gid) }
+  }
+
+  /** True when a command may ask for root: unisolated, or a template that runs as root. */
+  get rootAllowed(): boolean {
+    return !this.#isolated || this.#options.user === 'root'
   }
 
   #limits(): SandboxLimits {
@@ -193,19 +234,42 @@ export class SandboxRuntime {
   async #bootNamespace(): Promise<void> {
     const { rootDir, allowInternet, kernelHostDir, support } = this.#options
     const limits = this.#limits()
+    const range = this.#idRange()
     if (support.diskImages && limits.diskBytes > 0) {
       this.#diskMounted = mountDisk(rootDir, limits.diskBytes) || this.#diskMounted
     }
-    mkdirSync(join(rootDir, 'home/user'), { recursive: true })
-    mkdirSync(join(rootDir, 'tmp'), { recursive: true })
+    const home = join(rootDir, 'home/user')
+    const tmp = join(rootDir, 'tmp')
+    mkdirSync(home, { recursive: true })
+    mkdirSync(tmp, { recursive: true })
+    const { rebaseFrom, onRebased } = this.#options
+    if (rebaseFrom !== undefined) {
+      rebaseOwnership([home, tmp], rebaseFrom, range)
+      onRebased?.()
+    }
     // mkdir's mode passes through the umask; /tmp must be world-writable and sticky for `user`.
-    chmodSync(join(rootDir, 'tmp'), 0o1777)
+    chmodSync(tmp, 0o1777)
+    chownSync(tmp, hostIdOf(range, 0), hostIdOf(range, 0))
     const owner = this.owner
-    if (owner) chownSync(join(rootDir, 'home/user'), owner.uid, owner.gid)
+    if (owner) chownSync(home, owner.uid, owner.gid)
     const spec = { rootDir, allowInternet, kernelHostDir, tmpfsBytes: limits.tmpfsBytes }
     const { args, data } = bwrapArguments(spec)
-    const [command, commandArgs] = wrapInCgroups(this.#procsFiles(this.#cgroupDir()), 'bwrap', args)
-    const { init, initPid } = await startNamespace(command, commandArgs, data)
+    const [command, commandArgs] = wrapInCgroups(
+      this.#procsFiles(this.#cgroupDir()),
+      'bwrap',
+      BWRAP_COMMAND_LINE,
+    )
+    const userNamespace = await createUserNamespace(range, this.#options.nestedUserNamespaces === true)
+    let started: Awaited<ReturnType<typeof startNamespace>>
+    try {
+      started = await startNamespace(command, commandArgs, { args, data })
+    } catch (error) {
+      closeSync(userNamespace)
+      throw error
+    }
+    this.#closeUserNamespace()
+    this.#userNamespace = userNamespace
+    const { init, initPid } = started
     this.#init = init
     // Without a cgroup, the init's process group is how its descendants are found, frozen and killed.
     this.#track(init)
@@ -262,7 +326,7 @@ export class SandboxRuntime {
         enterHelper: this.#options.support.enterHelper,
         initPid: isolated ? this.#initPid : undefined,
         procsFiles: this.#procsFiles(this.#cgroupDir()),
-        owner: this.owner,
+        ids: this.#insideIds,
         hostPathOf: (path) => this.hostPathOf(path),
         home: SANDBOX_HOME,
       },
@@ -271,8 +335,11 @@ export class SandboxRuntime {
       args,
     )
     const env = isolated ? options.env : { ...options.env, HOME: this.hostPathOf(SANDBOX_HOME) }
+    // fd 3 carries the pid handshake; fd 4 (isolated) the user namespace the process joins.
+    const userNamespace = isolated ? this.#userNamespace : undefined
+    if (isolated && userNamespace === undefined) throw new Error('sandbox user namespace is gone')
     const child = spawn(launch.file, launch.args, {
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe', ...(userNamespace === undefined ? [] : [userNamespace])],
       detached: true,
       env,
       cwd: launch.cwd,
@@ -331,11 +398,17 @@ export class SandboxRuntime {
     await this.thaw()
     this.#initPid = undefined
     this.#init = undefined
+    this.#closeUserNamespace()
     if (this.#cgroup) {
       await waitFor(() => this.hostPids().length === 0, 5000).catch(() =>
         signalEach(this.hostPids(), 'SIGKILL'),
       )
     }
+  }
+
+  #closeUserNamespace(): void {
+    if (this.#userNamespace !== undefined) closeSync(this.#userNamespace)
+    this.#userNamespace = undefined
   }
 
   /** Stops everything and removes the cgroups (also those an earlier host made for this sandbox). */

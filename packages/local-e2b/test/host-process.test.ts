@@ -44,7 +44,9 @@ async function startHost(stateDir: string, args: string[] = []): Promise<HostPro
 
 /** Every cgroup directory a sandbox can have, on any kind of machine, that exists now. */
 export function cgroupDirsOf(sandboxId: string): string[] {
-  const roots = ['unified', 'freezer', 'pids', 'memory', 'cpu', '.'].map((name) => join('/sys/fs/cgroup', name))
+  const roots = ['unified', 'freezer', 'pids', 'memory', 'cpu', '.'].map((name) =>
+    join('/sys/fs/cgroup', name),
+  )
   return roots.map((root) => join(root, 'sandkeep', sandboxId)).filter((dir) => existsSync(dir))
 }
 
@@ -123,7 +125,11 @@ describe.each(['v2', 'v1'])('a host SIGKILLed with sandboxes paused (freezer %s)
       expect(files.stdout, mode).toBe(mode === 'processes' ? 'kept\n' : 'kept\nscratch\n')
       const running = (await resumed.commands.list()).map((process) => process.args.join(' '))
       // Memory is lost with the host; only a processes-mode pause starts its recorded processes again.
-      if (mode === 'processes') expect(running.some((args) => args.includes('sleep 1000')), mode).toBe(true)
+      if (mode === 'processes')
+        expect(
+          running.some((args) => args.includes('sleep 1000')),
+          mode,
+        ).toBe(true)
       else expect(running, mode).toEqual([])
       expect(await within(10_000, `kill (${mode})`, resumed.kill()), mode).toBe(true)
       expect(cgroupDirsOf(id), mode).toEqual([])

@@ -73,7 +73,9 @@ describe('the state directory is private to the host', () => {
     mkdirSync(join(ownDir, 'sandboxes'))
     writeFileSync(join(ownDir, 'registry.json'), '{"sandboxes":[]}')
     chownSync(join(ownDir, 'registry.json'), NOBODY, NOBODY)
-    await expect(startLocalE2B({ stateDir: ownDir, logger: () => {} })).rejects.toThrow(/belongs to uid 65534/)
+    await expect(startLocalE2B({ stateDir: ownDir, logger: () => {} })).rejects.toThrow(
+      /belongs to uid 65534/,
+    )
   })
 })
 
@@ -117,7 +119,9 @@ describe('the launcher the host runs as root', () => {
       `mkdir -p ${join(attacked, dirname(launcher))} && printf '#!/bin/sh\\nid -u > ${ran}\\nexit 126\\n' > ${join(attacked, launcher)} && chmod 755 ${join(attacked, launcher)}`,
     )
     expect(plant.status, plant.output).toBe(0)
-    const host = await startHostProcess(join(attacked, 'state'), { env: { ...process.env, TMPDIR: attacked } })
+    const host = await startHostProcess(join(attacked, 'state'), {
+      env: { ...process.env, TMPDIR: attacked },
+    })
     try {
       const sandbox = await Sandbox.create(host.opts)
       expect((await sandbox.commands.run('echo hi')).stdout).toBe('hi\n')

@@ -6,27 +6,22 @@
 // the shell chain.
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import {
-  chmodSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
+import { hostUid, isOwnFile, isPrivateDirectory } from './private-dir.js'
 
 /**
  * C source of the launcher. Usage: `sandkeep-enter <cgroup dirs|-> <target pid|-> <uid:gid|-> <cwd> <cmd> [args...]`;
- * the cgroup dirs are colon-separated, the first is forked into, the others are joined first.
+ * the cgroup dirs are colon-separated, the first is forked into, the others are joined first. With a target
+ * pid, fd 4 is the sandbox's user namespace, joined after the target's other namespaces.
  */
 const ENTER_SOURCE = String.raw`#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
+#include <linux/keyctl.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -122,6 +117,10 @@ int main(int argc, char **argv) {
       if (setns(fds[i], 0) < 0) fail(names[i]);
       close(fds[i]);
     }
+    /* The sandbox's own user namespace (fd 4) after the others, which belong to the host's root: joining it
+       gives every capability there and none on the host's namespaces any more. */
+    if (setns(4, CLONE_NEWUSER) < 0) fail("user namespace");
+    close(4);
   }
   pid_t child = fork_into(cgroup);
   if (child < 0) fail("fork");
@@ -129,11 +128,20 @@ int main(int argc, char **argv) {
     for (int cap = 0; cap < 64; cap++) prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     if (uid >= 0) {
-      /* setuid from root to another uid clears the permitted and effective capabilities too. */
+      /* Ids of the sandbox's user namespace. setuid to a non-zero uid clears every capability; uid 0 (a root
+         template) keeps those of the namespace until they are cleared below. */
       if (setgroups(0, NULL) < 0) fail("setgroups");
       if (setgid((gid_t)gid) < 0) fail("setgid");
       if (setuid((uid_t)uid) < 0) fail("setuid");
     }
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct none[2];
+    memset(none, 0, sizeof none);
+    if (syscall(SYS_capset, &header, none) < 0) fail("capset");
+    /* A session keyring of its own: the one inherited from the host would give possession of its keys. It
+       links the user keyring, as a login session's does. */
+    syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL);
+    syscall(SYS_keyctl, KEYCTL_LINK, KEY_SPEC_USER_KEYRING, KEY_SPEC_SESSION_KEYRING);
     if (chdir(argv[4]) < 0) fail("cwd");
     dprintf(3, "%d\n", (int)getpid());
     close(3);
@@ -157,24 +165,6 @@ int main(int argc, char **argv) {
 
 let cached: string | null | undefined
 
-const hostUid = (): number => (typeof process.geteuid === 'function' ? process.geteuid() : 0)
-
-/**
- * True when only this user can have put anything in `dir`: a real directory (not a link), ours, with no
- * permission for group or others, in a parent where nobody else can rename it away (not writable by others,
- * or sticky like /tmp).
- */
-function isPrivateDirectory(dir: string): boolean {
-  try {
-    const stats = lstatSync(dir)
-    if (!stats.isDirectory() || stats.uid !== hostUid() || (stats.mode & 0o077) !== 0) return false
-    const parent = statSync(dirname(dir))
-    return (parent.mode & 0o002) === 0 || (parent.mode & 0o1000) !== 0
-  } catch {
-    return false
-  }
-}
-
 /**
  * The directory the launcher is cached in: `$TMPDIR/sandkeep-local-e2b-<uid>`, made 0700 by this user. When
  * that name is taken by something this user did not make privately (another local user can create it first,
@@ -189,16 +179,6 @@ function launcherDirectory(): string {
   const own = mkdtempSync(join(tmpdir(), 'sandkeep-local-e2b-launcher-'))
   process.once('exit', () => rmSync(own, { recursive: true, force: true }))
   return own
-}
-
-/** True when `path` is a regular file of this user that nobody else can write. */
-function isOwnFile(path: string): boolean {
-  try {
-    const stats = lstatSync(path)
-    return stats.isFile() && stats.uid === hostUid() && (stats.mode & 0o022) === 0
-  } catch {
-    return false
-  }
 }
 
 /**
