@@ -215,6 +215,8 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     makeSandbox,
     snapshots,
     metrics,
+    // Unisolated, a sandbox runs in the host's network anyway: nothing to filter, nothing promised.
+    canFilterInternet: support.isolation === 'none' || support.internetFilter,
   })
   const traffic = new SandboxTraffic({ settings, support, events, registry, lifecycle, faults })
   const { isolation } = support

@@ -23,6 +23,7 @@ import { hostIdOf, rebaseOwnership } from './runtime/id-ranges.js'
 import { killByGroup, launchCommand, readHandshake, wrapInCgroups } from './runtime/launch.js'
 import { applyLimits, DEFAULT_LIMITS, type SandboxLimits } from './runtime/limits.js'
 import { BWRAP_COMMAND_LINE, bwrapArguments, setLastPid, startNamespace } from './runtime/namespace.js'
+import { connectToInternet } from './runtime/network.js'
 import type { RuntimeSupport } from './runtime/support.js'
 import { createUserNamespace } from './runtime/user-namespace.js'
 
@@ -34,7 +35,7 @@ export interface SandboxRuntimeOptions {
   rootDir: string
   /** What the machine offers. */
   support: RuntimeSupport
-  /** Share the host's network namespace (internet access); otherwise only the sandbox's own loopback. */
+  /** Internet access (filtered: network.ts); otherwise only the sandbox's own loopback. */
   allowInternet: boolean
   /** Host directory made visible read-only at /opt/sandkeep/kernels (isolated mode). */
   kernelHostDir?: string
@@ -252,7 +253,7 @@ export class SandboxRuntime {
     chownSync(tmp, hostIdOf(range, 0), hostIdOf(range, 0))
     const owner = this.owner
     if (owner) chownSync(home, owner.uid, owner.gid)
-    const spec = { rootDir, allowInternet, kernelHostDir, tmpfsBytes: limits.tmpfsBytes }
+    const spec = { rootDir, kernelHostDir, tmpfsBytes: limits.tmpfsBytes }
     const { args, data } = bwrapArguments(spec)
     const [command, commandArgs] = wrapInCgroups(
       this.#procsFiles(this.#cgroupDir()),
@@ -280,6 +281,13 @@ export class SandboxRuntime {
         this.#initPid = undefined
       }
     })
+    if (allowInternet) {
+      await connectToInternet(initPid, range).catch(async (error: unknown) => {
+        // Never a sandbox that asked for a way out and runs without one, half set up.
+        await this.stopAll()
+        throw error
+      })
+    }
     const floor = this.#options.pidFloor?.() ?? 0
     if (floor > 0) await setLastPid(initPid, floor)
   }

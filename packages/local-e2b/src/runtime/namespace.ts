@@ -36,8 +36,6 @@ export const BWRAP_COMMAND_LINE = ['--args', String(ARGS_FD), '--', '/bin/sh', '
 export interface NamespaceSpec {
   /** Host directory holding the sandbox's `home/user` and `tmp`. */
   rootDir: string
-  /** Share the host's network namespace; otherwise only the sandbox's own loopback. */
-  allowInternet: boolean
   /** Host directory made visible read-only at {@link SANDBOX_KERNEL_DIR}. */
   kernelHostDir: string | undefined
   /** Size of each private tmpfs (/var/tmp, /dev/shm). */
@@ -46,9 +44,9 @@ export interface NamespaceSpec {
 
 /** bwrap's options (sent through ARGS_FD), and the contents of the files it reads from DATA_FD_BASE up. */
 export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: string[] } {
-  const args = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent']
+  // A network namespace of its own always: with internet access, network.ts connects it to the host.
+  const args = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent']
   args.push('--cap-drop', 'ALL', '--hostname', 'sandbox')
-  if (!spec.allowInternet) args.push('--unshare-net')
   for (const dir of SYSTEM_DIRECTORIES) bindHostPath(args, dir, false)
   // Files handed to bwrap through pipes (--ro-bind-data) instead of host paths: nothing in the sandbox's
   // mount table then names a host directory.
