@@ -96,19 +96,24 @@ async function scratchTmp(): Promise<string> {
   return dir
 }
 
+/** Starts the bin with `tmp` as its TMPDIR, runs one command in a new sandbox, stops it. */
+async function runOnceWithTmpdir(tmp: string): Promise<void> {
+  const host = await startHostProcess(join(tmp, 'state'), { env: { ...process.env, TMPDIR: tmp } })
+  try {
+    const sandbox = await Sandbox.create(host.opts)
+    expect((await sandbox.commands.run('echo hi')).stdout).toBe('hi\n')
+    await sandbox.kill()
+  } finally {
+    host.child.kill('SIGTERM')
+    await host.exited
+  }
+}
+
 describe('the launcher the host runs as root', () => {
   it('is never a file another user planted where the host caches it', async () => {
     // Where does the host cache its launcher under a TMPDIR? Ask a host, as an attacker would.
     const clean = await scratchTmp()
-    const first = await startHostProcess(join(clean, 'state'), { env: { ...process.env, TMPDIR: clean } })
-    try {
-      const sandbox = await Sandbox.create(first.opts)
-      expect((await sandbox.commands.run('echo hi')).stdout).toBe('hi\n')
-      await sandbox.kill()
-    } finally {
-      first.child.kill('SIGTERM')
-      await first.exited
-    }
+    await runOnceWithTmpdir(clean)
     const launchers = filesUnder(clean).filter((path) => /sandkeep-enter-[0-9a-f]+$/.test(path))
     expect(launchers.length).toBe(1)
     const launcher = launchers[0] as string
@@ -119,17 +124,7 @@ describe('the launcher the host runs as root', () => {
       `mkdir -p ${join(attacked, dirname(launcher))} && printf '#!/bin/sh\\nid -u > ${ran}\\nexit 126\\n' > ${join(attacked, launcher)} && chmod 755 ${join(attacked, launcher)}`,
     )
     expect(plant.status, plant.output).toBe(0)
-    const host = await startHostProcess(join(attacked, 'state'), {
-      env: { ...process.env, TMPDIR: attacked },
-    })
-    try {
-      const sandbox = await Sandbox.create(host.opts)
-      expect((await sandbox.commands.run('echo hi')).stdout).toBe('hi\n')
-      await sandbox.kill()
-    } finally {
-      host.child.kill('SIGTERM')
-      await host.exited
-    }
+    await runOnceWithTmpdir(attacked)
     expect(existsSync(ran)).toBe(false)
   }, 60_000)
 })
