@@ -260,7 +260,11 @@ export class SandboxRuntime {
       'bwrap',
       BWRAP_COMMAND_LINE,
     )
-    const userNamespace = await createUserNamespace(range, this.#options.nestedUserNamespaces === true)
+    const userNamespace = await createUserNamespace(
+      range,
+      this.#options.nestedUserNamespaces === true,
+      support.enterHelper,
+    )
     let started: Awaited<ReturnType<typeof startNamespace>>
     try {
       started = await startNamespace(command, commandArgs, { args, data })

@@ -14,7 +14,7 @@ import { hostUid, isOwnFile, isPrivateDirectory } from './private-dir.js'
 /**
  * C source of the launcher. Usage: `sandkeep-enter <cgroup dirs|-> <target pid|-> <uid:gid|-> <cwd> <cmd> [args...]`;
  * the cgroup dirs are colon-separated, the first is forked into, the others are joined first. With a target
- * pid, fd 4 is the sandbox's user namespace, joined after the target's other namespaces.
+ * pid, fd 4 is the sandbox's user namespace, joined by the forked process after the target's other namespaces.
  */
 const ENTER_SOURCE = String.raw`#define _GNU_SOURCE
 #include <errno.h>
@@ -149,7 +149,64 @@ static void join_cgroup(const char *dir) {
   close(procs);
 }
 
+/* --user-namespace <host id> <count> <nested 0|1>: makes a sandbox's user namespace in one exec. A child drops
+   to the host id (the kernel charges a user namespace's per-user counts to its creator), unshares, waits for
+   this process (root) to write its id maps, then, still holding every capability of the new namespace (no
+   exec in between), sets its max_user_namespaces to 0 unless nested ones are allowed. Its pid goes to stdout;
+   it holds the namespace until stdin closes (the host has opened /proc/<pid>/ns/user by then). */
+static int make_user_namespace(char **argv) {
+  long base = atol(argv[2]), count = atol(argv[3]);
+  int nested = strcmp(argv[4], "1") == 0;
+  int to_child[2], to_parent[2];
+  if (pipe(to_child) < 0 || pipe(to_parent) < 0) fail("pipe");
+  pid_t child = fork();
+  if (child < 0) fail("fork");
+  char step = 0;
+  if (child == 0) {
+    close(to_child[1]);
+    close(to_parent[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (setgroups(0, NULL) < 0 || setresgid(base, base, base) < 0 || setresuid(base, base, base) < 0) _exit(1);
+    if (unshare(CLONE_NEWUSER) < 0) _exit(2);
+    if (write(to_parent[1], "u", 1) != 1 || read(to_child[0], &step, 1) != 1) _exit(3);
+    if (!nested) {
+      int limit = open("/proc/sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);
+      if (limit < 0 || write(limit, "0", 1) != 1) _exit(4);
+      close(limit);
+    }
+    if (write(to_parent[1], "r", 1) != 1) _exit(5);
+    for (;;) pause();
+  }
+  close(to_child[0]);
+  close(to_parent[1]);
+  if (read(to_parent[0], &step, 1) != 1) {
+    fprintf(stderr, "sandkeep-enter: the user namespace's creator failed\n");
+    return 126;
+  }
+  char map[64], path[64];
+  int length = snprintf(map, sizeof map, "0 %ld %ld\n", base, count);
+  const char *maps[] = {"uid_map", "gid_map"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)child, maps[i]);
+    int file = open(path, O_WRONLY | O_CLOEXEC);
+    if (file < 0 || write(file, map, length) != length) fail(path);
+    close(file);
+  }
+  if (write(to_child[1], "m", 1) != 1 || read(to_parent[0], &step, 1) != 1) {
+    fprintf(stderr, "sandkeep-enter: could not forbid nested user namespaces\n");
+    return 126;
+  }
+  printf("%d\n", (int)child);
+  fflush(stdout);
+  while (read(0, &step, 1) > 0) {
+  }
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 5 && strcmp(argv[1], "--user-namespace") == 0) return make_user_namespace(argv);
   if (argc < 6) {
     fprintf(stderr, "usage: sandkeep-enter <cgroup dirs|-> <pid|-> <uid:gid|-> <cwd> <cmd> [args...]\n");
     return 126;
@@ -188,14 +245,17 @@ int main(int argc, char **argv) {
       if (setns(fds[i], 0) < 0) fail(names[i]);
       close(fds[i]);
     }
-    /* The sandbox's own user namespace (fd 4) after the others, which belong to the host's root: joining it
-       gives every capability there and none on the host's namespaces any more. */
-    if (setns(4, CLONE_NEWUSER) < 0) fail("user namespace");
-    close(4);
   }
   pid_t child = fork_into(cgroup);
   if (child < 0) fail("fork");
   if (child == 0) {
+    if (strcmp(argv[2], "-") != 0) {
+      /* The sandbox's own user namespace (fd 4) after the others, which belong to the host's root: joining
+         it gives every capability there and none on the host's namespaces any more. Only the child joins:
+         the launcher that waits for it stays the host's. */
+      if (setns(4, CLONE_NEWUSER) < 0) fail("user namespace");
+      close(4);
+    }
     for (int cap = 0; cap < 64; cap++) prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     if (uid >= 0) {

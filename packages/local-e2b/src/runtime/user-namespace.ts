@@ -31,9 +31,52 @@ function run(command: string, args: string[], what: string): Promise<void> {
 /**
  * Makes the user namespace of the sandbox with id range `index`; resolves with an fd of it, which the caller
  * keeps (and closes) for as long as the sandbox's namespaces live. `allowNested`: leave nested user
- * namespaces allowed inside.
+ * namespaces allowed inside. With the compiled launcher (`enterHelper`) in one exec, otherwise with
+ * setpriv, unshare and nsenter.
  */
-export async function createUserNamespace(index: number, allowNested: boolean): Promise<number> {
+export function createUserNamespace(
+  index: number,
+  allowNested: boolean,
+  enterHelper: string | undefined,
+): Promise<number> {
+  if (enterHelper) return createWithLauncher(enterHelper, index, allowNested)
+  return createWithTools(index, allowNested)
+}
+
+/** The launcher's `--user-namespace` mode: it prints the holder's pid and holds until its stdin closes. */
+async function createWithLauncher(enterHelper: string, index: number, allowNested: boolean): Promise<number> {
+  const args = [
+    '--user-namespace',
+    String(hostIdOf(index, 0)),
+    String(ID_RANGE_SIZE),
+    allowNested ? '1' : '0',
+  ]
+  const launcher = spawn(enterHelper, args, { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH } })
+  let stderr = ''
+  launcher.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  launcher.stdin.on('error', () => {})
+  try {
+    const holder = await new Promise<number>((resolve, reject) => {
+      let text = ''
+      launcher.once('error', reject)
+      launcher.stdout.on('data', (chunk: Buffer) => {
+        text += chunk.toString()
+        const pid = Number.parseInt(text, 10)
+        if (text.includes('\n') && Number.isInteger(pid)) resolve(pid)
+      })
+      launcher.stdout.once('end', () =>
+        reject(new Error(`could not make the sandbox's user namespace: ${stderr.trim()}`)),
+      )
+    })
+    return openSync(`/proc/${holder}/ns/user`, 'r')
+  } finally {
+    launcher.stdin.end()
+  }
+}
+
+async function createWithTools(index: number, allowNested: boolean): Promise<number> {
   // Made by the sandbox's own host uid, not by root: the kernel charges every per-user count of a user
   // namespace (inotify instances, ...) to its creator in the parent namespace too. Made by root, all
   // sandboxes would share root's budget, and the host's.
