@@ -136,6 +136,14 @@ export interface SandboxView {
   isolation: 'bubblewrap' | 'none'
 }
 
+/**
+ * Whose host ids a sandbox's files carry now: the range they still wait to be moved from, else its own range,
+ * else those of the hosts before ranges. A fork or a sandbox made from a snapshot moves them onto its own.
+ */
+export function filesRangeOf(record: SandboxRecord): number | 'legacy' {
+  return record.rebaseFrom ?? record.idRange ?? 'legacy'
+}
+
 export function newToken(bytes = 24): string {
   return randomBytes(bytes).toString('base64url')
 }

@@ -135,3 +135,26 @@ describe('host ids across a host restart', () => {
     }
   })
 })
+
+describe('forks and sandboxes made from snapshots', () => {
+  const t = useTestHost()
+
+  it('get a range of their own, and the files they inherit belong to their user', async () => {
+    const source = await Sandbox.create(t.opts)
+    await source.commands.run('mkdir -p work && echo v1 > work/state.txt')
+    const forks = await source.fork({ count: 1 })
+    const fork = forks[0]
+    if (!(fork instanceof Sandbox)) throw new Error(`fork failed: ${String(fork)}`)
+    const { snapshotId } = await source.createSnapshot()
+    const restored = await Sandbox.create(snapshotId, t.opts)
+    const owners = [source, fork, restored].map((sandbox) => t.host.getSandbox(sandbox.sandboxId)?.owner?.uid)
+    expect(new Set(owners).size).toBe(3)
+    for (const sandbox of [fork, restored]) {
+      const written = await sandbox.commands.run(
+        'echo v2 >> work/state.txt && stat -c %U work work/state.txt',
+      )
+      expect(written.stdout).toBe('user\nuser\n')
+    }
+    for (const sandbox of [source, fork, restored]) await sandbox.kill()
+  })
+})
