@@ -42,10 +42,15 @@ ensure_redis() {
 }
 
 ensure_bubblewrap() {
-  command -v bwrap >/dev/null 2>&1 && return 0
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "dev.sh: installing bubblewrap for sandbox isolation" >&2
-    (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "dev.sh: bubblewrap could not be installed; local-e2b refuses to start without it unless isolation none is asked for" >&2
+    if ! command -v bwrap >/dev/null 2>&1; then
+      echo "dev.sh: installing bubblewrap for sandbox isolation" >&2
+      (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "dev.sh: bubblewrap could not be installed; local-e2b refuses to start without it unless isolation none is asked for" >&2
+    fi
+    if ! command -v nft >/dev/null 2>&1; then
+      echo "dev.sh: installing nftables to filter sandboxes' internet access" >&2
+      (apt-get update -qq && apt-get install -y -qq nftables >/dev/null) || echo "dev.sh: nftables could not be installed; local-e2b refuses allowInternetAccess: true without it" >&2
+    fi
   fi
 }
 

@@ -22,8 +22,22 @@ Options:
   --help                show this help
 `
 
+/**
+ * Writes to stderr, never throwing: the reader of the host's log may be gone (a closed pipe gives EPIPE), and
+ * a log line must never be what stops the host from shutting its sandboxes down.
+ */
+function log(line: string): void {
+  try {
+    process.stderr.write(`${line}\n`)
+  } catch {}
+}
+
+// A write to a pipe whose reader left fails asynchronously too, as an 'error' event: without a listener it
+// would end the process (exit 1) in the middle of whatever it was doing, shutdown included.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {})
+
 function fail(message: string): never {
-  process.stderr.write(`sandkeep-local-e2b: ${message} (see --help)\n`)
+  log(`sandkeep-local-e2b: ${message} (see --help)`)
   process.exit(2)
 }
 
@@ -82,7 +96,7 @@ function parseFlags(): LocalE2BOptions | 'help' {
 
 /** Prints the export lines; the key itself goes to a 0600 file that the E2B_API_KEY line reads. */
 async function printExports(host: LocalE2BHost): Promise<void> {
-  process.stderr.write('Export these in the shell that runs your E2B client:\n')
+  log('Export these in the shell that runs your E2B client:')
   // The key never reaches the terminal (scrollback, CI logs): it goes to a 0600 file in the state dir and
   // the export line reads it from there.
   const keyFile = join(host.stateDir, 'api-key')
@@ -90,7 +104,9 @@ async function printExports(host: LocalE2BHost): Promise<void> {
   await chmod(keyFile, 0o600)
   for (const [name, value] of Object.entries(host.env)) {
     const shown = name === 'E2B_API_KEY' ? `"$(cat ${shellQuote(keyFile)})"` : value
-    process.stdout.write(`export ${name}=${shown}\n`)
+    try {
+      process.stdout.write(`export ${name}=${shown}\n`)
+    } catch {}
   }
 }
 
@@ -100,26 +116,26 @@ async function main(): Promise<void> {
     process.stdout.write(HELP)
     return
   }
-  options.logger = (line) => process.stderr.write(`${line}\n`)
+  options.logger = log
   let host: LocalE2BHost
   try {
     host = await startLocalE2B(options)
   } catch (error) {
     fail((error as Error).message)
   }
-  process.stderr.write(
-    `sandkeep-local-e2b listening on ${host.apiUrl} (isolation: ${host.isolation}, freezer: ${host.freezer}, pause: ${host.pauseMode}, state: ${host.stateDir})\n`,
+  log(
+    `sandkeep-local-e2b listening on ${host.apiUrl} (isolation: ${host.isolation}, freezer: ${host.freezer}, pause: ${host.pauseMode}, state: ${host.stateDir})`,
   )
   await printExports(host)
   let stopping = false
   const stop = (signal: string) => {
     if (stopping) return
     stopping = true
-    process.stderr.write(`sandkeep-local-e2b: ${signal}, stopping\n`)
+    log(`sandkeep-local-e2b: ${signal}, stopping`)
     host.close().then(
       () => process.exit(0),
       (error: unknown) => {
-        process.stderr.write(`sandkeep-local-e2b: close failed: ${String(error)}\n`)
+        log(`sandkeep-local-e2b: close failed: ${String(error)}`)
         process.exit(1)
       },
     )

@@ -37,6 +37,11 @@ export interface ControlPlaneOptions {
   makeSandbox: (record: SandboxRecord) => Sandbox
   snapshots: SnapshotService
   metrics: SandboxMetrics
+  /**
+   * False when a sandbox with internet access cannot be kept off the host's own network here (isolated
+   * without nft or ip): such a create is refused.
+   */
+  canFilterInternet: boolean
 }
 
 /** One entry of a list. */
@@ -172,6 +177,7 @@ export class ControlPlane {
     } catch (error) {
       await teardown(sandbox, 'could not start').catch(() => {})
       sandbox.runtime.removeStorage()
+      this.#options.lifecycle.release(sandbox.record)
       throw new HttpError(500, `could not start the sandbox: ${(error as Error).message}`)
     }
     registry.add(sandbox)
@@ -221,7 +227,7 @@ export class ControlPlane {
       autoPause: body.autoPause === true,
       autoPauseMemory: body.autoPauseMemory !== false,
       autoResume,
-      allowInternetAccess: body.allow_internet_access === true,
+      allowInternetAccess: this.#internetAccess(body.allow_internet_access === true),
       rootDir: join(stateDir, 'sandboxes', sandboxId),
       memoryLost: false,
       pauses: [],
@@ -229,6 +235,17 @@ export class ControlPlane {
     if (typeof body.alias === 'string') record.alias = body.alias
     if (!snapshot) return { record }
     return { record, prepareDisk: snapshots.prepareFromSnapshot(snapshot, record) }
+  }
+
+  /** Whether a new sandbox gets internet access; 400 when it asks and the machine cannot filter it. */
+  #internetAccess(asked: boolean): boolean {
+    if (asked && !this.#options.canFilterInternet) {
+      throw new HttpError(
+        400,
+        'this host cannot keep a sandbox with internet access off its own network (it needs nft and ip as root: apt-get install nftables iproute2); create it with allowInternetAccess: false',
+      )
+    }
+    return asked
   }
 
   /** Runs `task` under the sandbox's lock, once it is known to be still registered (404 otherwise). */

@@ -375,7 +375,7 @@ const PROCESS_METHODS: Record<string, ProcessMethod> = {
     const pty = start.pty === undefined || start.pty === null ? undefined : parsePtySize(start.pty)
     // Root (uid 0, still without capabilities) only where the template asks for it; elsewhere the request is
     // refused rather than quietly run as `user`.
-    if (requestedUser(request) === 'root' && sandbox.record.owner) {
+    if (requestedUser(request) === 'root' && !sandbox.runtime.rootAllowed) {
       throw new ConnectError('permission_denied', ROOT_REFUSED)
     }
     const options: StartProcessOptions = {

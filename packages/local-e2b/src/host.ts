@@ -4,11 +4,9 @@
 // The registry (registry.ts) and the snapshots (snapshot-store.ts) are persisted in stateDir; lifecycle.ts owns
 // pause, resume, timers and teardown; metrics.ts samples the running sandboxes.
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { type AdminOptions, handleAdmin } from './admin.js'
 import { ControlPlane } from './control-plane.js'
 import { LocalE2BError } from './errors.js'
@@ -20,12 +18,14 @@ import { Lifecycle } from './lifecycle.js'
 import { SandboxMetrics } from './metrics.js'
 import { type LocalE2BOptions, type ResolvedOptions, resolveOptions } from './options.js'
 import { SandboxRegistry } from './registry.js'
+import { IdRanges, idRangeDirectory } from './runtime/id-ranges.js'
 import { probeRuntimeSupport, type RuntimeSupport } from './runtime/support.js'
 import { type PauseMode, Sandbox, type SandboxRecord, type SandboxView } from './sandbox.js'
 import { SandboxRuntime } from './sandbox-runtime.js'
 import { SandboxTraffic } from './sandbox-traffic.js'
 import { SnapshotStore, teamOf } from './snapshot-store.js'
 import { SnapshotService, unfreezeLeftoverDisks } from './snapshots.js'
+import { prepareStateDir } from './state-dir.js'
 
 export type { LocalE2BFaults } from './faults.js'
 export { ENVD_VERSION } from './sandbox-json.js'
@@ -65,15 +65,29 @@ export interface LocalE2BHost {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/**
+ * Gives a record its host id range (isolated mode): a new or legacy sandbox gets a free one; a restored one
+ * takes its own back, or, when another sandbox of the machine holds it meanwhile, moves to a free one (its
+ * files follow at its next boot).
+ */
+function assignIdRange(record: SandboxRecord, ranges: IdRanges): void {
+  const previous = record.idRange
+  if (previous !== undefined && ranges.reclaim(previous, record.rootDir)) return
+  record.idRange = ranges.allocate(record.rootDir)
+  if (previous !== undefined) record.rebaseFrom ??= previous
+}
+
 /** Builds the Sandbox (and its runtime) of a record, with the template's user and limits. */
 function sandboxFactory(
   settings: ResolvedOptions,
   support: RuntimeSupport,
   events: HostEventLog,
+  ranges: IdRanges | undefined,
 ): (record: SandboxRecord) => Sandbox {
   const kernelHostDir = kernelHostDirectory()
   return (record) => {
     const template = settings.templateOptions[record.baseTemplateId ?? record.templateId]
+    if (ranges) assignIdRange(record, ranges)
     const runtime = new SandboxRuntime({
       id: record.sandboxId,
       rootDir: record.rootDir,
@@ -83,7 +97,13 @@ function sandboxFactory(
       pidFloor: () => record.lastPid ?? 0,
       user: template?.user ?? settings.user,
       limits: template?.limits ?? settings.limits,
+      nestedUserNamespaces: template?.nestedUserNamespaces ?? false,
       logger: settings.logger,
+      ...(record.idRange === undefined ? {} : { idRange: record.idRange }),
+      ...(record.rebaseFrom === undefined ? {} : { rebaseFrom: record.rebaseFrom }),
+      onRebased: () => {
+        delete record.rebaseFrom
+      },
     })
     // What the host creates for the sandbox (uploads, directories) belongs to the sandbox's user.
     if (runtime.owner) record.owner = runtime.owner
@@ -143,26 +163,29 @@ function listen(server: Server, port: number, hostname: string): Promise<Address
 const UNISOLATED_WARNING =
   '[sandkeep-local-e2b] WARNING: running sandboxes UNISOLATED (no bubblewrap, or not root): their processes run as this user on this machine with full access to it. Install bubblewrap and run as root for isolation.'
 
-/** The state directory (made when given, a new temp dir otherwise, which the host then owns). */
-function prepareStateDir(given: string | undefined): { stateDir: string; ownsStateDir: boolean } {
-  if (given !== undefined) mkdirSync(given, { recursive: true })
-  const stateDir = realpathSync(given ?? mkdtempSync(join(tmpdir(), 'sandkeep-local-e2b-')))
-  mkdirSync(join(stateDir, 'sandboxes'), { recursive: true })
-  return { stateDir, ownsStateDir: given === undefined }
-}
-
 /** Starts a local E2B-compatible host. Throws LocalE2BError INVALID_ARGUMENT for bad options. */
 export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<LocalE2BHost> {
   const settings: ResolvedOptions = resolveOptions(options)
   const support = probeRuntimeSupport(settings.isolation)
-  const { stateDir, ownsStateDir } = prepareStateDir(settings.stateDir)
+  const { stateDir, ownsStateDir } = prepareStateDir(settings.stateDir, settings.logger)
   const apiKey = settings.apiKey ?? `e2b_${randomBytes(20).toString('hex')}`
   if (support.isolation === 'none') settings.logger(UNISOLATED_WARNING)
 
   const events = new HostEventLog()
   const registry = new SandboxRegistry(stateDir, settings.logger)
-  const makeSandbox = sandboxFactory(settings, support, events)
-  const lifecycle = new Lifecycle({ registry, events, retentionMs: settings.retentionMs, makeSandbox })
+  const ranges =
+    support.isolation === 'bubblewrap' ? new IdRanges(idRangeDirectory(), registry.path) : undefined
+  const makeSandbox = sandboxFactory(settings, support, events, ranges)
+  const release = (record: SandboxRecord) => {
+    if (ranges && record.idRange !== undefined) ranges.release(record.idRange, record.rootDir)
+  }
+  const lifecycle = new Lifecycle({
+    registry,
+    events,
+    retentionMs: settings.retentionMs,
+    makeSandbox,
+    release,
+  })
   const store = new SnapshotStore(stateDir, settings.logger)
   store.load()
   const metrics = new SandboxMetrics({ registry, events, intervalMs: settings.metricsIntervalMs })
@@ -192,6 +215,8 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     makeSandbox,
     snapshots,
     metrics,
+    // Unisolated, a sandbox runs in the host's network anyway: nothing to filter, nothing promised.
+    canFilterInternet: support.isolation === 'none' || support.internetFilter,
   })
   const traffic = new SandboxTraffic({ settings, support, events, registry, lifecycle, faults })
   const { isolation } = support
@@ -200,7 +225,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const route = router({ events, traffic, controlPlane, admin: { apiKey, events, faults, getSandbox } })
   const server: Server = createServer((request, response) => void route(request, response))
   server.keepAliveTimeout = 30_000
-  lifecycle.restore('host-restart')
+  await lifecycle.restore('host-restart')
   unfreezeLeftoverDisks(registry)
   metrics.start()
   const address = await listen(server, settings.port, settings.hostname)
@@ -217,8 +242,11 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     await new Promise<void>((resolve) => server.close(() => resolve()))
     await snapshots.idle()
     await lifecycle.closeAll()
-    if (ownsStateDir) rmSync(stateDir, { recursive: true, force: true })
-    else registry.save()
+    if (ownsStateDir) {
+      // The sandboxes go with the temp state dir: nothing may keep their id ranges.
+      for (const sandbox of registry.values()) release(sandbox.record)
+      rmSync(stateDir, { recursive: true, force: true })
+    } else registry.save()
     registry.clear()
     events.record('host-close', undefined, {})
   }

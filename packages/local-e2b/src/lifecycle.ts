@@ -17,6 +17,8 @@ export interface LifecycleOptions {
   retentionMs: number | undefined
   /** Builds the sandbox (runtime included) of a record read back from the registry. */
   makeSandbox: (record: SandboxRecord) => Sandbox
+  /** Gives back what the host holds machine-wide for a sandbox that is gone for good (its host id range). */
+  release: (record: SandboxRecord) => void
 }
 
 /**
@@ -57,14 +59,23 @@ export class Lifecycle {
     this.#events = options.events
   }
 
-  /** Loads the registry: every sandbox comes back paused, its memory lost (a new host has no processes). */
-  restore(reason: string): void {
+  /**
+   * Loads the registry: every sandbox comes back paused, its memory lost (a new host has no processes). What
+   * a host that died without teardown left of them (processes, frozen or not, in their cgroups) is killed, so
+   * that each is usable again at once, as its pause mode promises.
+   */
+  async restore(reason: string): Promise<void> {
+    const restored: Sandbox[] = []
     this.#registry.load((record) => {
       markMemoryLost(record, reason)
+      // Made by a host before each sandbox had its own id range: its files belong to the one uid of then.
+      if (record.idRange === undefined && record.rebaseFrom === undefined) record.rebaseFrom = 'legacy'
       const sandbox = this.#options.makeSandbox(record)
       this.scheduleRetention(sandbox)
+      restored.push(sandbox)
       return sandbox
     })
+    await Promise.all(restored.map((sandbox) => sandbox.runtime.reclaim()))
   }
 
   /** Arms the timeout of a running sandbox: at `endAt` it auto-pauses or is killed. */
@@ -170,14 +181,20 @@ export class Lifecycle {
     sandbox.dropConnections()
     await teardown(sandbox, 'was killed')
     sandbox.runtime.removeStorage()
+    this.release(sandbox.record)
     this.#events.record('sandbox-kill', sandbox.id, { reason })
+  }
+
+  /** Gives back what the host holds machine-wide for a sandbox that is gone for good. */
+  release(record: SandboxRecord): void {
+    this.#options.release(record)
   }
 
   /** Tears every sandbox down and loads the registry again (the restart fault): processes die, files stay. */
   async restartAll(reason: string): Promise<void> {
     for (const sandbox of this.#registry.values()) await teardown(sandbox, 'restarted', true)
     this.#registry.clear()
-    this.restore(reason)
+    await this.restore(reason)
   }
 
   /** The host closes: every sandbox torn down and recorded paused with its memory lost. */

@@ -32,6 +32,7 @@ describe('resolveOptions', () => {
       { templateOptions: { x: { user: 'nobody' } } },
       { templateOptions: { x: { limits: { pids: -1 } } } },
       { templateOptions: { x: { shell: 'zsh' } } },
+      { templateOptions: { x: { nestedUserNamespaces: 'yes' } } },
     ]) {
       let caught: unknown
       try {
@@ -70,6 +71,7 @@ describe('resolveOptions', () => {
     expect(resolved.templateOptions.admin).toEqual({
       user: 'root',
       limits: { ...DEFAULT_LIMITS, pids: 64, memoryBytes: 64 * 1024 * 1024 },
+      nestedUserNamespaces: false,
     })
   })
 })

@@ -25,6 +25,11 @@ export interface TemplateOptions {
   user?: SandboxUser
   /** Limits over the host's `limits`. */
   limits?: SandboxLimitsOptions
+  /**
+   * Let its processes create user namespaces of their own (`unshare -U`, rootless containers, browsers'
+   * sandboxes). Default false: nested user namespaces are refused inside, one attack surface of the kernel less.
+   */
+  nestedUserNamespaces?: boolean
 }
 
 /** Options of {@link startLocalE2B}. */
@@ -95,7 +100,7 @@ export interface ResolvedOptions {
   maxConcurrentUploadBytes: number
   user: SandboxUser
   limits: SandboxLimits
-  templateOptions: Record<string, { user: SandboxUser; limits: SandboxLimits }>
+  templateOptions: Record<string, { user: SandboxUser; limits: SandboxLimits; nestedUserNamespaces: boolean }>
   maxSnapshots: number
   maxSnapshotBytes: number
   metricsIntervalMs: number
@@ -133,7 +138,11 @@ const LOCAL_E2B_OPTION_NAMES = [
 ] as const satisfies readonly (keyof LocalE2BOptions)[]
 
 /** The option names of one template in templateOptions. */
-const TEMPLATE_OPTION_NAMES = ['user', 'limits'] as const satisfies readonly (keyof TemplateOptions)[]
+const TEMPLATE_OPTION_NAMES = [
+  'user',
+  'limits',
+  'nestedUserNamespaces',
+] as const satisfies readonly (keyof TemplateOptions)[]
 
 /** `true` only when the list names every key of T; anything else is a compile error at the use below. */
 type Complete<T, List extends readonly (keyof T)[]> = [Exclude<keyof T, List[number]>] extends [never]
@@ -327,9 +336,13 @@ function resolveSandboxSettings(
     for (const key of Object.keys(template)) {
       if (!TEMPLATE_KEYS.has(key)) throw invalid(`templateOptions.${templateId}: unknown option "${key}"`)
     }
+    const nested = template.nestedUserNamespaces ?? false
+    if (typeof nested !== 'boolean')
+      throw invalid(`templateOptions.${templateId}.nestedUserNamespaces must be a boolean`)
     templateOptions[templateId] = {
       user: resolveUser(template.user, `templateOptions.${templateId}.user`) ?? user,
       limits: resolveLimits(template.limits, limits, `templateOptions.${templateId}.limits`),
+      nestedUserNamespaces: nested,
     }
   }
   return { user, limits, templateOptions }

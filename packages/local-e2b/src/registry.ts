@@ -5,6 +5,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { HttpError } from './http.js'
 import type { Sandbox, SandboxRecord } from './sandbox.js'
+import { PRIVATE_FILE_MODE } from './state-dir.js'
 
 /** A new id in E2B's shape: `i` and 19 lowercase letters or digits. */
 export function newSandboxId(): string {
@@ -84,7 +85,10 @@ export class SandboxRegistry {
   save(): void {
     const records = [...this.#sandboxes.values()].map((sandbox) => sandbox.record)
     const temp = `${this.path}.${process.pid}.tmp`
-    writeFileSync(temp, JSON.stringify({ version: 1, sandboxes: [...records, ...this.#unusable] }))
+    // Every sandbox's envd token and env vars: for the host's user only.
+    writeFileSync(temp, JSON.stringify({ version: 1, sandboxes: [...records, ...this.#unusable] }), {
+      mode: PRIVATE_FILE_MODE,
+    })
     renameSync(temp, this.path)
   }
 

@@ -5,7 +5,7 @@
 // once (runtime/freezer.ts) and the limits hold (runtime/limits.ts); home and /tmp live on the sandbox's own
 // disk image (runtime/disk-image.ts).
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
-import { chmodSync, chownSync, mkdirSync, rmdirSync } from 'node:fs'
+import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, rmdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { SANDBOX_HOME } from './paths.js'
 import { mountDisk, removeDisk, unmountDisk } from './runtime/disk-image.js'
@@ -14,14 +14,18 @@ import {
   cgroupMembers,
   freezeProcesses,
   processesInGroups,
+  resetCgroup,
   signalEach,
   thawProcesses,
   waitFor,
 } from './runtime/freezer.js'
+import { hostIdOf, rebaseOwnership } from './runtime/id-ranges.js'
 import { killByGroup, launchCommand, readHandshake, wrapInCgroups } from './runtime/launch.js'
 import { applyLimits, DEFAULT_LIMITS, type SandboxLimits } from './runtime/limits.js'
-import { bwrapArguments, setLastPid, startNamespace } from './runtime/namespace.js'
+import { BWRAP_COMMAND_LINE, bwrapArguments, setLastPid, startNamespace } from './runtime/namespace.js'
+import { connectToInternet } from './runtime/network.js'
 import type { RuntimeSupport } from './runtime/support.js'
+import { createUserNamespace } from './runtime/user-namespace.js'
 
 /** Options of one sandbox's runtime. */
 export interface SandboxRuntimeOptions {
@@ -31,7 +35,7 @@ export interface SandboxRuntimeOptions {
   rootDir: string
   /** What the machine offers. */
   support: RuntimeSupport
-  /** Share the host's network namespace (internet access); otherwise only the sandbox's own loopback. */
+  /** Internet access (filtered: network.ts); otherwise only the sandbox's own loopback. */
   allowInternet: boolean
   /** Host directory made visible read-only at /opt/sandkeep/kernels (isolated mode). */
   kernelHostDir?: string
@@ -44,6 +48,20 @@ export interface SandboxRuntimeOptions {
   user?: SandboxUser
   /** Resource limits (default {@link DEFAULT_LIMITS}). */
   limits?: SandboxLimits
+  /**
+   * The sandbox's host id range (id-ranges.ts; isolated mode): its user namespace maps ids 0-65535 onto it.
+   * Required with bubblewrap.
+   */
+  idRange?: number
+  /**
+   * Where the sandbox's files were owned before (its earlier range, or `legacy`: a sandbox made before ranges
+   * existed); they are given to {@link idRange} at the next boot, then `onRebased` is called.
+   */
+  rebaseFrom?: number | 'legacy'
+  /** Called once the files were given to the new range. */
+  onRebased?: () => void
+  /** Let processes create user namespaces of their own (default false: `unshare -U` fails inside). */
+  nestedUserNamespaces?: boolean
   /** Where warnings go. */
   logger?: (line: string) => void
 }
@@ -76,6 +94,9 @@ export class SandboxRuntime {
   #cgroup: string | undefined
   #limitDirs: string[] = []
   #diskMounted = false
+  #reclaimed = false
+  /** An fd of the sandbox's user namespace (isolated, while booted): every launched process joins it. */
+  #userNamespace: number | undefined
 
   constructor(options: SandboxRuntimeOptions) {
     this.#options = options
@@ -109,10 +130,33 @@ export class SandboxRuntime {
     return this.#options.rootDir + sandboxPath
   }
 
-  /** Host uid/gid of the sandbox's processes (isolated mode), undefined for root. */
+  /** uid/gid of the sandbox's processes inside its user namespace (isolated mode). */
+  get #insideIds(): { uid: number; gid: number } | undefined {
+    if (!this.#isolated) return undefined
+    const id = this.#options.user === 'root' ? 0 : SANDBOX_USER_ID
+    return { uid: id, gid: id }
+  }
+
+  #idRange(): number {
+    const range = this.#options.idRange
+    if (range === undefined) throw new Error(`sandbox ${this.#options.id} has no host id range`)
+    return range
+  }
+
+  /**
+   * Host uid/gid of the sandbox's processes (isolated mode): what the host gives the files it creates for
+   * the sandbox. Undefined unisolated (the host leaves ownership as it is).
+   */
   get owner(): { uid: number; gid: number } | undefined {
-    if (!this.#isolated || this.#options.user === 'root') return undefined
-    return { uid: SANDBOX_USER_ID, gid: SANDBOX_USER_ID }
+    const inside = this.#insideIds
+    if (!inside) return undefined
+    const range = this.#idRange()
+    return { uid: hostIdOf(range, inside.uid), gid: hostIdOf(range, inside.gid) }
+  }
+
+  /** True when a command may ask for root: unisolated, or a template that runs as root. */
+  get rootAllowed(): boolean {
+    return !this.#isolated || this.#options.user === 'root'
   }
 
   #limits(): SandboxLimits {
@@ -147,8 +191,37 @@ export class SandboxRuntime {
     child.on('exit', () => this.#groups.delete(group))
   }
 
+  /** Every cgroup directory this sandbox has, or had under an earlier host: the freezer's and the limits'. */
+  #cgroupPaths(): string[] {
+    const { support, id } = this.#options
+    const parents = [support.cgroupParent, ...Object.values(support.limitParents)]
+    return parents.filter((parent) => parent !== undefined).map((parent) => join(parent, id))
+  }
+
+  /**
+   * Takes the sandbox's cgroups back from an earlier host that died without tearing it down (SIGKILL, a
+   * crash): thawed and emptied, so that the next boot does not start inside a frozen cgroup and hang. Once per
+   * runtime (a runtime made by this host never inherits anything after that); resolves within seconds.
+   */
+  async reclaim(): Promise<void> {
+    if (this.#reclaimed) return
+    this.#reclaimed = true
+    const dirs = this.#cgroupPaths().filter((dir) => existsSync(dir))
+    if (dirs.length === 0) return
+    for (const dir of dirs) resetCgroup(dir)
+    await waitFor(() => dirs.every((dir) => cgroupMembers(dir).length === 0), 5000).catch(() => {
+      this.#options.logger?.(
+        `[sandkeep-local-e2b] processes an earlier host left in sandbox ${this.#options.id} did not all die within 5 s`,
+      )
+    })
+    // Fresh cgroups for the next boot: on this kernel a v2 cgroup that was once killed through cgroup.kill
+    // also kills every process later forked straight into it (clone3 CLONE_INTO_CGROUP), and old limits go too.
+    await removeCgroups(dirs)
+  }
+
   /** Starts the sandbox's namespace (isolated mode). Idempotent; concurrent callers share one boot. */
   async boot(): Promise<void> {
+    await this.reclaim()
     if (!this.#isolated || this.#initPid !== undefined) {
       this.#cgroupDir()
       return
@@ -162,19 +235,46 @@ export class SandboxRuntime {
   async #bootNamespace(): Promise<void> {
     const { rootDir, allowInternet, kernelHostDir, support } = this.#options
     const limits = this.#limits()
+    const range = this.#idRange()
     if (support.diskImages && limits.diskBytes > 0) {
       this.#diskMounted = mountDisk(rootDir, limits.diskBytes) || this.#diskMounted
     }
-    mkdirSync(join(rootDir, 'home/user'), { recursive: true })
-    mkdirSync(join(rootDir, 'tmp'), { recursive: true })
+    const home = join(rootDir, 'home/user')
+    const tmp = join(rootDir, 'tmp')
+    mkdirSync(home, { recursive: true })
+    mkdirSync(tmp, { recursive: true })
+    const { rebaseFrom, onRebased } = this.#options
+    if (rebaseFrom !== undefined) {
+      rebaseOwnership([home, tmp], rebaseFrom, range)
+      onRebased?.()
+    }
     // mkdir's mode passes through the umask; /tmp must be world-writable and sticky for `user`.
-    chmodSync(join(rootDir, 'tmp'), 0o1777)
+    chmodSync(tmp, 0o1777)
+    chownSync(tmp, hostIdOf(range, 0), hostIdOf(range, 0))
     const owner = this.owner
-    if (owner) chownSync(join(rootDir, 'home/user'), owner.uid, owner.gid)
-    const spec = { rootDir, allowInternet, kernelHostDir, tmpfsBytes: limits.tmpfsBytes }
+    if (owner) chownSync(home, owner.uid, owner.gid)
+    const spec = { rootDir, kernelHostDir, tmpfsBytes: limits.tmpfsBytes }
     const { args, data } = bwrapArguments(spec)
-    const [command, commandArgs] = wrapInCgroups(this.#procsFiles(this.#cgroupDir()), 'bwrap', args)
-    const { init, initPid } = await startNamespace(command, commandArgs, data)
+    const [command, commandArgs] = wrapInCgroups(
+      this.#procsFiles(this.#cgroupDir()),
+      'bwrap',
+      BWRAP_COMMAND_LINE,
+    )
+    const userNamespace = await createUserNamespace(
+      range,
+      this.#options.nestedUserNamespaces === true,
+      support.enterHelper,
+    )
+    let started: Awaited<ReturnType<typeof startNamespace>>
+    try {
+      started = await startNamespace(command, commandArgs, { args, data })
+    } catch (error) {
+      closeSync(userNamespace)
+      throw error
+    }
+    this.#closeUserNamespace()
+    this.#userNamespace = userNamespace
+    const { init, initPid } = started
     this.#init = init
     // Without a cgroup, the init's process group is how its descendants are found, frozen and killed.
     this.#track(init)
@@ -185,6 +285,13 @@ export class SandboxRuntime {
         this.#initPid = undefined
       }
     })
+    if (allowInternet) {
+      await connectToInternet(initPid, range).catch(async (error: unknown) => {
+        // Never a sandbox that asked for a way out and runs without one, half set up.
+        await this.stopAll()
+        throw error
+      })
+    }
     const floor = this.#options.pidFloor?.() ?? 0
     if (floor > 0) await setLastPid(initPid, floor)
   }
@@ -231,7 +338,7 @@ export class SandboxRuntime {
         enterHelper: this.#options.support.enterHelper,
         initPid: isolated ? this.#initPid : undefined,
         procsFiles: this.#procsFiles(this.#cgroupDir()),
-        owner: this.owner,
+        ids: this.#insideIds,
         hostPathOf: (path) => this.hostPathOf(path),
         home: SANDBOX_HOME,
       },
@@ -240,8 +347,11 @@ export class SandboxRuntime {
       args,
     )
     const env = isolated ? options.env : { ...options.env, HOME: this.hostPathOf(SANDBOX_HOME) }
+    // fd 3 carries the pid handshake; fd 4 (isolated) the user namespace the process joins.
+    const userNamespace = isolated ? this.#userNamespace : undefined
+    if (isolated && userNamespace === undefined) throw new Error('sandbox user namespace is gone')
     const child = spawn(launch.file, launch.args, {
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe', ...(userNamespace === undefined ? [] : [userNamespace])],
       detached: true,
       env,
       cwd: launch.cwd,
@@ -300,6 +410,7 @@ export class SandboxRuntime {
     await this.thaw()
     this.#initPid = undefined
     this.#init = undefined
+    this.#closeUserNamespace()
     if (this.#cgroup) {
       await waitFor(() => this.hostPids().length === 0, 5000).catch(() =>
         signalEach(this.hostPids(), 'SIGKILL'),
@@ -307,28 +418,36 @@ export class SandboxRuntime {
     }
   }
 
-  /** Stops everything and removes the cgroups. */
+  #closeUserNamespace(): void {
+    if (this.#userNamespace !== undefined) closeSync(this.#userNamespace)
+    this.#userNamespace = undefined
+  }
+
+  /** Stops everything and removes the cgroups (also those an earlier host made for this sandbox). */
   async destroy(): Promise<void> {
+    await this.reclaim()
     await this.stopAll()
-    if (this.#cgroup) {
-      const cgroup = this.#cgroup
-      this.#cgroup = undefined
-      // Killed processes leave the cgroup once the kernel has finished with them; until then rmdir says EBUSY.
-      const removed = () => {
-        try {
-          rmdirSync(cgroup)
-          return true
-        } catch (error) {
-          return (error as NodeJS.ErrnoException).code !== 'EBUSY'
-        }
-      }
-      await waitFor(removed, 500).catch(() => {})
-    }
-    for (const dir of this.#limitDirs.splice(0)) {
-      try {
-        rmdirSync(dir)
-      } catch {}
-    }
+    this.#cgroup = undefined
+    this.#limitDirs = []
+    await removeCgroups(this.#cgroupPaths())
     this.#unmountDisk()
   }
+}
+
+/** Removes cgroup directories (those already gone are skipped), waiting up to 500 ms for their last members. */
+async function removeCgroups(dirs: string[]): Promise<void> {
+  // Killed processes leave the cgroup once the kernel has finished with them; until then rmdir says EBUSY.
+  const remaining = new Set(dirs)
+  const removeAll = () => {
+    for (const dir of remaining) {
+      try {
+        rmdirSync(dir)
+        remaining.delete(dir)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EBUSY') remaining.delete(dir)
+      }
+    }
+    return remaining.size === 0
+  }
+  await waitFor(removeAll, 500).catch(() => {})
 }

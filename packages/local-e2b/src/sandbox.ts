@@ -81,6 +81,10 @@ export interface SandboxRecord {
    * (uploads, MakeDir, the interpreter's files). Absent: the host leaves ownership as it is.
    */
   owner?: { uid: number; gid: number }
+  /** Index of the sandbox's host id range (id-ranges.ts), which its user namespace maps; isolated only. */
+  idRange?: number
+  /** Range (or `legacy`) the sandbox's files still belong to, until its next boot gives them to `idRange`. */
+  rebaseFrom?: number | 'legacy'
   /** True when the processes were lost while paused (cold boot on resume). */
   memoryLost: boolean
   pauses: PauseRecord[]
@@ -125,9 +129,19 @@ export interface SandboxView {
   cpuTicks: number
   /** Host directory of the sandbox's `/home/user`. */
   homeDir: string
+  /** Host uid/gid the sandbox's processes run as (its own, isolated mode), undefined unisolated. */
+  owner: { uid: number; gid: number } | undefined
   startedAt: number
   endAt: number
   isolation: 'bubblewrap' | 'none'
+}
+
+/**
+ * Whose host ids a sandbox's files carry now: the range they still wait to be moved from, else its own range,
+ * else those of the hosts before ranges. A fork or a sandbox made from a snapshot moves them onto its own.
+ */
+export function filesRangeOf(record: SandboxRecord): number | 'legacy' {
+  return record.rebaseFrom ?? record.idRange ?? 'legacy'
 }
 
 export function newToken(bytes = 24): string {
@@ -361,6 +375,7 @@ export class Sandbox {
       frozen: this.runtime.frozen,
       cpuTicks: hostPids.reduce((sum, pid) => sum + processCpuTicks(pid), 0),
       homeDir: join(this.record.rootDir, 'home/user'),
+      owner: this.record.owner ? { ...this.record.owner } : undefined,
       startedAt: this.record.startedAt,
       endAt: this.record.endAt,
       isolation,

@@ -54,6 +54,11 @@ export interface SnapshotRecord {
   bytes: number
   /** Its file (kind `image`) or directory (kind `tree`) under snapshots/. */
   file: string
+  /**
+   * The host id range its files belong to (the source's; `legacy` or absent: a host before ranges); a
+   * sandbox made from it moves them onto its own.
+   */
+  filesRange?: number | 'legacy'
 }
 
 /** What a reference (`abc:default`, `local/name:v1`, `name`) names. */

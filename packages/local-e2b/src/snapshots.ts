@@ -15,7 +15,7 @@ import { HttpError, type Json, readJson, safeDecode, sendJson, timeoutSeconds } 
 import type { ResolvedOptions } from './options.js'
 import { newSandboxId, type SandboxRegistry } from './registry.js'
 import { diskImageOf, isMountPoint } from './runtime/disk-image.js'
-import { newToken, type Sandbox, type SandboxRecord, SNAPSHOT_METADATA_KEY } from './sandbox.js'
+import { filesRangeOf, newToken, type Sandbox, type SandboxRecord, SNAPSHOT_METADATA_KEY } from './sandbox.js'
 import { sandboxJson } from './sandbox-json.js'
 import {
   allocatedBytes,
@@ -148,6 +148,8 @@ function forkRecord(source: SandboxRecord, stateDir: string, timeoutMs: number):
   }
   if (source.baseTemplateId) record.baseTemplateId = source.baseTemplateId
   if (source.alias) record.alias = source.alias
+  // The copied files carry the source's host ids; the fork's first boot gives them to its own range.
+  record.rebaseFrom = filesRangeOf(source)
   return record
 }
 
@@ -234,6 +236,7 @@ export class SnapshotService {
     record.baseTemplateId = snapshot.baseTemplateId
     record.envVars = { ...snapshot.envVars, ...record.envVars }
     if (snapshot.alias) record.alias = snapshot.alias
+    record.rebaseFrom = snapshot.filesRange ?? 'legacy'
     const { store, events } = this.#options
     return () =>
       store.serialize(async () => {
@@ -365,6 +368,7 @@ export class SnapshotService {
           kind: disk.kind,
           bytes: allocatedBytes(partial),
           file: `${templateId}-${randomBytes(6).toString('hex')}${disk.kind === 'image' ? '.img' : ''}`,
+          filesRange: filesRangeOf(sandbox.record),
         }
         if (name) record.alias = name.alias
         await store.serialize(async () => {

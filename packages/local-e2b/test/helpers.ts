@@ -1,4 +1,7 @@
 // Shared setup for the contract tests: a host per file and SDK connection options pointing at it.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
 import { Sandbox } from 'e2b'
 import { afterAll, beforeAll } from 'vitest'
 import { type LocalE2BHost, type LocalE2BOptions, startLocalE2B } from '../src/index.js'
@@ -80,4 +83,68 @@ export async function rejection(promise: Promise<unknown>): Promise<Error & { st
     return error as Error & { statusCode?: number }
   }
   throw new Error('expected a rejection')
+}
+
+/** A host running as its own process (the built bin), as an operator runs it. */
+export interface HostProcess {
+  child: ChildProcessWithoutNullStreams
+  /** Connection options for the SDKs. */
+  opts: { apiKey: string; apiUrl: string; sandboxUrl: string; requestTimeoutMs: number }
+  stateDir: string
+  /** Everything the host wrote on stderr so far. */
+  stderr: () => string
+  /** Resolves with the exit code (or signal) once the process ended. */
+  exited: Promise<number | string | null>
+}
+
+const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
+
+/** Starts `dist/bin.js` on `stateDir` (build the package first); resolves once it printed its exports. */
+export async function startHostProcess(
+  stateDir: string,
+  options: { args?: string[]; env?: NodeJS.ProcessEnv; apiKey?: string; spawnAs?: string[] } = {},
+): Promise<HostProcess> {
+  const apiKey = options.apiKey ?? `e2b_test_${randomBytes(12).toString('hex')}`
+  const args = [BIN, '--port', '0', '--state-dir', stateDir, '--api-key', apiKey, ...(options.args ?? [])]
+  const command = options.spawnAs ? [...options.spawnAs, process.execPath] : [process.execPath]
+  const child = spawn(command[0] as string, [...command.slice(1), ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: options.env ?? process.env,
+  })
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal)),
+  )
+  const apiUrl = await new Promise<string>((resolve, reject) => {
+    let stdout = ''
+    const timer = setTimeout(() => reject(new Error(`host did not start in time: ${stderr}`)), 30_000)
+    void exited.then((code) => reject(new Error(`host exited early (${code}): ${stderr}`)))
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString()
+      const url = /^export E2B_API_URL=(\S+)$/m.exec(stdout)?.[1]
+      if (url && stdout.includes('E2B_DOMAIN')) {
+        clearTimeout(timer)
+        resolve(url)
+      }
+    })
+  })
+  return {
+    child,
+    opts: { apiKey, apiUrl, sandboxUrl: apiUrl, requestTimeoutMs: 30_000 },
+    stateDir,
+    stderr: () => stderr,
+    exited,
+  }
+}
+
+/** Rejects when `promise` takes longer than `ms` (so that a hang fails the test with a reason). */
+export function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)
+  })
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
 }

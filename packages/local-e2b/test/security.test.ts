@@ -64,8 +64,10 @@ describe('a minimal /etc and an unprivileged user', () => {
 
   it('gives the home and what the host writes for the sandbox to `user`; refuses root commands', async () => {
     const sandbox = await Sandbox.create(t.opts)
-    const home = t.host.getSandbox(sandbox.sandboxId)?.homeDir
-    expect(home && statSync(home).uid).toBe(SANDBOX_USER_ID)
+    const view = t.host.getSandbox(sandbox.sandboxId)
+    // `user` inside is a host uid of this sandbox's own, far from any account's.
+    expect(view?.owner?.uid).toBeGreaterThan(1_000_000)
+    expect(view && statSync(view.homeDir).uid).toBe(view?.owner?.uid)
     await sandbox.files.write('/home/user/sub/uploaded.txt', 'up')
     await sandbox.files.makeDir('/home/user/made')
     const owned = await run(
@@ -119,9 +121,11 @@ describe('no host path inside a sandbox', () => {
 
   it('mountinfo, /proc/mounts, environment and cwd name no host directory', async () => {
     const sandbox = await CodeSandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
+    // /proc/1 is bubblewrap's pid 1, whose arguments name the host paths it binds unless they came by fd.
     const seen = await sandbox.commands.run(
-      'cat /proc/self/mountinfo /proc/mounts; env; pwd; readlink /proc/self/cwd; cat /proc/self/cgroup',
+      'cat /proc/self/mountinfo /proc/mounts; env; pwd; readlink /proc/self/cwd; cat /proc/self/cgroup; for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < $f; echo; done',
     )
+    expect(seen.stdout).toContain('bwrap ')
     // The kernels: their environment and working directory.
     const kernel = await sandbox.runCode(
       'import os; print(open("/proc/self/mountinfo").read()); print(dict(os.environ)); print(os.getcwd())',
@@ -150,6 +154,63 @@ describe('isolation without bubblewrap', () => {
       await host.close()
     } finally {
       delete process.env.SANDKEEP_LOCAL_E2B_NO_BWRAP
+    }
+  })
+})
+
+/** Python inside a sandbox: calls each named syscall (harmless arguments) and prints `name errno`. */
+const SYSCALLS = `
+import ctypes, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+numbers = {
+    'x86_64': {'io_uring_setup': 425, 'perf_event_open': 298, 'bpf': 321, 'userfaultfd': 323, 'syslog': 103},
+    'aarch64': {'io_uring_setup': 425, 'perf_event_open': 241, 'bpf': 280, 'userfaultfd': 282, 'syslog': 116},
+}[platform.machine()]
+params = ctypes.create_string_buffer(120)
+attr = ctypes.create_string_buffer(128)
+# perf_event_attr: type 1 (software), size, config 0 (cpu clock), then exclude_kernel and exclude_hv set.
+attr[0:4] = (1).to_bytes(4, 'little'); attr[4:8] = (128).to_bytes(4, 'little')
+attr[40:48] = (0x60).to_bytes(8, 'little')
+calls = {
+    'io_uring_setup': (1, params),
+    'perf_event_open': (attr, 0, -1, -1, 0),
+    'bpf': (0, None, 0),
+    'userfaultfd': (1,),
+    'syslog': (3, ctypes.create_string_buffer(64), 64),
+}
+for name, args in calls.items():
+    result = libc.syscall(numbers[name], *args)
+    print(name, 0 if result >= 0 else ctypes.get_errno())
+`
+
+describe('a syscall filter', () => {
+  const t = useTestHost({ templateOptions: { 'root-box': { user: 'root' } } })
+
+  it('refuses io_uring, perf events, BPF, userfaultfd and the kernel log with EPERM, as user and root', async () => {
+    for (const template of ['base', 'root-box']) {
+      const sandbox = await Sandbox.create(template, t.opts)
+      await sandbox.files.write('/tmp/syscalls.py', SYSCALLS)
+      const result = await sandbox.commands.run('python3 /tmp/syscalls.py')
+      const errno = Object.fromEntries(
+        result.stdout
+          .trim()
+          .split('\n')
+          .map((line) => line.split(' ')),
+      )
+      const EPERM = '1'
+      expect(errno, template).toEqual({
+        io_uring_setup: EPERM,
+        perf_event_open: EPERM,
+        bpf: EPERM,
+        userfaultfd: EPERM,
+        syslog: EPERM,
+      })
+      // Everything else still works: a server, a compiler's worth of syscalls, threads.
+      const work = await sandbox.commands.run(
+        'python3 -c \'import threading, socket, subprocess; t = threading.Thread(target=print); t.start(); t.join(); s = socket.socket(); s.bind(("127.0.0.1", 0)); print(subprocess.run(["true"]).returncode)\'',
+      )
+      expect(work.stdout).toBe('\n0\n')
+      await sandbox.kill()
     }
   })
 })

@@ -29,7 +29,7 @@ export function mountDisk(rootDir: string, bytes: number): boolean {
   if (!existsSync(image)) {
     const home = join(rootDir, 'home/user')
     if (existsSync(home) && readdirSync(home).length > 0) return false
-    writeFileSync(image, '')
+    writeFileSync(image, '', { mode: 0o600 })
     truncateSync(image, bytes)
     execFileSync('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'nodiscard', image], {
       stdio: 'ignore',

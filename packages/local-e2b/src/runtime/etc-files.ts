@@ -3,11 +3,10 @@
 import { readdirSync, readFileSync } from 'node:fs'
 
 /**
- * Host uid and gid of a sandbox's `user`: far above any real account (Debian hands out from 1000, and
- * subordinate id ranges of user namespaces start at 100000 with 65536 ids each), so a sandbox process owns
- * nothing of the host's.
+ * uid and gid of a sandbox's `user` inside it: 1000, as E2B's. Each sandbox's user namespace maps it onto a
+ * host uid of the sandbox's own (id-ranges.ts), which no real account and no other sandbox has.
  */
-export const SANDBOX_USER_ID = 1_500_000
+export const SANDBOX_USER_ID = 1000
 
 /** Who a sandbox's processes run as: E2B's `user`, or uid 0 without capabilities when the template asks. */
 export type SandboxUser = 'user' | 'root'
@@ -76,7 +75,6 @@ export function sandboxEtcFiles(): Record<string, string> {
   return {
     passwd: [
       'root:x:0:0:root:/root:/bin/bash',
-      // A root template still names its files' owner `user` (the host may have created them as it).
       `user:x:${id}:${id}:user:/home/user:/bin/bash`,
       'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin',
       '',

@@ -45,6 +45,28 @@ export function thawProcesses(
   else signalAll('SIGCONT')
 }
 
+/**
+ * Empties a cgroup that an earlier host may have left behind (it was SIGKILLed with the sandbox paused):
+ * thaws it, whichever freezer it carries, and kills every member. A frozen v1 cgroup's processes cannot even
+ * die until thawed, and a process started into a cgroup still frozen would hang before its first instruction.
+ */
+export function resetCgroup(dir: string): void {
+  for (const [file, value] of [
+    ['cgroup.freeze', '0'],
+    ['freezer.state', 'THAWED'],
+  ] as const) {
+    try {
+      writeFileSync(join(dir, file), value)
+    } catch {}
+  }
+  try {
+    // cgroup v2: the kernel kills every member, frozen ones included, and those forking meanwhile.
+    writeFileSync(join(dir, 'cgroup.kill'), '1')
+  } catch {
+    signalEach(cgroupMembers(dir), 'SIGKILL')
+  }
+}
+
 /** Sends `signal` to each pid (negative: a process group); a process already gone is skipped. */
 export function signalEach(pids: Iterable<number>, signal: NodeJS.Signals): void {
   for (const pid of pids) {

@@ -8,8 +8,11 @@ import { dirname } from 'node:path'
 const JOIN_CGROUPS =
   'n=$0; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 126; shift; n=$((n - 1)); done; exec "$@"'
 
-/** `sh -c` script: report the pid on fd 3, cd to $0, exec the rest. */
-const HANDSHAKE = 'echo $$ >&3; exec 3>&-; cd -- "$0" || exit 1; exec "$@"'
+/** `sh -c` script: report the pid on fd 3, close the user namespace's fd 4, cd to $0, exec the rest. */
+const HANDSHAKE = 'echo $$ >&3; exec 3>&- 4>&-; cd -- "$0" || exit 1; exec "$@"'
+
+/** Where a launched process finds the sandbox's user namespace (isolated): its fd 4. */
+export const USER_NAMESPACE_FD = 4
 
 /** Prefixes a command so that it joins the cgroups (their `cgroup.procs` files) before it execs. */
 export function wrapInCgroups(procsFiles: string[], command: string, args: string[]): [string, string[]] {
@@ -26,8 +29,8 @@ export interface LaunchTarget {
   initPid: number | undefined
   /** `cgroup.procs` files to join: the freezer's first, then the limit hierarchies'. */
   procsFiles: string[]
-  /** Host uid/gid to switch to (isolated, not root). */
-  owner: { uid: number; gid: number } | undefined
+  /** uid/gid inside the sandbox's user namespace to switch to (isolated); undefined unisolated. */
+  ids: { uid: number; gid: number } | undefined
   /** Host path of a sandbox path (unisolated). */
   hostPathOf: (sandboxPath: string) => string
   /** The sandbox's home (cwd of the wrapper when unisolated). */
@@ -44,12 +47,12 @@ export function launchCommand(
   const isolated = target.initPid !== undefined
   const hostCwd = isolated ? undefined : target.hostPathOf(target.home)
   if (target.enterHelper) {
-    const { owner } = target
+    const { ids } = target
     const cgroups = target.procsFiles.map(dirname)
     const helperArgs = [
       cgroups.length > 0 ? cgroups.join(':') : '-',
       isolated ? String(target.initPid) : '-',
-      owner ? `${owner.uid}:${owner.gid}` : '-',
+      ids ? `${ids.uid}:${ids.gid}` : '-',
       isolated ? cwd : target.hostPathOf(cwd),
       command,
       ...args,
@@ -61,9 +64,12 @@ export function launchCommand(
     const [file, wrapped] = wrapInCgroups(target.procsFiles, '/bin/sh', shell)
     return { file, args: wrapped, cwd: hostCwd }
   }
-  const owner = target.owner
-  const entered = ['-t', String(target.initPid), '-m', '-p', '-n', '-i', '-u', '-r', '-w', '--', 'setpriv']
-  if (owner) entered.push(`--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups')
+  const { ids } = target
+  // nsenter joins the user namespace last (the others belong to the host's root), as its uid 0.
+  const userNamespace = `--user=/proc/self/fd/${USER_NAMESPACE_FD}`
+  const entered = ['-t', String(target.initPid), '-m', '-p', '-n', '-i', '-u', userNamespace, '-r', '-w']
+  entered.push('--', 'setpriv')
+  if (ids) entered.push(`--reuid=${ids.uid}`, `--regid=${ids.gid}`, '--clear-groups')
   entered.push('--bounding-set=-all', '--inh-caps=-all', '--no-new-privs', '--')
   entered.push('/bin/sh', '-c', HANDSHAKE, cwd, command, ...args)
   const [file, wrapped] = wrapInCgroups(target.procsFiles, 'nsenter', entered)

@@ -15,29 +15,38 @@ const SYSTEM_DIRECTORIES = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64',
 /** /proc entries a capability-less root could still write; bound read-only over the sandbox's /proc. */
 const PROC_COVERS = ['/proc/sys', '/proc/sysrq-trigger', '/proc/irq', '/proc/bus', '/proc/acpi']
 
-/** First file descriptor of the files handed to bwrap (0-2 stdio, 3 info, 4 ready). */
-const DATA_FD_BASE = 5
+/** bwrap's file descriptors: 3 its info (the child pid), 4 the init's `ready`, 5 its arguments. */
+const INFO_FD = 3
+const READY_FD = 4
+const ARGS_FD = 5
+/** First file descriptor of the files handed to bwrap. */
+const DATA_FD_BASE = 6
 
 /** The sandbox's init: announce readiness on fd 4, then idle (bwrap's own pid 1 reaps orphans). */
-const READY_INIT = 'echo ready >&4; exec 4>&-; exec sleep infinity'
+const READY_INIT = `echo ready >&${READY_FD}; exec ${READY_FD}>&-; exec sleep infinity`
+
+/**
+ * bwrap's own command line: its options come through {@link ARGS_FD} (bwrap wants only the command itself
+ * on the command line). bwrap's pid 1 inside the sandbox is a fork of it, whose /proc/1/cmdline every sandbox
+ * process can read, and the options name host paths.
+ */
+export const BWRAP_COMMAND_LINE = ['--args', String(ARGS_FD), '--', '/bin/sh', '-c', READY_INIT]
 
 /** What the namespace is built from. */
 export interface NamespaceSpec {
   /** Host directory holding the sandbox's `home/user` and `tmp`. */
   rootDir: string
-  /** Share the host's network namespace; otherwise only the sandbox's own loopback. */
-  allowInternet: boolean
   /** Host directory made visible read-only at {@link SANDBOX_KERNEL_DIR}. */
   kernelHostDir: string | undefined
   /** Size of each private tmpfs (/var/tmp, /dev/shm). */
   tmpfsBytes: number
 }
 
-/** bwrap's arguments, and the contents of the files it reads from fds DATA_FD_BASE and up. */
+/** bwrap's options (sent through ARGS_FD), and the contents of the files it reads from DATA_FD_BASE up. */
 export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: string[] } {
-  const args = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent']
+  // A network namespace of its own always: with internet access, network.ts connects it to the host.
+  const args = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent']
   args.push('--cap-drop', 'ALL', '--hostname', 'sandbox')
-  if (!spec.allowInternet) args.push('--unshare-net')
   for (const dir of SYSTEM_DIRECTORIES) bindHostPath(args, dir, false)
   // Files handed to bwrap through pipes (--ro-bind-data) instead of host paths: nothing in the sandbox's
   // mount table then names a host directory.
@@ -74,7 +83,7 @@ export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: str
   // bwrap reports its child's pid before the child finished building the mount namespace; entering it then
   // would land in a half-built root. The init therefore says `ready` on fd 4 once it runs inside the
   // finished sandbox, and only then may processes enter.
-  args.push('--chdir', SANDBOX_HOME, '--info-fd', '3', '--', '/bin/sh', '-c', READY_INIT)
+  args.push('--chdir', SANDBOX_HOME, '--info-fd', String(INFO_FD))
   return { args, data }
 }
 
@@ -91,45 +100,61 @@ function bindHostPath(args: string[], path: string, mustExist: boolean): void {
   else if (mustExist || stat.isDirectory()) args.push('--ro-bind', path, path)
 }
 
+/** What bwrap reads besides its command line: its options and the data files. */
+export interface NamespaceInputs {
+  /** bwrap's options (bwrapArguments), sent through {@link ARGS_FD}. */
+  args: string[]
+  /** Contents of the files bound from fds {@link DATA_FD_BASE} and up. */
+  data: string[]
+}
+
 /**
- * Spawns `command args` (bwrap, possibly wrapped to join cgroups first), feeds it the data files and waits
- * until the init runs inside the finished namespace. Resolves with the spawned process and the init's pid.
+ * Spawns `command commandArgs` (bwrap with {@link BWRAP_COMMAND_LINE}, possibly wrapped to join cgroups
+ * first), feeds it its arguments and data files and waits until the init runs inside the finished namespace.
+ * Resolves with the spawned process and the init's pid.
  */
 export async function startNamespace(
   command: string,
   commandArgs: string[],
-  data: string[],
+  inputs: NamespaceInputs,
 ): Promise<{ init: ChildProcessWithoutNullStreams; initPid: number }> {
+  const { data } = inputs
   const init = spawn(command, commandArgs, {
-    stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe', ...data.map(() => 'pipe' as const)],
+    // stderr, info, ready and the options as pipes, then one pipe per data file.
+    stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...data.map(() => 'pipe' as const)],
     detached: true,
     env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
   }) as unknown as ChildProcessWithoutNullStreams
   // Each file is far below a pipe's buffer; bwrap reads them while it builds the mount namespace.
-  data.forEach((content, index) => {
-    const stream = init.stdio[DATA_FD_BASE + index] as NodeJS.WritableStream
+  const feed = (fd: number, content: string) => {
+    const stream = init.stdio[fd] as NodeJS.WritableStream
     stream.on('error', () => {})
     stream.end(content)
-  })
+  }
+  feed(ARGS_FD, inputs.args.map((arg) => `${arg}\0`).join(''))
+  for (const [index, content] of data.entries()) feed(DATA_FD_BASE + index, content)
   let stderr = ''
   init.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString()
   })
-  const ready = readUntilEnd(init.stdio[4] as NodeJS.ReadableStream, 'ready').then((text) => {
+  const ready = readUntilEnd(init.stdio[READY_FD] as NodeJS.ReadableStream, 'ready').then((text) => {
     if (!text.includes('ready')) throw new Error(`sandbox init did not start: ${stderr.trim()}`)
   })
   // Awaited below once the pid is known; an init that fails first must not leave it unhandled.
   ready.catch(() => {})
   const info = await new Promise<string>((resolve, reject) => {
     let text = ''
-    const stream = init.stdio[3] as NodeJS.ReadableStream
+    const stream = init.stdio[INFO_FD] as NodeJS.ReadableStream
     stream.on('data', (chunk: Buffer) => {
       text += chunk.toString()
     })
-    stream.on('end', () => resolve(text))
     init.on('error', reject)
-    init.on('exit', (code) => {
-      if (!text) reject(new Error(`bubblewrap exited with ${code}: ${stderr.trim()}`))
+    // bwrap closes the info fd when it fails too: wait for its exit then, so that its complaint is read.
+    stream.on('end', () => {
+      if (text) return resolve(text)
+      const failed = () => reject(new Error(`bubblewrap exited with ${init.exitCode}: ${stderr.trim()}`))
+      if (init.exitCode !== null) failed()
+      else init.once('exit', failed)
     })
   })
   const initPid = (JSON.parse(info) as { 'child-pid'?: number })['child-pid']

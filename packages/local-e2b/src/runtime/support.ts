@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, 
 import { join } from 'node:path'
 import { LocalE2BError, LocalE2BErrorCode } from '../errors.js'
 import { enterHelperPath } from './enter-helper.js'
+import { canFilterInternet } from './network.js'
 
 /** How pauses are enforced on this machine. */
 export type FreezerKind = 'cgroup-v1' | 'cgroup-v2' | 'signals'
@@ -27,6 +28,8 @@ export interface RuntimeSupport {
   limitsInFreezerCgroup: boolean
   /** True when a sandbox's disk can be a loop-mounted ext4 image of a fixed size (root, mkfs.ext4, mount). */
   diskImages: boolean
+  /** True when a sandbox can get filtered internet access (bubblewrap, root, nft, ip; see network.ts). */
+  internetFilter: boolean
 }
 
 /** cgroup controllers the per-sandbox limits use. */
@@ -51,6 +54,7 @@ export function probeRuntimeSupport(wantIsolation: 'auto' | 'bubblewrap' | 'none
   for (const parent of Object.values(support.limitParents)) removeStaleCgroups(parent)
   const helper = process.env.SANDKEEP_LOCAL_E2B_NO_HELPER === '1' ? undefined : enterHelperPath()
   if (helper) support.enterHelper = helper
+  support.internetFilter = support.isolation === 'bubblewrap' && canFilterInternet()
   return support
 }
 
@@ -101,8 +105,14 @@ function probeBase(wantIsolation: 'auto' | 'bubblewrap' | 'none'): RuntimeSuppor
       limitParents: {},
       limitsInFreezerCgroup: false,
       diskImages: false,
+      internetFilter: false,
     }
-  const limitFields = { limitParents: {}, limitsInFreezerCgroup: false, diskImages: probeDiskImages() }
+  const limitFields = {
+    limitParents: {},
+    limitsInFreezerCgroup: false,
+    diskImages: probeDiskImages(),
+    internetFilter: false,
+  }
   // cgroup v2 first: its freeze needs no controller, and the launcher can fork straight into a v2 cgroup
   // (clone3 CLONE_INTO_CGROUP), whereas joining a cgroup by writing cgroup.procs waits for an RCU grace
   // period (10-20 ms per process on a busy machine). v1's freezer is the fallback. SANDKEEP_LOCAL_E2B_FREEZER
