@@ -2,12 +2,8 @@
 // join the sandbox's cgroups (freezer, and the limit hierarchies on a hybrid cgroup machine), enter its
 // namespaces, fork into its pid namespace, drop every capability and switch to the sandbox's user, chdir,
 // report the sandbox pid on fd 3, exec the command. Compiled once per machine when a C compiler
-// is present (cached by content hash); without one the host keeps the shell chain.
-import { execFileSync } from 'node:child_process'
-import { createHash } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+// is present (compile.ts); without one the host keeps the shell chain.
+import { compiledHelper } from './compile.js'
 
 /**
  * C source of the launcher. Usage: `sandkeep-enter <cgroup dirs|-> <target pid|-> <uid:gid|-> <cwd> <cmd> [args...]`;
@@ -145,33 +141,7 @@ int main(int argc, char **argv) {
 }
 `
 
-let cached: string | null | undefined
-
 /** Path of the compiled launcher, compiling it on first use; undefined when no C compiler works here. */
 export function enterHelperPath(): string | undefined {
-  if (cached !== undefined) return cached ?? undefined
-  cached = null
-  const hash = createHash('sha256').update(ENTER_SOURCE).digest('hex').slice(0, 16)
-  const dir = join(tmpdir(), 'sandkeep-local-e2b-bin')
-  const binary = join(dir, `sandkeep-enter-${hash}`)
-  if (existsSync(binary)) {
-    cached = binary
-    return binary
-  }
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o755 })
-    const source = join(dir, `sandkeep-enter-${hash}-${process.pid}.c`)
-    const temp = `${binary}.${process.pid}.tmp`
-    writeFileSync(source, ENTER_SOURCE)
-    execFileSync('cc', ['-O2', '-o', temp, source], { stdio: 'ignore', timeout: 30_000 })
-    chmodSync(temp, 0o755)
-    // Atomic: hosts starting at once each compile, the last rename wins, every one sees a whole file.
-    renameSync(temp, binary)
-    cached = binary
-  } catch {
-    cached = null
-  } finally {
-    rmSync(join(dir, `sandkeep-enter-${hash}-${process.pid}.c`), { force: true })
-  }
-  return cached ?? undefined
+  return compiledHelper('sandkeep-enter', ENTER_SOURCE)
 }
