@@ -74,6 +74,11 @@ export interface SandboxRecord {
   autoPauseMemory: boolean
   autoResume: boolean
   allowInternetAccess: boolean
+  /**
+   * Who may reach the sandbox's user ports (`network.allowPublicTraffic`, `network.maskRequestHost` at
+   * create). Absent: public, as on E2B.
+   */
+  ingress?: { allowPublicTraffic: boolean; maskRequestHost?: string }
   /** Host directory holding `home/user` and `tmp`. */
   rootDir: string
   /**
