@@ -358,7 +358,8 @@ function parseListQuery(params: URLSearchParams, legacy: boolean): ListQuery {
     matches: (record) =>
       (states.size === 0 || states.has(record.state)) &&
       (!template || record.templateId === template) &&
-      !(startedAfterMs !== undefined && record.startedAt <= startedAfterMs) &&
+      // Inclusive, as E2B's: a sandbox started at exactly `startedAfter` is listed.
+      !(startedAfterMs !== undefined && record.startedAt < startedAfterMs) &&
       Object.entries(metadataFilter).every(([key, value]) => record.metadata[key] === value),
     order: params.get('order') === 'asc' ? 1 : -1,
     limit,

@@ -220,7 +220,8 @@ async function writeOne(
   metadata: Record<string, string> | undefined,
 ): Promise<Record<string, unknown>> {
   if (!path) throw new HttpError(400, 'query parameter path is required')
-  const written = await sandbox.fs.writeStream(path, source).catch((error) => {
+  const noteUpload = (sandboxPath: string, existed: boolean) => sandbox.uploads.note(sandboxPath, existed)
+  const written = await sandbox.fs.writeStream(path, source, noteUpload).catch((error) => {
     throw httpError(error, path)
   })
   const info: Record<string, unknown> = { name: posix.basename(written), path: written, type: 'file' }
