@@ -14,13 +14,18 @@ Runs an E2B-compatible sandbox host on this machine (control plane, envd, code i
 Options:
   --port <n>            TCP port (default 0: a free one)
   --hostname <addr>     interface to listen on (default 127.0.0.1; loopback only)
+  --domain <domain>     domain of the sandboxes' port URLs, <port>-<sandboxId>.<domain>
+                        (default localhost:<port>; printed as E2B_DOMAIN)
   --state-dir <dir>     registry and sandbox files (default: a temp dir removed on exit)
   --pause-mode <mode>   memory | filesystem | processes (default memory)
   --retention-ms <n>    delete sandboxes paused longer than this
   --isolation <mode>    auto | bubblewrap | none (default auto)
-  --api-key <key>       API key to require (default: random)
+  --api-key <key>       API key to require (default: random, in E2B's format e2b_<hex>)
   --help                show this help
 `
+
+/** E2B's API key format, which the e2b SDK 2.39 to 2.45 checks before sending anything. */
+const E2B_KEY_FORMAT = /^e2b_[0-9a-f]+$/
 
 function fail(message: string): never {
   process.stderr.write(`sandkeep-local-e2b: ${message} (see --help)\n`)
@@ -41,6 +46,7 @@ function parseFlags(): LocalE2BOptions | 'help' {
       options: {
         port: { type: 'string' },
         hostname: { type: 'string' },
+        domain: { type: 'string' },
         'state-dir': { type: 'string' },
         'pause-mode': { type: 'string' },
         'retention-ms': { type: 'string' },
@@ -59,6 +65,7 @@ function parseFlags(): LocalE2BOptions | 'help' {
   const port = integer('port', values.port as string | undefined)
   if (port !== undefined) options.port = port
   if (typeof values.hostname === 'string') options.hostname = values.hostname
+  if (typeof values.domain === 'string') options.domain = values.domain
   if (typeof values['state-dir'] === 'string') options.stateDir = values['state-dir']
   const pauseMode = values['pause-mode']
   if (pauseMode !== undefined) {
@@ -76,7 +83,14 @@ function parseFlags(): LocalE2BOptions | 'help' {
     }
     options.isolation = isolation
   }
-  if (typeof values['api-key'] === 'string') options.apiKey = values['api-key']
+  if (typeof values['api-key'] === 'string') {
+    options.apiKey = values['api-key']
+    if (!E2B_KEY_FORMAT.test(options.apiKey)) {
+      process.stderr.write(
+        "sandkeep-local-e2b: --api-key is not in E2B's key format (e2b_ followed by hex digits); the e2b SDK 2.39 to 2.45 refuses such a key unless E2B_VALIDATE_API_KEY=false\n",
+      )
+    }
+  }
   return options
 }
 
