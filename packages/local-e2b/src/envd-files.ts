@@ -5,6 +5,7 @@ import { posix } from 'node:path'
 import { PassThrough, type Readable, Transform } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
 import busboy from 'busboy'
+import { metadataProblem, writeMetadata } from './file-metadata.js'
 import { HttpError } from './http.js'
 import { PathEscapeError } from './paths.js'
 import type { Sandbox } from './sandbox.js'
@@ -149,6 +150,8 @@ export async function handleFileUpload(
   const declared =
     request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length'])
   try {
+    const problem = metadata && metadataProblem(metadata)
+    if (problem) throw new HttpError(400, problem)
     if (declared !== undefined && declared > limits.maxUploadBytes) throw tooLarge(limits)
     // A declared length is reserved up front; a chunked body reserves as its bytes arrive.
     let reserved = declared ?? 0
@@ -220,12 +223,19 @@ async function writeOne(
   metadata: Record<string, string> | undefined,
 ): Promise<Record<string, unknown>> {
   if (!path) throw new HttpError(400, 'query parameter path is required')
-  const noteUpload = (sandboxPath: string, existed: boolean) => sandbox.uploads.note(sandboxPath, existed)
-  const written = await sandbox.fs.writeStream(path, source, noteUpload).catch((error) => {
-    throw httpError(error, path)
-  })
+  let stored = false
+  const written = await sandbox.fs
+    .writeStream(path, source, async ({ dir, temp, path: target, existed }) => {
+      // On the temp file, so the metadata arrives with the content and replaces the old file's.
+      if (metadata) stored = await writeMetadata(dir, temp, metadata)
+      sandbox.uploads.note(target, existed)
+    })
+    .catch((error) => {
+      throw httpError(error, path)
+    })
   const info: Record<string, unknown> = { name: posix.basename(written), path: written, type: 'file' }
-  if (metadata) info.metadata = metadata
+  // Only what was kept, as envd reads it back from the file.
+  if (metadata && stored) info.metadata = metadata
   return info
 }
 

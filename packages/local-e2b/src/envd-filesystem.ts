@@ -6,6 +6,7 @@ import type { FileHandle } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { posix } from 'node:path'
 import { ConnectError, decodeEnvelopes, openServerStream, parseJson, writeUnary } from './connect-protocol.js'
+import { readMetadata } from './file-metadata.js'
 import { normalizeSandboxPath, PathEscapeError } from './paths.js'
 import type { Sandbox } from './sandbox.js'
 import { isUploadTemp, type SandboxFs, SandboxFsError } from './sandbox-fs.js'
@@ -90,6 +91,7 @@ async function entryFromStats(
   sandboxPath: string,
   linkStats: Stats,
   readLink: () => Promise<string>,
+  readMetadataOf: () => Promise<Record<string, string> | undefined>,
 ): Promise<Record<string, unknown>> {
   let stats = linkStats
   let symlinkTarget: string | undefined
@@ -109,6 +111,8 @@ async function entryFromStats(
     modifiedTime: stats.mtime.toISOString(),
   }
   if (symlinkTarget !== undefined) info.symlinkTarget = symlinkTarget
+  const metadata = linkStats.isSymbolicLink() ? undefined : await readMetadataOf()
+  if (metadata) info.metadata = metadata
   return info
 }
 
@@ -119,7 +123,13 @@ async function entryInfo(sandbox: Sandbox, path: string): Promise<Record<string,
   const located = await fs.locate(shown, { followLast: false })
   try {
     const stats = await fs.lstat(located)
-    return await entryFromStats(fs, shown, stats, () => fs.readlink(located))
+    return await entryFromStats(
+      fs,
+      shown,
+      stats,
+      () => fs.readlink(located),
+      () => readMetadata(located.dir, located.name),
+    )
   } finally {
     await located.dir.close()
   }
@@ -139,7 +149,13 @@ async function listDir(
     let info: Record<string, unknown>
     try {
       const stats = await fs.lstatIn(handle, name)
-      info = await entryFromStats(fs, child, stats, () => fs.readlink({ dir: handle, name, path: child }))
+      info = await entryFromStats(
+        fs,
+        child,
+        stats,
+        () => fs.readlink({ dir: handle, name, path: child }),
+        () => readMetadata(handle, name),
+      )
     } catch {
       continue
     }

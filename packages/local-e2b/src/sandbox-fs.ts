@@ -244,13 +244,19 @@ export class SandboxFs {
    * Streams `source` into the file `input` names: into a temp file created O_EXCL next to it (never through a
    * symlink), renamed over the target through the parent's fd only once complete, so a failed or oversized
    * upload leaves no partial file. A new file belongs to the sandbox's owner; an existing one keeps its owner
-   * and mode. `beforeReplace` hears of the rename just before it happens: the sandbox path and whether a file
-   * was there.
+   * and mode. `beforeReplace` runs once the temp file is complete, just before the rename (its failure fails
+   * the write): it gets the temp file (its directory fd and name), the sandbox path and whether a file was
+   * there.
    */
   async writeStream(
     input: string,
     source: Readable,
-    beforeReplace?: (sandboxPath: string, existed: boolean) => void,
+    beforeReplace?: (replacing: {
+      dir: FileHandle
+      temp: string
+      path: string
+      existed: boolean
+    }) => Promise<void>,
   ): Promise<string> {
     const located = await this.locate(input, { followLast: true, createParents: true })
     try {
@@ -273,7 +279,7 @@ export class SandboxFs {
         } finally {
           await handle.close()
         }
-        beforeReplace?.(located.path, existing !== undefined)
+        await beforeReplace?.({ dir: located.dir, temp, path: located.path, existed: existing !== undefined })
         await rename(tempPath, fdPath(located.dir, located.name))
       } catch (error) {
         await unlink(tempPath).catch(() => {})

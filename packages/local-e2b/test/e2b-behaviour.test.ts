@@ -93,4 +93,50 @@ describe('as E2B does it', () => {
       await sandbox.kill()
     }
   })
+
+  it('files.write metadata is kept on the file as envd keeps it (user.e2b.* xattrs): stat, list, rename, overwrite', async () => {
+    const sandbox = await Sandbox.create(t.opts)
+    try {
+      const metadata = { author: 'mish', purpose: 'upload' }
+      const written = await sandbox.files.write('meta.txt', 'content', { metadata })
+      expect(written.metadata).toEqual(metadata)
+      expect((await sandbox.files.getInfo('meta.txt')).metadata).toEqual(metadata)
+      const inside = await sandbox.commands.run(
+        `python3 -c "import os; print(sorted(os.listxattr('meta.txt')))"`,
+      )
+      expect(inside.stdout.trim()).toBe("['user.e2b.author', 'user.e2b.purpose']")
+      await sandbox.files.write('meta.txt', 'second', { metadata: { stage: 'two' }, useOctetStream: true })
+      expect((await sandbox.files.getInfo('meta.txt')).metadata).toEqual({ stage: 'two' })
+      const renamed = await sandbox.files.rename('meta.txt', 'renamed.txt')
+      expect(renamed.metadata).toEqual({ stage: 'two' })
+      expect((await sandbox.files.list('.')).find((entry) => entry.name === 'renamed.txt')?.metadata).toEqual(
+        {
+          stage: 'two',
+        },
+      )
+      await sandbox.files.write('renamed.txt', 'plain')
+      expect((await sandbox.files.getInfo('renamed.txt')).metadata).toBeUndefined()
+      await sandbox.commands.run(
+        `python3 -c "import os; os.setxattr('renamed.txt', 'user.e2b.set', b'inside')"`,
+      )
+      expect((await sandbox.files.getInfo('renamed.txt')).metadata).toEqual({ set: 'inside' })
+      // Refused before anything is written: envd's rules, past the SDK's own check.
+      const token = (sandbox as unknown as { envdAccessToken: string }).envdAccessToken
+      const refused = await fetch(`${t.host.sandboxUrl}/files?path=/home/user/refused.txt`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/octet-stream',
+          'e2b-sandbox-id': sandbox.sandboxId,
+          'e2b-sandbox-port': '49983',
+          'x-access-token': token,
+          'x-metadata-big': 'x'.repeat(5000),
+        },
+        body: 'x',
+      })
+      expect(refused.status).toBe(400)
+      expect(await sandbox.files.exists('refused.txt')).toBe(false)
+    } finally {
+      await sandbox.kill()
+    }
+  })
 })
