@@ -3,8 +3,9 @@
 // it to loopback themselves, as RFC 6761 has it), and a wait for a port to listen inside the sandbox.
 import { createHash, randomBytes } from 'node:crypto'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
-import type { LookupFunction, Socket } from 'node:net'
+import { createServer, type LookupFunction, type Socket } from 'node:net'
 import type { Sandbox } from 'e2b'
+import { expect } from 'vitest'
 
 /** A Python HTTP server: GET answers the path and the headers it got as JSON, POST echoes the body. */
 export const ECHO_SERVER = `
@@ -79,6 +80,30 @@ export async function startServer(sandbox: Sandbox, script: string, port: number
   await sandbox.commands.run(
     `for i in $(seq 1 100); do (echo > /dev/tcp/127.0.0.1/${port}) 2>/dev/null && exit 0; sleep 0.1; done; cat ${file}.log; exit 1`,
   )
+}
+
+/**
+ * For a sandbox whose ports are on the host's own loopback: a port another program holds there (a fresh
+ * listener, and this host's API on `hostApiPort`) answers 502 and none of its bytes; a server the sandbox
+ * itself starts answers.
+ */
+export async function expectOnlyOwnListeners(sandbox: Sandbox, hostApiPort: number): Promise<void> {
+  const hostService = createServer((socket) => socket.end('HTTP/1.0 200 OK\r\n\r\nHOST SECRET'))
+  await new Promise<void>((resolve) => hostService.listen(0, '127.0.0.1', resolve))
+  try {
+    const hostPort = (hostService.address() as { port: number }).port
+    const refused = await fetchVia(`http://${sandbox.getHost(hostPort)}/`)
+    expect(refused.status).toBe(502)
+    expect(refused.body).not.toContain('HOST SECRET')
+    expect((await fetchVia(`http://${sandbox.getHost(hostApiPort)}/v2/sandboxes`)).status).toBe(502)
+    const own = 20_000 + Math.floor(Math.random() * 20_000)
+    await startServer(sandbox, ECHO_SERVER, own)
+    const answer = await fetchVia(`http://${sandbox.getHost(own)}/mine`)
+    expect(answer.status).toBe(200)
+    expect(JSON.parse(answer.body).path).toBe('/mine')
+  } finally {
+    hostService.close()
+  }
 }
 
 /** Resolves every name to 127.0.0.1 (what `*.localhost` means; the tests only ever name the test host). */
@@ -169,8 +194,8 @@ function clientOn(socket: Socket, head: Buffer): WebSocketClient {
   const messages: string[] = []
   const waiting: Array<(text: string) => void> = []
   const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()))
-  socket.on('data', (chunk: Buffer) => {
-    buffer = Buffer.concat([buffer, chunk])
+  // Frames may already have come with the 101 (in `head`): parse those at once, then each chunk.
+  const drain = () => {
     while (buffer.length >= 2) {
       let length = (buffer[1] ?? 0) & 127
       let offset = 2
@@ -188,6 +213,11 @@ function clientOn(socket: Socket, head: Buffer): WebSocketClient {
       if (waiter) waiter(text)
       else messages.push(text)
     }
+  }
+  drain()
+  socket.on('data', (chunk: Buffer) => {
+    buffer = Buffer.concat([buffer, chunk])
+    drain()
   })
   socket.on('error', () => socket.destroy())
   const frame = (opcode: number, payload: Buffer) => {

@@ -7,7 +7,14 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { Sandbox } from 'e2b'
 import { describe, expect, it } from 'vitest'
 import { useTestHost, waitUntil } from './helpers.js'
-import { ECHO_SERVER, fetchVia, openWebSocket, startServer, WEBSOCKET_SERVER } from './ports.js'
+import {
+  ECHO_SERVER,
+  expectOnlyOwnListeners,
+  fetchVia,
+  openWebSocket,
+  startServer,
+  WEBSOCKET_SERVER,
+} from './ports.js'
 
 const browser =
   'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36'
@@ -211,22 +218,11 @@ describe('user ports', () => {
   }, 60_000)
 
   it('a sandbox on the host network reaches only its own listeners, never another program on the host loopback', async () => {
-    const { createServer } = await import('node:net')
-    const hostService = createServer((socket) => socket.end('HOST SECRET\n'))
-    await new Promise<void>((resolve) => hostService.listen(0, '127.0.0.1', resolve))
-    const hostPort = (hostService.address() as { port: number }).port
     const sandbox = await Sandbox.create({ ...t.opts, allowInternetAccess: true })
     try {
-      const refused = await fetchVia(`http://${sandbox.getHost(hostPort)}/`)
-      expect(refused.status).toBe(502)
-      expect(refused.body).not.toContain('HOST SECRET')
-      expect((await fetchVia(`http://${sandbox.getHost(t.host.port)}/v2/sandboxes`)).status).toBe(502)
-      const own = 20_000 + Math.floor(Math.random() * 20_000)
-      await startServer(sandbox, ECHO_SERVER, own)
-      expect((await fetchVia(`http://${sandbox.getHost(own)}/`)).status).toBe(200)
+      await expectOnlyOwnListeners(sandbox, t.host.port)
     } finally {
       await sandbox.kill()
-      hostService.close()
     }
   }, 60_000)
 })
