@@ -2,7 +2,7 @@
 // octet-stream uploads streamed to disk, never buffered whole, under the host's upload caps).
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { posix } from 'node:path'
-import { PassThrough, type Readable, Transform } from 'node:stream'
+import { PassThrough, Readable, Transform } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
 import busboy from 'busboy'
 import { metadataProblem, writeMetadata } from './file-metadata.js'
@@ -197,6 +197,9 @@ export async function handleFileUpload(
   }
 }
 
+/** Most bytes of a `file` part sent as a plain form field (busboy holds a field in memory whole). */
+const FIELD_LIMIT = 16 * 1024 * 1024
+
 /** Most bytes of a refused upload read and dropped so the client sees the answer; past it the socket closes. */
 const DISCARD_LIMIT = 64 * 1024 * 1024
 
@@ -254,7 +257,7 @@ function writeMultipart(
       parser = busboy({
         headers: request.headers,
         preservePath: true,
-        limits: { fileSize: limits.maxUploadBytes },
+        limits: { fileSize: limits.maxUploadBytes, fieldSize: Math.min(limits.maxUploadBytes, FIELD_LIMIT) },
       })
     } catch {
       reject(new HttpError(400, 'malformed multipart body'))
@@ -286,7 +289,16 @@ function writeMultipart(
       // The write reports the part's failure; a part whose write gave up early has nobody reading it.
       part.on('error', () => {})
       part.on('close', () => parts.delete(part))
-      const write = writeOne(sandbox, info.filename || queryPath, part, metadata)
+      // The query's path first, as envd resolves it; the part's file name names it otherwise.
+      const write = writeOne(sandbox, queryPath || info.filename || null, part, metadata)
+      write.catch(fail)
+      writes.push(write)
+    })
+    // A `file` part without a file name (a string appended to a FormData) is the content too, as in envd.
+    parser.on('field', (field, value: string, info) => {
+      if (field !== 'file' || failed) return
+      if (info.valueTruncated) return fail(tooLarge(limits))
+      const write = writeOne(sandbox, queryPath, Readable.from([Buffer.from(value)]), metadata)
       write.catch(fail)
       writes.push(write)
     })

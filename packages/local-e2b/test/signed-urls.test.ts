@@ -45,6 +45,12 @@ describe('signed file URLs', () => {
         { name: 'uploaded.txt', path: '/home/user/uploaded.txt', type: 'file' },
       ])
       expect(await sandbox.files.read('uploaded.txt')).toBe('file content')
+      // A plain string part (no file name) is the content too; the URL's path names the file.
+      const plain = new FormData()
+      plain.append('file', 'plain field')
+      const other = await sandbox.uploadUrl('plain.txt', { useSignatureExpiration: 10_000 })
+      expect((await fetch(other, { method: 'POST', body: plain })).status).toBe(200)
+      expect(await sandbox.files.read('plain.txt')).toBe('plain field')
       // A read signature does not write, and a write signature does not read.
       const readUrl = new URL(await sandbox.downloadUrl('uploaded.txt'))
       expect((await fetch(readUrl, { method: 'POST', body: form })).status).toBe(401)
