@@ -139,4 +139,14 @@ describe('as E2B does it', () => {
       await sandbox.kill()
     }
   })
+
+  it("has the base template's `python` command (python3 under E2B's name)", async () => {
+    const sandbox = await Sandbox.create(t.opts)
+    try {
+      const result = await sandbox.commands.run('python -c "import sys; print(sys.version_info[0])"')
+      expect(result.stdout).toBe('3\n')
+    } finally {
+      await sandbox.kill()
+    }
+  })
 })
