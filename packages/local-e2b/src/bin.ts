@@ -16,6 +16,8 @@ Options:
   --hostname <addr>     interface to listen on (default 127.0.0.1; loopback only)
   --domain <domain>     domain of the sandboxes' port URLs, <port>-<sandboxId>.<domain>
                         (default localhost:<port>; printed as E2B_DOMAIN)
+  --tls-dir <dir>       also speak TLS on the port, with a certificate authority kept in <dir>
+                        (made there when missing; trust <dir>/ca.pem, printed as NODE_EXTRA_CA_CERTS)
   --state-dir <dir>     registry and sandbox files (default: a temp dir removed on exit)
   --pause-mode <mode>   memory | filesystem | processes (default memory)
   --retention-ms <n>    delete sandboxes paused longer than this
@@ -47,6 +49,7 @@ function parseFlags(): LocalE2BOptions | 'help' {
         port: { type: 'string' },
         hostname: { type: 'string' },
         domain: { type: 'string' },
+        'tls-dir': { type: 'string' },
         'state-dir': { type: 'string' },
         'pause-mode': { type: 'string' },
         'retention-ms': { type: 'string' },
@@ -66,6 +69,7 @@ function parseFlags(): LocalE2BOptions | 'help' {
   if (port !== undefined) options.port = port
   if (typeof values.hostname === 'string') options.hostname = values.hostname
   if (typeof values.domain === 'string') options.domain = values.domain
+  if (typeof values['tls-dir'] === 'string') options.tlsDir = values['tls-dir']
   if (typeof values['state-dir'] === 'string') options.stateDir = values['state-dir']
   const pauseMode = values['pause-mode']
   if (pauseMode !== undefined) {
@@ -106,6 +110,8 @@ async function printExports(host: LocalE2BHost): Promise<void> {
     const shown = name === 'E2B_API_KEY' ? `"$(cat ${shellQuote(keyFile)})"` : value
     process.stdout.write(`export ${name}=${shown}\n`)
   }
+  // Node clients trust the host's own CA for its https URLs through this variable.
+  if (host.caFile) process.stdout.write(`export NODE_EXTRA_CA_CERTS=${shellQuote(host.caFile)}\n`)
 }
 
 async function main(): Promise<void> {

@@ -18,6 +18,7 @@ import { signedFileSandbox } from './envd-signing.js'
 import { LocalE2BError } from './errors.js'
 import { type HostEvent, HostEventLog } from './events.js'
 import { HostFaults, type LocalE2BFaults } from './faults.js'
+import { prepareHostTls } from './host-tls.js'
 import { HttpError, sendError, sendJson } from './http.js'
 import { kernelHostDirectory } from './interpreter/index.js'
 import { Lifecycle } from './lifecycle.js'
@@ -44,6 +45,8 @@ export interface LocalE2BHost {
   sandboxUrl: string
   /** The domain sandbox ports are named under: `sandbox.getHost(port)` is `<port>-<id>.<domain>`. */
   domain: string
+  /** The CA file clients trust for the port's https (with `tlsDir`), else undefined. */
+  caFile: string | undefined
   /** The API key clients send (secret: do not log). */
   apiKey: string
   /** `E2B_API_URL`, `E2B_SANDBOX_URL`, `E2B_API_KEY`, `E2B_DOMAIN` to export for SDK clients. */
@@ -272,10 +275,17 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     void upgrade(request, socket, head)
   })
   server.keepAliveTimeout = 30_000
+  const tls = settings.tlsDir
+    ? prepareHostTls(settings.tlsDir, () => new URL(`http://${settings.domain}`).hostname)
+    : undefined
   lifecycle.restore('host-restart')
   unfreezeLeftoverDisks(registry)
   metrics.start()
-  const address = await listen(server, settings.port, settings.hostname)
+  // With TLS, one listener takes both and hands each connection to the same server.
+  const front = tls ? await tls.listen(server, settings.port, settings.hostname) : undefined
+  const address = front
+    ? (front.address() as AddressInfo)
+    : await listen(server, settings.port, settings.hostname)
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const baseUrl = `http://${urlHost}:${address.port}`
   // Known once the server listens (its default names the port); create, connect and fork answer it.
@@ -287,6 +297,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     if (closed) return
     closed = true
     metrics.stop()
+    front?.close()
     server.closeAllConnections()
     await new Promise<void>((resolve) => server.close(() => resolve()))
     await snapshots.idle()
@@ -302,6 +313,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     apiUrl: baseUrl,
     sandboxUrl: baseUrl,
     domain,
+    caFile: tls?.caFile,
     apiKey,
     env: { E2B_API_URL: baseUrl, E2B_SANDBOX_URL: baseUrl, E2B_API_KEY: apiKey, E2B_DOMAIN: domain },
     events,

@@ -40,6 +40,12 @@ export interface LocalE2BOptions {
    * a proxy points `*.<domain>` here.
    */
   domain?: string
+  /**
+   * Directory of the host's own certificate authority (`ca.pem`, made there with openssl when missing, kept
+   * for later starts). With it the port speaks TLS as well as plain HTTP, so E2B's `https://` URLs work for
+   * clients that trust `<tlsDir>/ca.pem` (Node: NODE_EXTRA_CA_CERTS). Default: plain HTTP only.
+   */
+  tlsDir?: string
   /** Allow a non-loopback `hostname` (default false: the host runs code for whoever holds the key). */
   allowRemote?: boolean
   /** Directory for the registry and the sandboxes' files (default: a new temp dir, removed by close()). */
@@ -90,6 +96,7 @@ export interface ResolvedOptions {
   hostname: string
   /** The given domain; the host fills in its default (`localhost:<port>`) once it listens. */
   domain: string | undefined
+  tlsDir: string | undefined
   allowRemote: boolean
   stateDir: string | undefined
   apiKey: string | undefined
@@ -122,6 +129,7 @@ const LOCAL_E2B_OPTION_NAMES = [
   'port',
   'hostname',
   'domain',
+  'tlsDir',
   'allowRemote',
   'stateDir',
   'apiKey',
@@ -194,6 +202,9 @@ function checkStateDirAndApiKey(options: LocalE2BOptions): void {
   ) {
     throw invalid('stateDir must be a non-empty path')
   }
+  if (options.tlsDir !== undefined && (typeof options.tlsDir !== 'string' || options.tlsDir.length === 0)) {
+    throw invalid('tlsDir must be a non-empty path')
+  }
   if (options.apiKey !== undefined) {
     if (
       typeof options.apiKey !== 'string' ||
@@ -250,6 +261,7 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
     port,
     hostname,
     domain,
+    tlsDir: options.tlsDir,
     allowRemote,
     stateDir: options.stateDir,
     apiKey: options.apiKey,

@@ -3,6 +3,7 @@
 // it to loopback themselves, as RFC 6761 has it), and a wait for a port to listen inside the sandbox.
 import { createHash, randomBytes } from 'node:crypto'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 import { createServer, type LookupFunction, type Socket } from 'node:net'
 import type { Sandbox } from 'e2b'
 import { expect } from 'vitest'
@@ -124,12 +125,18 @@ export interface Answer {
 /** One HTTP request to `url` (an `http://<port>-<id>.<domain>` URL or the host's own), read whole. */
 export function fetchVia(
   url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  options: { method?: string; headers?: Record<string, string>; body?: string; ca?: Buffer } = {},
 ): Promise<Answer> {
+  const send = url.startsWith('https:') ? httpsRequest : httpRequest
   return new Promise((resolve, reject) => {
-    const outgoing = httpRequest(
+    const outgoing = send(
       url,
-      { method: options.method ?? 'GET', headers: options.headers, lookup: loopbackLookup },
+      {
+        method: options.method ?? 'GET',
+        headers: options.headers,
+        lookup: loopbackLookup,
+        ...(options.ca ? { ca: options.ca } : {}),
+      },
       (response) => {
         let body = ''
         response.setEncoding('utf8')
@@ -158,10 +165,16 @@ export interface WebSocketClient {
   close(): void
 }
 
-export function openWebSocket(url: string, headers: Record<string, string> = {}): Promise<WebSocketClient> {
+export function openWebSocket(
+  url: string,
+  headers: Record<string, string> = {},
+  ca?: Buffer,
+): Promise<WebSocketClient> {
   const key = randomBytes(16).toString('base64')
+  const send = url.startsWith('https:') ? httpsRequest : httpRequest
   return new Promise((resolve, reject) => {
-    const outgoing = httpRequest(url, {
+    const outgoing = send(url, {
+      ...(ca ? { ca } : {}),
       headers: {
         connection: 'Upgrade',
         upgrade: 'websocket',

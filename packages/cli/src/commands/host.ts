@@ -42,6 +42,13 @@ processes gone).`,
           "Domain of the sandboxes' port URLs, <port>-<sandboxId>.<domain> (sandbox.getHost); printed as E2B_DOMAIN.",
         defaultText: 'localhost:<port>',
       },
+      'tls-dir': {
+        type: 'string',
+        valueName: '<dir>',
+        description:
+          "Also speak TLS on the port (E2B's https URLs), with a certificate authority kept in <dir>; trust <dir>/ca.pem.",
+        defaultText: 'plain HTTP only',
+      },
       'state-dir': {
         type: 'string',
         valueName: '<dir>',
@@ -72,6 +79,8 @@ processes gone).`,
     const port = integerOption(args, 'host', 'port', { min: 0, max: 65_535 }) ?? 0
     const hostname = stringOption(args, 'hostname') ?? '127.0.0.1'
     const domain = stringOption(args, 'domain')
+    const tlsDirOption = stringOption(args, 'tls-dir')
+    const tlsDir = tlsDirOption ? resolve(tlsDirOption) : undefined
     const pauseMode = (stringOption(args, 'pause-mode') ?? 'memory') as PauseMode
     const retentionMs = durationOption(args, 'host', 'retention', { min: 1000, max: 365 * 86_400_000 })
     const stateDirOption = stringOption(args, 'state-dir')
@@ -87,6 +96,7 @@ processes gone).`,
         port,
         hostname,
         domain,
+        tlsDir,
         pauseMode,
         retentionMs,
         stateDir,
@@ -105,13 +115,14 @@ async function serve(
     port: number
     hostname: string
     domain: string | undefined
+    tlsDir: string | undefined
     pauseMode: PauseMode
     retentionMs: number | undefined
     stateDir: string
     isolation: Isolation | undefined
   },
 ): Promise<number> {
-  const { port, hostname, domain, pauseMode, retentionMs, stateDir, isolation } = settings
+  const { port, hostname, domain, tlsDir, pauseMode, retentionMs, stateDir, isolation } = settings
 
   // The key only protects a loopback host, but it is still a credential: keep it out of stdout (logs,
   // scrollback) and give it to clients through a file only this user can read. E2B's format (`e2b_` and
@@ -136,6 +147,7 @@ async function serve(
       apiKey,
       pauseMode,
       ...(domain === undefined ? {} : { domain }),
+      ...(tlsDir === undefined ? {} : { tlsDir }),
       ...(retentionMs === undefined ? {} : { retentionMs }),
       ...(isolation ? { isolation } : {}),
     })
@@ -149,7 +161,7 @@ async function serve(
   }
   if (flagOption(args, 'json')) {
     context.stdout.write(
-      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, domain: host.domain, apiKeyFile: keyFile, stateDir, pauseMode, isolation: host.isolation })}\n`,
+      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, domain: host.domain, caFile: host.caFile, apiKeyFile: keyFile, stateDir, pauseMode, isolation: host.isolation })}\n`,
     )
   } else {
     // E2B_DOMAIN too: an SDK that falls back to its defaults (no E2B_API_URL in one shell, a getHost URL)
@@ -160,8 +172,10 @@ async function serve(
         `export E2B_API_URL=${host.apiUrl}\n` +
         `export E2B_SANDBOX_URL=${host.sandboxUrl}\n` +
         `export E2B_DOMAIN=${shellWord(host.domain)}\n` +
-        `export E2B_API_KEY="$(cat ${shellWord(keyFile)})"\n\n` +
-        `Sandbox ports: http://<port>-<sandboxId>.${host.domain} (sandbox.getHost(port)).\n` +
+        `export E2B_API_KEY="$(cat ${shellWord(keyFile)})"\n` +
+        (host.caFile ? `export NODE_EXTRA_CA_CERTS=${shellWord(host.caFile)}\n` : '') +
+        '\n' +
+        `Sandbox ports: http${host.caFile ? '(s)' : ''}://<port>-<sandboxId>.${host.domain} (sandbox.getHost(port)).\n` +
         'Ctrl-C stops the host.\n',
     )
   }
