@@ -148,7 +148,11 @@ export class ControlPlane {
 
   async #create(body: Json, response: ServerResponse): Promise<void> {
     const { record, prepareDisk } = this.#newRecord(body)
-    sendJson(response, 201, sandboxJson(await this.startSandbox(record, prepareDisk), this.#options.settings.domain))
+    sendJson(
+      response,
+      201,
+      sandboxJson(await this.startSandbox(record, prepareDisk), this.#options.settings.domain),
+    )
   }
 
   /**
