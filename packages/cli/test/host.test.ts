@@ -1,4 +1,5 @@
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -73,5 +74,31 @@ describe('sandkeep host', () => {
       expect(await host.stop()).toBe(0)
     }
     expect(host.stderr()).toContain('sandkeep host: stopping')
+  }, 60_000)
+
+  it('--tls-dir also speaks TLS on the port and prints the CA to trust', async () => {
+    const tlsDir = join(stateDir, 'tls')
+    const host = startCli(['host', '--tls-dir', tlsDir], cleanEnv())
+    try {
+      const out = await waitFor(() => (host.stdout().includes('Ctrl-C') ? host.stdout() : undefined))
+      const caFile = join(tlsDir, 'ca.pem')
+      expect(out).toContain(`export NODE_EXTRA_CA_CERTS=${caFile}\n`)
+      const apiUrl = new URL(/^export E2B_API_URL=(.*)$/m.exec(out)?.[1] ?? '')
+      const ca = await readFile(caFile)
+      const status = await new Promise<number>((resolve, reject) => {
+        const outgoing = request(
+          { host: '127.0.0.1', servername: 'localhost', port: apiUrl.port, path: '/health', ca },
+          (response) => {
+            response.resume()
+            resolve(response.statusCode ?? 0)
+          },
+        )
+        outgoing.on('error', reject)
+        outgoing.end()
+      })
+      expect(status).toBe(200)
+    } finally {
+      expect(await host.stop()).toBe(0)
+    }
   }, 60_000)
 })
