@@ -20,8 +20,6 @@ export const TRAFFIC_TOKEN_HEADER = 'e2b-traffic-access-token'
 export interface SandboxTarget {
   sandboxId: string
   port: number
-  /** How it was addressed: by the host name (`<port>-<id>.<domain>`) or by the routing headers. */
-  by: 'host' | 'headers'
 }
 
 /** A request that names a sandbox but cannot be routed: answered 400 with E2B's plain-text reason. */
@@ -50,15 +48,14 @@ export function sandboxTarget(request: IncomingMessage): SandboxTarget | undefin
   const label = HOST_LABEL.exec(host)
   if (label) {
     const sandboxId = (label[2] as string).slice(0, 128)
-    return { sandboxId, port: parsePort(label[1] as string), by: 'host' }
+    return { sandboxId, port: parsePort(label[1] as string) }
   }
   const sandboxId = header(request, 'e2b-sandbox-id')
   const port = header(request, 'e2b-sandbox-port')
   if (sandboxId === undefined && port === undefined) return undefined
-  if (!sandboxId) throw new RoutingError('missing header')
-  if (!port) throw new RoutingError('missing header')
+  if (!sandboxId || !port) throw new RoutingError('missing header')
   if (!SANDBOX_ID.test(sandboxId)) throw new RoutingError('Invalid sandbox ID')
-  return { sandboxId, port: parsePort(port), by: 'headers' }
+  return { sandboxId, port: parsePort(port) }
 }
 
 /** One of the edge's refusals: status, JSON body, and the title and sentence of its browser page. */

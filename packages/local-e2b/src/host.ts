@@ -128,7 +128,7 @@ function targetOf(request: IncomingMessage, url: URL, registry: SandboxRegistry)
   const target = sandboxTarget(request)
   if (target) return target
   const signed = signedFileSandbox(request, url, registry)
-  return signed ? { sandboxId: signed.id, port: ENVD_PORT, by: 'headers' } : undefined
+  return signed ? { sandboxId: signed.id, port: ENVD_PORT } : undefined
 }
 
 /** A request the host cannot route: 400 with E2B's plain reason. */
