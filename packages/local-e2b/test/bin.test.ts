@@ -1,5 +1,5 @@
 // The built bin, as a user runs it: export lines on stdout, the API key kept off the terminal, clean stop.
-import { spawn, spawnSync } from 'node:child_process'
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,7 +9,11 @@ import { afterAll, describe, expect, it } from 'vitest'
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url))
 const dirs: string[] = []
+const children: ChildProcess[] = []
 afterAll(async () => {
+  // A test that failed half-way must not leave its host running.
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   for (const dir of dirs) await rm(dir, { recursive: true, force: true })
 })
 
@@ -19,6 +23,7 @@ describe('sandkeep-local-e2b (built bin)', () => {
     dirs.push(stateDir)
     const apiKey = `e2b_${'0123456789abcdef'.repeat(2)}${process.pid.toString(16)}`
     const child = spawn(process.execPath, [bin, '--port', '0', '--state-dir', stateDir, '--api-key', apiKey])
+    children.push(child)
     let stdout = ''
     let stderr = ''
     child.stderr.on('data', (chunk) => {
