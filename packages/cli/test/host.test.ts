@@ -1,4 +1,5 @@
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -32,14 +33,24 @@ describe('sandkeep host', () => {
       const exports = Object.fromEntries(
         [...out.matchAll(/^export (E2B_[A-Z_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]),
       )
-      expect(Object.keys(exports).sort()).toEqual(['E2B_API_KEY', 'E2B_API_URL', 'E2B_SANDBOX_URL'])
+      expect(Object.keys(exports).sort()).toEqual([
+        'E2B_API_KEY',
+        'E2B_API_URL',
+        'E2B_DOMAIN',
+        'E2B_SANDBOX_URL',
+      ])
       expect(exports.E2B_API_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      const port = new URL(exports.E2B_API_URL as string).port
+      // An SDK left to its defaults builds https://api.<E2B_DOMAIN> and <port>-<id>.<E2B_DOMAIN>: this host.
+      expect(exports.E2B_DOMAIN).toBe(`localhost:${port}`)
       expect(out).toContain('pause mode filesystem')
       const keyFile = join(stateDir, 'api-key')
       expect(exports.E2B_API_KEY).toBe(`"$(cat ${keyFile})"`)
       expect((await stat(keyFile)).mode & 0o777).toBe(0o600)
       const apiKey = (await readFile(keyFile, 'utf8')).trim()
       expect(out).not.toContain(apiKey)
+      // The format the e2b SDK (2.39 to 2.45) checks before it sends anything.
+      expect(apiKey).toMatch(/^e2b_[0-9a-f]+$/)
 
       const listed = await fetch(`${exports.E2B_API_URL}/v2/sandboxes`, { headers: { 'X-API-KEY': apiKey } })
       expect(listed.status).toBe(200)
@@ -47,9 +58,47 @@ describe('sandkeep host', () => {
         headers: { 'X-API-KEY': 'wrong-key-123' },
       })
       expect(refused.status).toBe(401)
+      // Create answers the domain too, so even an SDK that was given none names this host in getHost.
+      const created = await fetch(`${exports.E2B_API_URL}/v2/sandboxes`, {
+        method: 'POST',
+        headers: { 'X-API-KEY': apiKey, 'content-type': 'application/json' },
+        body: JSON.stringify({ templateID: 'base' }),
+      })
+      const sandbox = (await created.json()) as { sandboxID: string; domain: string }
+      expect(sandbox.domain).toBe(exports.E2B_DOMAIN)
+      await fetch(`${exports.E2B_API_URL}/sandboxes/${sandbox.sandboxID}`, {
+        method: 'DELETE',
+        headers: { 'X-API-KEY': apiKey },
+      })
     } finally {
       expect(await host.stop()).toBe(0)
     }
     expect(host.stderr()).toContain('sandkeep host: stopping')
+  }, 60_000)
+
+  it('--tls-dir also speaks TLS on the port and prints the CA to trust', async () => {
+    const tlsDir = join(stateDir, 'tls')
+    const host = startCli(['host', '--tls-dir', tlsDir], cleanEnv())
+    try {
+      const out = await waitFor(() => (host.stdout().includes('Ctrl-C') ? host.stdout() : undefined))
+      const caFile = join(tlsDir, 'ca.pem')
+      expect(out).toContain(`export NODE_EXTRA_CA_CERTS=${caFile}\n`)
+      const apiUrl = new URL(/^export E2B_API_URL=(.*)$/m.exec(out)?.[1] ?? '')
+      const ca = await readFile(caFile)
+      const status = await new Promise<number>((resolve, reject) => {
+        const outgoing = request(
+          { host: '127.0.0.1', servername: 'localhost', port: apiUrl.port, path: '/health', ca },
+          (response) => {
+            response.resume()
+            resolve(response.statusCode ?? 0)
+          },
+        )
+        outgoing.on('error', reject)
+        outgoing.end()
+      })
+      expect(status).toBe(200)
+    } finally {
+      expect(await host.stop()).toBe(0)
+    }
   }, 60_000)
 })

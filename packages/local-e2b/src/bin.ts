@@ -14,11 +14,15 @@ Runs an E2B-compatible sandbox host on this machine (control plane, envd, code i
 Options:
   --port <n>            TCP port (default 0: a free one)
   --hostname <addr>     interface to listen on (default 127.0.0.1; loopback only)
+  --domain <domain>     domain of the sandboxes' port URLs, <port>-<sandboxId>.<domain>
+                        (default localhost:<port>; printed as E2B_DOMAIN)
+  --tls-dir <dir>       also speak TLS on the port, with a certificate authority kept in <dir>
+                        (made there when missing; trust <dir>/ca.pem, printed as NODE_EXTRA_CA_CERTS)
   --state-dir <dir>     registry and sandbox files (default: a temp dir removed on exit)
   --pause-mode <mode>   memory | filesystem | processes (default memory)
   --retention-ms <n>    delete sandboxes paused longer than this
   --isolation <mode>    auto | bubblewrap | none (default auto)
-  --api-key <key>       API key to require (default: random)
+  --api-key <key>       API key to require (default: random, in E2B's format e2b_<hex>)
   --help                show this help
 `
 
@@ -35,6 +39,8 @@ function log(line: string): void {
 // A write to a pipe whose reader left fails asynchronously too, as an 'error' event: without a listener it
 // would end the process (exit 1) in the middle of whatever it was doing, shutdown included.
 for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {})
+/** E2B's API key format, which the e2b SDK 2.39 to 2.45 checks before sending anything. */
+const E2B_KEY_FORMAT = /^e2b_[0-9a-f]+$/
 
 function fail(message: string): never {
   log(`sandkeep-local-e2b: ${message} (see --help)`)
@@ -55,6 +61,8 @@ function parseFlags(): LocalE2BOptions | 'help' {
       options: {
         port: { type: 'string' },
         hostname: { type: 'string' },
+        domain: { type: 'string' },
+        'tls-dir': { type: 'string' },
         'state-dir': { type: 'string' },
         'pause-mode': { type: 'string' },
         'retention-ms': { type: 'string' },
@@ -73,6 +81,8 @@ function parseFlags(): LocalE2BOptions | 'help' {
   const port = integer('port', values.port as string | undefined)
   if (port !== undefined) options.port = port
   if (typeof values.hostname === 'string') options.hostname = values.hostname
+  if (typeof values.domain === 'string') options.domain = values.domain
+  if (typeof values['tls-dir'] === 'string') options.tlsDir = values['tls-dir']
   if (typeof values['state-dir'] === 'string') options.stateDir = values['state-dir']
   const pauseMode = values['pause-mode']
   if (pauseMode !== undefined) {
@@ -90,7 +100,14 @@ function parseFlags(): LocalE2BOptions | 'help' {
     }
     options.isolation = isolation
   }
-  if (typeof values['api-key'] === 'string') options.apiKey = values['api-key']
+  if (typeof values['api-key'] === 'string') {
+    options.apiKey = values['api-key']
+    if (!E2B_KEY_FORMAT.test(options.apiKey)) {
+      process.stderr.write(
+        "sandkeep-local-e2b: --api-key is not in E2B's key format (e2b_ followed by hex digits); the e2b SDK 2.39 to 2.45 refuses such a key unless E2B_VALIDATE_API_KEY=false\n",
+      )
+    }
+  }
   return options
 }
 
@@ -106,6 +123,12 @@ async function printExports(host: LocalE2BHost): Promise<void> {
     const shown = name === 'E2B_API_KEY' ? `"$(cat ${shellQuote(keyFile)})"` : value
     try {
       process.stdout.write(`export ${name}=${shown}\n`)
+    } catch {}
+  }
+  // Node clients trust the host's own CA for its https URLs through this variable.
+  if (host.caFile) {
+    try {
+      process.stdout.write(`export NODE_EXTRA_CA_CERTS=${shellQuote(host.caFile)}\n`)
     } catch {}
   }
 }

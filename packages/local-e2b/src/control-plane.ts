@@ -23,6 +23,7 @@ import { newSandboxId, type SandboxRegistry } from './registry.js'
 import { newToken, type PauseMode, type Sandbox, type SandboxRecord } from './sandbox.js'
 import { ENVD_VERSION, sandboxJson } from './sandbox-json.js'
 import type { SnapshotService } from './snapshots.js'
+import { parseIngress } from './user-ports.js'
 
 const BASE_TEMPLATES = ['base', 'code-interpreter-v1', 'code-interpreter', 'code-interpreter-beta']
 
@@ -152,7 +153,11 @@ export class ControlPlane {
 
   async #create(body: Json, response: ServerResponse): Promise<void> {
     const { record, prepareDisk } = this.#newRecord(body)
-    sendJson(response, 201, sandboxJson(await this.startSandbox(record, prepareDisk)))
+    sendJson(
+      response,
+      201,
+      sandboxJson(await this.startSandbox(record, prepareDisk), this.#options.settings.domain),
+    )
   }
 
   /**
@@ -233,6 +238,8 @@ export class ControlPlane {
       pauses: [],
     }
     if (typeof body.alias === 'string') record.alias = body.alias
+    const ingress = parseIngress(body.network)
+    if (ingress) record.ingress = ingress
     if (!snapshot) return { record }
     return { record, prepareDisk: snapshots.prepareFromSnapshot(snapshot, record) }
   }
@@ -268,12 +275,12 @@ export class ControlPlane {
       if (sandbox.record.state === 'running') {
         lifecycle.setEndAt(sandbox, Math.max(sandbox.record.endAt, Date.now() + timeoutMs))
         events.record('sandbox-connect', sandbox.id, { resumed: false })
-        sendJson(response, 200, sandboxJson(sandbox))
+        sendJson(response, 200, sandboxJson(sandbox, this.#options.settings.domain))
         return
       }
       await lifecycle.resume(sandbox, memory, timeoutMs, 'connect')
       events.record('sandbox-connect', sandbox.id, { resumed: true })
-      sendJson(response, 201, sandboxJson(sandbox))
+      sendJson(response, 201, sandboxJson(sandbox, this.#options.settings.domain))
     })
   }
 
@@ -372,7 +379,8 @@ function parseListQuery(params: URLSearchParams, legacy: boolean): ListQuery {
     matches: (record) =>
       (states.size === 0 || states.has(record.state)) &&
       (!template || record.templateId === template) &&
-      !(startedAfterMs !== undefined && record.startedAt <= startedAfterMs) &&
+      // Inclusive, as E2B's: a sandbox started at exactly `startedAfter` is listed.
+      !(startedAfterMs !== undefined && record.startedAt < startedAfterMs) &&
       Object.entries(metadataFilter).every(([key, value]) => record.metadata[key] === value),
     order: params.get('order') === 'asc' ? 1 : -1,
     limit,

@@ -2,9 +2,10 @@
 // octet-stream uploads streamed to disk, never buffered whole, under the host's upload caps).
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { posix } from 'node:path'
-import { PassThrough, type Readable, Transform } from 'node:stream'
+import { PassThrough, Readable, Transform } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
 import busboy from 'busboy'
+import { metadataProblem, writeMetadata } from './file-metadata.js'
 import { HttpError } from './http.js'
 import { PathEscapeError } from './paths.js'
 import type { Sandbox } from './sandbox.js'
@@ -149,6 +150,8 @@ export async function handleFileUpload(
   const declared =
     request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length'])
   try {
+    const problem = metadata && metadataProblem(metadata)
+    if (problem) throw new HttpError(400, problem)
     if (declared !== undefined && declared > limits.maxUploadBytes) throw tooLarge(limits)
     // A declared length is reserved up front; a chunked body reserves as its bytes arrive.
     let reserved = declared ?? 0
@@ -194,6 +197,9 @@ export async function handleFileUpload(
   }
 }
 
+/** Most bytes of a `file` part sent as a plain form field (busboy holds a field in memory whole). */
+const FIELD_LIMIT = 16 * 1024 * 1024
+
 /** Most bytes of a refused upload read and dropped so the client sees the answer; past it the socket closes. */
 const DISCARD_LIMIT = 64 * 1024 * 1024
 
@@ -220,11 +226,19 @@ async function writeOne(
   metadata: Record<string, string> | undefined,
 ): Promise<Record<string, unknown>> {
   if (!path) throw new HttpError(400, 'query parameter path is required')
-  const written = await sandbox.fs.writeStream(path, source).catch((error) => {
-    throw httpError(error, path)
-  })
+  let stored = false
+  const written = await sandbox.fs
+    .writeStream(path, source, async ({ dir, temp, path: target, existed }) => {
+      // On the temp file, so the metadata arrives with the content and replaces the old file's.
+      if (metadata) stored = await writeMetadata(dir, temp, metadata)
+      sandbox.uploads.note(target, existed)
+    })
+    .catch((error) => {
+      throw httpError(error, path)
+    })
   const info: Record<string, unknown> = { name: posix.basename(written), path: written, type: 'file' }
-  if (metadata) info.metadata = metadata
+  // Only what was kept, as envd reads it back from the file.
+  if (metadata && stored) info.metadata = metadata
   return info
 }
 
@@ -243,7 +257,7 @@ function writeMultipart(
       parser = busboy({
         headers: request.headers,
         preservePath: true,
-        limits: { fileSize: limits.maxUploadBytes },
+        limits: { fileSize: limits.maxUploadBytes, fieldSize: Math.min(limits.maxUploadBytes, FIELD_LIMIT) },
       })
     } catch {
       reject(new HttpError(400, 'malformed multipart body'))
@@ -275,7 +289,16 @@ function writeMultipart(
       // The write reports the part's failure; a part whose write gave up early has nobody reading it.
       part.on('error', () => {})
       part.on('close', () => parts.delete(part))
-      const write = writeOne(sandbox, info.filename || queryPath, part, metadata)
+      // The query's path first, as envd resolves it; the part's file name names it otherwise.
+      const write = writeOne(sandbox, queryPath || info.filename || null, part, metadata)
+      write.catch(fail)
+      writes.push(write)
+    })
+    // A `file` part without a file name (a string appended to a FormData) is the content too, as in envd.
+    parser.on('field', (field, value: string, info) => {
+      if (field !== 'file' || failed) return
+      if (info.valueTruncated) return fail(tooLarge(limits))
+      const write = writeOne(sandbox, queryPath, Readable.from([Buffer.from(value)]), metadata)
       write.catch(fail)
       writes.push(write)
     })

@@ -6,9 +6,11 @@ import type { FileHandle } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { posix } from 'node:path'
 import { ConnectError, decodeEnvelopes, openServerStream, parseJson, writeUnary } from './connect-protocol.js'
+import { readMetadata } from './file-metadata.js'
 import { normalizeSandboxPath, PathEscapeError } from './paths.js'
 import type { Sandbox } from './sandbox.js'
-import { type SandboxFs, SandboxFsError } from './sandbox-fs.js'
+import { isUploadTemp, type SandboxFs, SandboxFsError } from './sandbox-fs.js'
+import type { UploadNote } from './upload-notes.js'
 
 /** Maps a path or filesystem failure to the RPC error the SDK expects. */
 function rpcError(error: unknown, path: unknown): unknown {
@@ -52,6 +54,35 @@ function fileType(stats: Stats): string {
 }
 
 /**
+ * The absolute path a symlink at `sandboxPath` resolves to, as envd reports it (Go's filepath.EvalSymlinks:
+ * every link of the path followed; the link's own path when that fails, e.g. a dangling link). Links are
+ * followed inside the sandbox's writable tree; a target outside it is given as its normalized path.
+ */
+async function symlinkTargetOf(
+  fs: SandboxFs,
+  sandboxPath: string,
+  readLink: () => Promise<string>,
+): Promise<string> {
+  try {
+    const located = await fs.locate(sandboxPath, { followLast: true })
+    try {
+      await fs.lstat(located)
+      return located.path
+    } finally {
+      await located.dir.close()
+    }
+  } catch (error) {
+    if (!(error instanceof PathEscapeError)) return sandboxPath
+    try {
+      const text = await readLink()
+      return normalizeSandboxPath(text.startsWith('/') ? text : posix.join(posix.dirname(sandboxPath), text))
+    } catch {
+      return sandboxPath
+    }
+  }
+}
+
+/**
  * Builds an EntryInfo from the lstat of an entry shown at `sandboxPath`; a symlink is reported with the
  * stats of its target when that resolves inside the sandbox's writable tree (else with its own).
  */
@@ -60,11 +91,12 @@ async function entryFromStats(
   sandboxPath: string,
   linkStats: Stats,
   readLink: () => Promise<string>,
+  readMetadataOf: () => Promise<Record<string, string> | undefined>,
 ): Promise<Record<string, unknown>> {
   let stats = linkStats
   let symlinkTarget: string | undefined
   if (linkStats.isSymbolicLink()) {
-    symlinkTarget = await readLink()
+    symlinkTarget = await symlinkTargetOf(fs, sandboxPath, readLink)
     stats = (await fs.statFollowing(sandboxPath)) ?? linkStats
   }
   const info: Record<string, unknown> = {
@@ -79,6 +111,8 @@ async function entryFromStats(
     modifiedTime: stats.mtime.toISOString(),
   }
   if (symlinkTarget !== undefined) info.symlinkTarget = symlinkTarget
+  const metadata = linkStats.isSymbolicLink() ? undefined : await readMetadataOf()
+  if (metadata) info.metadata = metadata
   return info
 }
 
@@ -89,7 +123,13 @@ async function entryInfo(sandbox: Sandbox, path: string): Promise<Record<string,
   const located = await fs.locate(shown, { followLast: false })
   try {
     const stats = await fs.lstat(located)
-    return await entryFromStats(fs, shown, stats, () => fs.readlink(located))
+    return await entryFromStats(
+      fs,
+      shown,
+      stats,
+      () => fs.readlink(located),
+      () => readMetadata(located.dir, located.name),
+    )
   } finally {
     await located.dir.close()
   }
@@ -109,7 +149,13 @@ async function listDir(
     let info: Record<string, unknown>
     try {
       const stats = await fs.lstatIn(handle, name)
-      info = await entryFromStats(fs, child, stats, () => fs.readlink({ dir: handle, name, path: child }))
+      info = await entryFromStats(
+        fs,
+        child,
+        stats,
+        () => fs.readlink({ dir: handle, name, path: child }),
+        () => readMetadata(handle, name),
+      )
     } catch {
       continue
     }
@@ -210,17 +256,26 @@ async function watchDir(
     throw error
   }
   const stream = openServerStream(response)
+  // Uploads this watch has already reported (each is reported once, even if the rename shows twice).
+  const reported = new WeakSet<UploadNote>()
   watcher.on('change', (eventType, filename) => {
     if (!filename) return
     const name = filename.toString()
+    // The host's own upload temp files are not the sandbox's: their rename is the upload's write.
+    if (isUploadTemp(posix.basename(name))) return
+    const upload = eventType === 'rename' ? sandbox.uploads.find(`${opened.path}/${name}`) : undefined
+    if (upload && reported.has(upload)) return
+    if (upload) reported.add(upload)
     void entryInfo(sandbox, `${shown}/${name}`).then(
       (entry) => {
-        const event: Record<string, unknown> = {
-          name,
-          type: eventType === 'rename' ? 'EVENT_TYPE_CREATE' : 'EVENT_TYPE_WRITE',
+        const types = upload
+          ? [...(upload.existed ? [] : ['EVENT_TYPE_CREATE']), 'EVENT_TYPE_WRITE']
+          : [eventType === 'rename' ? 'EVENT_TYPE_CREATE' : 'EVENT_TYPE_WRITE']
+        for (const type of types) {
+          const event: Record<string, unknown> = { name, type }
+          if (watchRequest.includeEntry === true) event.entry = entry
+          stream.send({ filesystem: event })
         }
-        if (watchRequest.includeEntry === true) event.entry = entry
-        stream.send({ filesystem: event })
       },
       () => stream.send({ filesystem: { name, type: 'EVENT_TYPE_REMOVE' } }),
     )

@@ -13,13 +13,14 @@ import {
 import { createPtyTerminal, type PtySize, parsePtySize, ptyCommand } from './envd-pty.js'
 import type { HostEventLog } from './events.js'
 import { normalizeSandboxPath, type PathEscapeError, SANDBOX_HOME } from './paths.js'
+import { SANDBOX_PATH } from './runtime/etc-files.js'
 import { waitFor } from './runtime/freezer.js'
 import type { ManagedProcess, ProcessConfig, Sandbox } from './sandbox.js'
 
 /** The environment every sandbox process starts from (nothing of the host's own environment leaks in). */
 export function baseEnvironment(): Record<string, string> {
   return {
-    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    PATH: SANDBOX_PATH,
     HOME: SANDBOX_HOME,
     USER: 'user',
     LANG: 'C.UTF-8',

@@ -1,5 +1,6 @@
 // startLocalE2B: wiring only. One HTTP server on one port serves E2B's REST control plane
-// (control-plane.ts), envd and the code interpreter (sandbox-traffic.ts, routed by the E2b-Sandbox-Id /
+// (control-plane.ts), envd, the code interpreter and the sandboxes' own servers (sandbox-traffic.ts and
+// user-ports.ts, routed by edge.ts: the `<port>-<id>.<domain>` host name, or the E2b-Sandbox-Id /
 // E2b-Sandbox-Port headers the SDK sends when `sandboxUrl` points here) and the /_local admin (admin.ts).
 // The registry (registry.ts) and the snapshots (snapshot-store.ts) are persisted in stateDir; lifecycle.ts owns
 // pause, resume, timers and teardown; metrics.ts samples the running sandboxes.
@@ -7,16 +8,23 @@ import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Duplex } from 'node:stream'
 import { type AdminOptions, handleAdmin } from './admin.js'
 import { ControlPlane } from './control-plane.js'
+import { ENVD_PORT, INTERPRETER_PORT, RoutingError, type SandboxTarget, sandboxTarget } from './edge.js'
+import { signedFileSandbox } from './envd-signing.js'
 import { LocalE2BError } from './errors.js'
 import { type HostEvent, HostEventLog } from './events.js'
 import { HostFaults, type LocalE2BFaults } from './faults.js'
-import { HttpError, header, sendError, sendJson } from './http.js'
+import { prepareHostTls } from './host-tls.js'
+import { HttpError, sendError, sendJson } from './http.js'
 import { kernelHostDirectory } from './interpreter/index.js'
 import { Lifecycle } from './lifecycle.js'
 import { SandboxMetrics } from './metrics.js'
 import { type LocalE2BOptions, type ResolvedOptions, resolveOptions } from './options.js'
+import { PortRelays } from './port-relay.js'
 import { SandboxRegistry } from './registry.js'
 import { IdRanges, idRangeDirectory } from './runtime/id-ranges.js'
 import { probeRuntimeSupport, type RuntimeSupport } from './runtime/support.js'
@@ -26,6 +34,7 @@ import { SandboxTraffic } from './sandbox-traffic.js'
 import { SnapshotStore, teamOf } from './snapshot-store.js'
 import { SnapshotService, unfreezeLeftoverDisks } from './snapshots.js'
 import { prepareStateDir } from './state-dir.js'
+import { UserPorts } from './user-ports.js'
 
 export type { LocalE2BFaults } from './faults.js'
 export { ENVD_VERSION } from './sandbox-json.js'
@@ -36,6 +45,10 @@ export interface LocalE2BHost {
   apiUrl: string
   /** envd + code-interpreter URL (`sandboxUrl` / E2B_SANDBOX_URL); the same server. */
   sandboxUrl: string
+  /** The domain sandbox ports are named under: `sandbox.getHost(port)` is `<port>-<id>.<domain>`. */
+  domain: string
+  /** The CA file clients trust for the port's https (with `tlsDir`), else undefined. */
+  caFile: string | undefined
   /** The API key clients send (secret: do not log). */
   apiKey: string
   /** `E2B_API_URL`, `E2B_SANDBOX_URL`, `E2B_API_KEY`, `E2B_DOMAIN` to export for SDK clients. */
@@ -129,23 +142,69 @@ function answerError(
   }
 }
 
-/** One server for everything: sandbox traffic by its headers, then /_local admin, /health, the REST API. */
+/**
+ * The sandbox port a request is for: its host name or routing headers, else a signed `/files` URL's sandbox
+ * (the SDK's signed URLs name none); undefined for the host's own routes. Throws RoutingError.
+ */
+function targetOf(request: IncomingMessage, url: URL, registry: SandboxRegistry): SandboxTarget | undefined {
+  const target = sandboxTarget(request)
+  if (target) return target
+  const signed = signedFileSandbox(request, url, registry)
+  return signed ? { sandboxId: signed.id, port: ENVD_PORT } : undefined
+}
+
+/** A request the host cannot route: 400 with E2B's plain reason. */
+function refuseRouting(response: ServerResponse, error: RoutingError): void {
+  response.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' })
+  response.end(`${error.message}\n`)
+}
+
+/** One server for everything: sandbox traffic (edge.ts), then /_local admin, /health, the REST API. */
 function router(parts: {
   events: HostEventLog
+  registry: SandboxRegistry
   traffic: SandboxTraffic
   controlPlane: ControlPlane
   admin: AdminOptions
 }): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
   return async (request, response) => {
     const url = new URL(request.url ?? '/', 'http://local')
-    const sandboxId = header(request, 'e2b-sandbox-id')
+    let sandboxId: string | undefined
     try {
-      if (sandboxId) return await parts.traffic.handle(request, response, url, sandboxId)
+      const target = targetOf(request, url, parts.registry)
+      sandboxId = target?.sandboxId
+      if (target) return await parts.traffic.handle(request, response, url, target)
+      if (url.pathname === '/files' && url.searchParams.has('signature')) {
+        // A signed URL no sandbox's token made (envd's answer for a wrong signature).
+        return sendError(response, 401, 'invalid signature')
+      }
       if (url.pathname.startsWith('/_local/')) return await handleAdmin(parts.admin, request, response, url)
       if (url.pathname === '/health') return sendJson(response, 200, { status: 'ok' })
       return await parts.controlPlane.handle(request, response, url)
     } catch (error) {
+      if (error instanceof RoutingError) return refuseRouting(response, error)
       answerError(parts.events, response, url, sandboxId, error)
+    }
+  }
+}
+
+/** Upgrade requests (WebSocket): relayed to a sandbox's user port; anything else is refused. */
+function upgradeRouter(
+  userPorts: UserPorts,
+): (request: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void> {
+  const refuse = (socket: Duplex, status: string) => {
+    socket.end(`HTTP/1.1 ${status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`)
+  }
+  return async (request, socket, head) => {
+    socket.on('error', () => socket.destroy())
+    try {
+      const target = sandboxTarget(request)
+      if (!target || target.port === ENVD_PORT || target.port === INTERPRETER_PORT) {
+        return refuse(socket, '400 Bad Request')
+      }
+      await userPorts.handleUpgrade(request, socket, head, target)
+    } catch (error) {
+      refuse(socket, error instanceof RoutingError ? '400 Bad Request' : '500 Internal Server Error')
     }
   }
 }
@@ -218,30 +277,59 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     // Unisolated, a sandbox runs in the host's network anyway: nothing to filter, nothing promised.
     canFilterInternet: support.isolation === 'none' || support.internetFilter,
   })
-  const traffic = new SandboxTraffic({ settings, support, events, registry, lifecycle, faults })
+  const relays = new PortRelays({ logger: settings.logger })
+  const userPorts = new UserPorts({
+    registry,
+    lifecycle,
+    events,
+    relays,
+    defaultTimeoutMs: settings.defaultTimeoutMs,
+  })
+  const traffic = new SandboxTraffic({ settings, support, events, registry, lifecycle, faults, userPorts })
   const { isolation } = support
   const getSandbox = (id: string) => registry.get(id)?.view(isolation)
 
-  const route = router({ events, traffic, controlPlane, admin: { apiKey, events, faults, getSandbox } })
+  const route = router({
+    events,
+    registry,
+    traffic,
+    controlPlane,
+    admin: { apiKey, events, faults, getSandbox },
+  })
   const server: Server = createServer((request, response) => void route(request, response))
+  const upgrade = upgradeRouter(userPorts)
+  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    void upgrade(request, socket, head)
+  })
   server.keepAliveTimeout = 30_000
+  const tls = settings.tlsDir
+    ? prepareHostTls(settings.tlsDir, () => new URL(`http://${settings.domain}`).hostname)
+    : undefined
   await lifecycle.restore('host-restart')
   unfreezeLeftoverDisks(registry)
   metrics.start()
-  const address = await listen(server, settings.port, settings.hostname)
+  // With TLS, one listener takes both and hands each connection to the same server.
+  const front = tls ? await tls.listen(server, settings.port, settings.hostname) : undefined
+  const address = front
+    ? (front.address() as AddressInfo)
+    : await listen(server, settings.port, settings.hostname)
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
-  const domain = `${urlHost}:${address.port}`
-  const baseUrl = `http://${domain}`
+  const baseUrl = `http://${urlHost}:${address.port}`
+  // Known once the server listens (its default names the port); create, connect and fork answer it.
+  settings.domain ??= `localhost:${address.port}`
+  const domain = settings.domain
 
   let closed = false
   async function close(): Promise<void> {
     if (closed) return
     closed = true
     metrics.stop()
+    front?.close()
     server.closeAllConnections()
     await new Promise<void>((resolve) => server.close(() => resolve()))
     await snapshots.idle()
     await lifecycle.closeAll()
+    relays.close()
     if (ownsStateDir) {
       // The sandboxes go with the temp state dir: nothing may keep their id ranges.
       for (const sandbox of registry.values()) release(sandbox.record)
@@ -254,6 +342,8 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const host: LocalE2BHost = {
     apiUrl: baseUrl,
     sandboxUrl: baseUrl,
+    domain,
+    caFile: tls?.caFile,
     apiKey,
     env: { E2B_API_URL: baseUrl, E2B_SANDBOX_URL: baseUrl, E2B_API_KEY: apiKey, E2B_DOMAIN: domain },
     events,

@@ -38,6 +38,19 @@ export interface LocalE2BOptions {
   port?: number
   /** Interface to listen on (default `127.0.0.1`). Non-loopback addresses need `allowRemote: true`. */
   hostname?: string
+  /**
+   * The domain sandbox ports are named under, E2B's `<port>-<sandboxId>.<domain>`: what create and connect
+   * tell the SDK, so `sandbox.getHost(port)` names this host, and what `host.env.E2B_DOMAIN` says (default
+   * `localhost:<port>`; `*.localhost` is loopback for browsers and curl). Give another one when a DNS name or
+   * a proxy points `*.<domain>` here.
+   */
+  domain?: string
+  /**
+   * Directory of the host's own certificate authority (`ca.pem`, made there with openssl when missing, kept
+   * for later starts). With it the port speaks TLS as well as plain HTTP, so E2B's `https://` URLs work for
+   * clients that trust `<tlsDir>/ca.pem` (Node: NODE_EXTRA_CA_CERTS). Default: plain HTTP only.
+   */
+  tlsDir?: string
   /** Allow a non-loopback `hostname` (default false: the host runs code for whoever holds the key). */
   allowRemote?: boolean
   /** Directory for the registry and the sandboxes' files (default: a new temp dir, removed by close()). */
@@ -86,6 +99,9 @@ export interface LocalE2BOptions {
 export interface ResolvedOptions {
   port: number
   hostname: string
+  /** The given domain; the host fills in its default (`localhost:<port>`) once it listens. */
+  domain: string | undefined
+  tlsDir: string | undefined
   allowRemote: boolean
   stateDir: string | undefined
   apiKey: string | undefined
@@ -117,6 +133,8 @@ const invalid = invalidArgument
 const LOCAL_E2B_OPTION_NAMES = [
   'port',
   'hostname',
+  'domain',
+  'tlsDir',
   'allowRemote',
   'stateDir',
   'apiKey',
@@ -160,7 +178,7 @@ const TEMPLATE_KEYS: ReadonlySet<string> = new Set(TEMPLATE_OPTION_NAMES)
 /** Where the host listens; a non-loopback hostname only with allowRemote. */
 function resolveAddress(
   options: LocalE2BOptions,
-): Pick<ResolvedOptions, 'port' | 'hostname' | 'allowRemote'> {
+): Pick<ResolvedOptions, 'port' | 'hostname' | 'allowRemote' | 'domain'> {
   const port = options.port ?? 0
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw invalid('port must be an integer from 0 to 65535')
@@ -174,7 +192,15 @@ function resolveAddress(
       `hostname ${hostname} is not a loopback address; the host runs arbitrary code for API-key holders, pass allowRemote: true to expose it`,
     )
   }
-  return { port, hostname, allowRemote }
+  const domain = options.domain
+  // Sandbox ids carry no dot, so `<port>-<id>.` is always the first label; the domain is the rest.
+  if (
+    domain !== undefined &&
+    (typeof domain !== 'string' || !/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(:\d{1,5})?$/.test(domain))
+  ) {
+    throw invalid('domain must be a host name with an optional :port, such as localhost:3000')
+  }
+  return { port, hostname, allowRemote, domain }
 }
 
 /** stateDir and apiKey have no defaults here; they are only checked when given. */
@@ -184,6 +210,9 @@ function checkStateDirAndApiKey(options: LocalE2BOptions): void {
     (typeof options.stateDir !== 'string' || options.stateDir.length === 0)
   ) {
     throw invalid('stateDir must be a non-empty path')
+  }
+  if (options.tlsDir !== undefined && (typeof options.tlsDir !== 'string' || options.tlsDir.length === 0)) {
+    throw invalid('tlsDir must be a non-empty path')
   }
   if (options.apiKey !== undefined) {
     if (
@@ -203,7 +232,7 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
   for (const key of Object.keys(options)) {
     if (!KNOWN_KEYS.has(key)) throw invalid(`startLocalE2B: unknown option "${key}"`)
   }
-  const { port, hostname, allowRemote } = resolveAddress(options)
+  const { port, hostname, allowRemote, domain } = resolveAddress(options)
   checkStateDirAndApiKey(options)
   const pauseMode = options.pauseMode === undefined ? 'memory' : parsePauseMode(options.pauseMode)
   if (!pauseMode) throw invalid('pauseMode must be "memory", "filesystem" or "processes"')
@@ -240,6 +269,8 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
     templateOptions,
     port,
     hostname,
+    domain,
+    tlsDir: options.tlsDir,
     allowRemote,
     stateDir: options.stateDir,
     apiKey: options.apiKey,

@@ -25,6 +25,14 @@ import { isWritableSandboxPath, normalizeSandboxPath, PathEscapeError } from './
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants
 
+/** What an upload's temp file is named before its rename (a watch of the directory hides these names). */
+const UPLOAD_TEMP = /^\.sandkeep-upload-[0-9a-f]{12}$/
+
+/** True for the name of an upload's temp file. */
+export function isUploadTemp(name: string): boolean {
+  return UPLOAD_TEMP.test(name)
+}
+
 /** Symlink hops one path may take (Linux's own limit is 40). */
 const MAX_HOPS = 40
 
@@ -236,9 +244,20 @@ export class SandboxFs {
    * Streams `source` into the file `input` names: into a temp file created O_EXCL next to it (never through a
    * symlink), renamed over the target through the parent's fd only once complete, so a failed or oversized
    * upload leaves no partial file. A new file belongs to the sandbox's owner; an existing one keeps its owner
-   * and mode.
+   * and mode. `beforeReplace` runs once the temp file is complete, just before the rename (its failure fails
+   * the write): it gets the temp file (its directory fd and name), the sandbox path and whether a file was
+   * there.
    */
-  async writeStream(input: string, source: Readable): Promise<string> {
+  async writeStream(
+    input: string,
+    source: Readable,
+    beforeReplace?: (replacing: {
+      dir: FileHandle
+      temp: string
+      path: string
+      existed: boolean
+    }) => Promise<void>,
+  ): Promise<string> {
     const located = await this.locate(input, { followLast: true, createParents: true })
     try {
       const existing = await this.lstat(located).catch(() => undefined)
@@ -260,6 +279,7 @@ export class SandboxFs {
         } finally {
           await handle.close()
         }
+        await beforeReplace?.({ dir: located.dir, temp, path: located.path, existed: existing !== undefined })
         await rename(tempPath, fdPath(located.dir, located.name))
       } catch (error) {
         await unlink(tempPath).catch(() => {})
@@ -305,14 +325,22 @@ export class SandboxFs {
     }
   }
 
-  /** Removes `input` (a directory recursively, a symlink itself); ENOENT when missing. */
+  /**
+   * Removes `input` (a directory recursively, a symlink itself). A path that does not exist, or whose parent
+   * does not, is already removed: no error, as envd's remove (Go's os.RemoveAll) answers.
+   */
   async remove(input: string): Promise<void> {
-    const located = await this.locate(input, { followLast: false })
+    const located = await this.locate(input, { followLast: false }).catch((error: unknown) => {
+      if (errnoOf(error) === 'ENOENT') return undefined
+      throw error
+    })
+    if (!located) return
     try {
-      await this.lstat(located).catch(() => {
-        throw new SandboxFsError('ENOENT', `path '${input}' does not exist`)
-      })
-      await removeIn(located.dir, located.name, 0)
+      const exists = await this.lstat(located).then(
+        () => true,
+        () => false,
+      )
+      if (exists) await removeIn(located.dir, located.name, 0)
     } finally {
       await located.dir.close()
     }

@@ -6,8 +6,11 @@ import type { Sandbox } from './sandbox.js'
 /** envd version reported to the SDK; gates its features (0.6.4 = metadata, watch entries, octet uploads). */
 export const ENVD_VERSION = '0.6.4'
 
-/** What create, connect and each fork answer. */
-export function sandboxJson(sandbox: Sandbox): Json {
+/**
+ * What create, connect and each fork answer. `domain` (the host's, known once it listens) makes the SDK's
+ * getHost(port) name this host: `<port>-<id>.<domain>`.
+ */
+export function sandboxJson(sandbox: Sandbox, domain: string | undefined): Json {
   const body: Json = {
     sandboxID: sandbox.id,
     templateID: sandbox.record.templateId,
@@ -16,6 +19,7 @@ export function sandboxJson(sandbox: Sandbox): Json {
     envdAccessToken: sandbox.record.envdAccessToken,
     trafficAccessToken: sandbox.trafficAccessToken,
   }
+  if (domain) body.domain = domain
   if (sandbox.record.alias) body.alias = sandbox.record.alias
   return body
 }

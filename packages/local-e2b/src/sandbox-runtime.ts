@@ -120,6 +120,11 @@ export class SandboxRuntime {
     return this.#frozen
   }
 
+  /** Host pid of the namespace's init while booted (isolated mode): whose namespaces a helper joins. */
+  get namespacePid(): number | undefined {
+    return this.#initPid
+  }
+
   /** Host directory backing the sandbox path `/`-relative writable tree. */
   get rootDir(): string {
     return this.#options.rootDir

@@ -1,11 +1,22 @@
-// Requests addressed to a sandbox (the SDK's E2b-Sandbox-Id / E2b-Sandbox-Port headers): envd on port 49983
-// (process and filesystem RPCs, /files, /health) and the code interpreter on port 49999. Checks the
-// sandbox's access token, resumes an auto-resume sandbox, applies the envd/execute faults, then routes.
+// Requests addressed to a sandbox (edge.ts finds which, by host name or the SDK's E2b-Sandbox-Id /
+// E2b-Sandbox-Port headers): envd on port 49983 (process and filesystem RPCs, /files, /health) and the code
+// interpreter on port 49999; any other port is a server of the sandbox's own (user-ports.ts). Checks the
+// sandbox's access token (or a signed /files URL), resumes an auto-resume sandbox, applies the envd/execute
+// faults, then routes.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { ConnectError, openServerStream, writeUnaryError } from './connect-protocol.js'
+import {
+  ENVD_PORT,
+  INTERPRETER_PORT,
+  resumeForTraffic,
+  type SandboxTarget,
+  sandboxNotFound,
+  sendAnswer,
+} from './edge.js'
 import { handleFileDownload, handleFileUpload, UploadLimits } from './envd-files.js'
 import { handleFilesystemRpc } from './envd-filesystem.js'
 import { baseEnvironment, handleProcessRpc } from './envd-process.js'
+import { envdRefusal } from './envd-signing.js'
 import type { HostEventLog } from './events.js'
 import type { HostFaults } from './faults.js'
 import { header, JSON_LIMIT, readBody, safeEqual, sendError, sendJson } from './http.js'
@@ -18,9 +29,8 @@ import type { SandboxRegistry } from './registry.js'
 import { SANDBOX_KERNEL_DIR } from './runtime/namespace.js'
 import type { RuntimeSupport } from './runtime/support.js'
 import type { Sandbox } from './sandbox.js'
+import type { UserPorts } from './user-ports.js'
 
-const ENVD_PORT = 49983
-const INTERPRETER_PORT = 49999
 /** RPC methods that answer with a server stream (their errors go in the stream's end frame). */
 const STREAMING_METHODS = new Set(['Start', 'Connect', 'WatchDir'])
 
@@ -31,6 +41,7 @@ export interface SandboxTrafficOptions {
   registry: SandboxRegistry
   lifecycle: Lifecycle
   faults: HostFaults
+  userPorts: UserPorts
 }
 
 /** What one request is: which port, and for envd which RPC. */
@@ -56,14 +67,17 @@ export class SandboxTraffic {
     )
   }
 
-  /** Serves one request for `sandboxId`. */
+  /** Serves one request for a port of a sandbox. */
   async handle(
     request: IncomingMessage,
     response: ServerResponse,
     url: URL,
-    sandboxId: string,
+    target: SandboxTarget,
   ): Promise<void> {
-    const port = Number(header(request, 'e2b-sandbox-port') ?? ENVD_PORT)
+    const { port, sandboxId } = target
+    if (port !== ENVD_PORT && port !== INTERPRETER_PORT) {
+      return this.#options.userPorts.handleRequest(request, response, target)
+    }
     const isRpc =
       url.pathname.startsWith('/process.Process/') || url.pathname.startsWith('/filesystem.Filesystem/')
     const method = url.pathname.split('/')[2] ?? ''
@@ -71,24 +85,30 @@ export class SandboxTraffic {
     const sandbox = this.#options.registry.get(sandboxId)
     if (!sandbox) {
       // What E2B's edge answers for a sandbox that is gone: 502, which the SDK reads as "not running".
-      sendError(response, 502, `sandbox ${sandboxId.slice(0, 64)} not found`)
+      request.resume()
+      sendAnswer(request, response, sandboxNotFound(sandboxId))
       return
     }
-    if (!this.#authorized(request, sandbox, port)) {
-      const error = new ConnectError('unauthenticated', 'missing or invalid access token for this sandbox')
+    const refusal =
+      port === INTERPRETER_PORT
+        ? this.#interpreterRefusal(request, sandbox)
+        : envdRefusal(request, url, sandbox)
+    if (refusal !== undefined) {
+      request.resume()
+      const error = new ConnectError('unauthenticated', refusal)
       if (addressed.streaming) openServerStream(response).end(error)
       else if (isRpc) writeUnaryError(response, error)
-      else sendError(response, 401, error.message)
-      return
-    }
-    if (port !== ENVD_PORT && port !== INTERPRETER_PORT) {
-      sendError(response, 502, `nothing listens on port ${port} of sandbox ${sandboxId}`)
+      else sendError(response, 401, refusal)
       return
     }
     // Uploads stream from the request to disk (handleFileUpload), everything else is small and read whole.
     const isUpload = url.pathname === '/files' && request.method === 'POST' && port === ENVD_PORT
     const body = isUpload ? Buffer.alloc(0) : await readBody(request, JSON_LIMIT * 16)
-    if (!(await this.#ensureRunning(sandbox, response))) return
+    const { lifecycle, settings } = this.#options
+    if (!(await resumeForTraffic(sandbox, lifecycle, settings.defaultTimeoutMs))) {
+      sendAnswer(request, response, sandboxNotFound(sandbox.id))
+      return
+    }
     const interpreter = port === INTERPRETER_PORT
     if (await this.#options.faults.apply(interpreter ? 'execute' : 'envd', sandbox.id, response)) return
     if (interpreter) {
@@ -100,34 +120,16 @@ export class SandboxTraffic {
   }
 
   /**
-   * The sandbox's own access token; @e2b/code-interpreter sends X-Access-Token only with /execute, its
-   * /contexts calls carry just the E2B-Traffic-Access-Token, which is accepted on the interpreter port only.
+   * Why an interpreter request is refused, or undefined: it needs the sandbox's own access token;
+   * @e2b/code-interpreter sends X-Access-Token only with /execute, its /contexts calls carry just the
+   * E2B-Traffic-Access-Token, which is accepted on the interpreter port only.
    */
-  #authorized(request: IncomingMessage, sandbox: Sandbox, port: number): boolean {
-    const traffic = port === INTERPRETER_PORT ? header(request, 'e2b-traffic-access-token') : undefined
-    if (traffic !== undefined && safeEqual(traffic, sandbox.trafficAccessToken)) return true
+  #interpreterRefusal(request: IncomingMessage, sandbox: Sandbox): string | undefined {
+    const traffic = header(request, 'e2b-traffic-access-token')
+    if (traffic !== undefined && safeEqual(traffic, sandbox.trafficAccessToken)) return undefined
     const token = header(request, 'x-access-token')
-    return token !== undefined && safeEqual(token, sandbox.record.envdAccessToken)
-  }
-
-  /** A paused sandbox answers 502, unless it auto-resumes; false when the request was answered. */
-  async #ensureRunning(sandbox: Sandbox, response: ServerResponse): Promise<boolean> {
-    if (sandbox.record.state !== 'paused') return true
-    if (!sandbox.record.autoResume) {
-      sendError(response, 502, `sandbox ${sandbox.id} is paused; connect to resume it`)
-      return false
-    }
-    await sandbox.serialize(async () => {
-      if (sandbox.record.state === 'paused') {
-        await this.#options.lifecycle.resume(
-          sandbox,
-          true,
-          this.#options.settings.defaultTimeoutMs,
-          'auto-resume',
-        )
-      }
-    })
-    return true
+    if (token !== undefined && safeEqual(token, sandbox.record.envdAccessToken)) return undefined
+    return 'missing or invalid access token for this sandbox'
   }
 
   async #envd(

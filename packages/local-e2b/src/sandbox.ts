@@ -11,6 +11,7 @@ import type { PtyTerminal } from './pty-terminal.js'
 import { processCpuTicks } from './runtime/freezer.js'
 import { SandboxFs } from './sandbox-fs.js'
 import type { SandboxRuntime, SpawnedProcess } from './sandbox-runtime.js'
+import { UploadNotes } from './upload-notes.js'
 
 /** What a pause keeps (the README's "Pause fidelities" table). */
 export type PauseMode = 'memory' | 'filesystem' | 'processes'
@@ -74,6 +75,11 @@ export interface SandboxRecord {
   autoPauseMemory: boolean
   autoResume: boolean
   allowInternetAccess: boolean
+  /**
+   * Who may reach the sandbox's user ports (`network.allowPublicTraffic`, `network.maskRequestHost` at
+   * create). Absent: public, as on E2B.
+   */
+  ingress?: { allowPublicTraffic: boolean; maskRequestHost?: string }
   /** Host directory holding `home/user` and `tmp`. */
   rootDir: string
   /**
@@ -157,6 +163,8 @@ export class Sandbox {
   readonly runtime: SandboxRuntime
   readonly processes = new Map<number, ManagedProcess>()
   interpreter: CodeInterpreter | undefined
+  /** Uploads just renamed into place, so that a watch reports them as envd's in-place writes. */
+  readonly uploads = new UploadNotes()
   /** Fires when a running sandbox reaches `endAt` (auto-pause or kill); see lifecycle.ts. */
   timeoutTimer: NodeJS.Timeout | undefined
   /** Fires when a paused sandbox passes the host's retention; see lifecycle.ts. */

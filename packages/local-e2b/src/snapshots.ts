@@ -142,6 +142,7 @@ function forkRecord(source: SandboxRecord, stateDir: string, timeoutMs: number):
     autoPauseMemory: source.autoPauseMemory,
     autoResume: source.autoResume,
     allowInternetAccess: source.allowInternetAccess,
+    ...(source.ingress ? { ingress: { ...source.ingress } } : {}),
     rootDir: join(stateDir, 'sandboxes', sandboxId),
     memoryLost: false,
     pauses: [],
@@ -492,7 +493,7 @@ export class SnapshotService {
           const sandbox = await startSandbox(record, () =>
             placeDisk(captured.kind, staging, record.rootDir, last),
           )
-          results.push({ sandbox: sandboxJson(sandbox) })
+          results.push({ sandbox: sandboxJson(sandbox, this.#options.settings.domain) })
         } catch (error) {
           const status = error instanceof HttpError ? error.status : 500
           results.push({ error: { code: status, message: (error as Error).message } })

@@ -73,7 +73,9 @@ describe('pty', () => {
       await sandbox.pty.sendInput(terminal.pid, typed('sleep 600; echo "fin$((6 * 7))"\n'))
       // Only once sleep is the terminal's foreground job (a `+` in its state) does the terminal's SIGINT reach
       // it; a Ctrl+C typed between bash's fork and its tcsetpgrp goes to bash, which ignores it.
-      await waitUntil(async () => (await sandbox.commands.run('ps -o stat= -C sleep || true')).stdout.includes('+'))
+      await waitUntil(async () =>
+        (await sandbox.commands.run('ps -o stat= -C sleep || true')).stdout.includes('+'),
+      )
       // ETX (Ctrl+C) becomes SIGINT for the terminal's foreground job.
       await sandbox.pty.sendInput(terminal.pid, new Uint8Array([0x03]))
       await sandbox.pty.sendInput(terminal.pid, typed("printf 'raw:\\377\\376\\n'\n"))

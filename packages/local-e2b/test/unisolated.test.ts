@@ -1,9 +1,11 @@
 // The fallback without bubblewrap: processes run on the host with the sandbox directory as home, still
 // frozen by a pause, still behind the same token and path checks. The host says so loudly.
+
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { Sandbox } from 'e2b'
 import { describe, expect, it } from 'vitest'
 import { useTestHost } from './helpers.js'
+import { expectOnlyOwnListeners } from './ports.js'
 
 describe('isolation: none', () => {
   const warnings: string[] = []
@@ -45,4 +47,13 @@ describe('isolation: none', () => {
     expect((await sandbox.runCode('x')).text).toBe('42')
     await sandbox.kill()
   })
+
+  it("serves a sandbox's own port, but never one held by another program on the host's loopback", async () => {
+    const sandbox = await Sandbox.create(t.opts)
+    try {
+      await expectOnlyOwnListeners(sandbox, t.host.port)
+    } finally {
+      await sandbox.kill()
+    }
+  }, 60_000)
 })

@@ -9,6 +9,9 @@ import type { Isolation, PauseMode } from '../demo/events.js'
 import { ConfigError } from '../errors.js'
 import { isolationOption, pauseModeOption } from '../local-host-options.js'
 
+/** E2B's API key format, which the e2b SDK 2.39 to 2.45 checks before sending anything. */
+const E2B_KEY_FORMAT = /^e2b_[0-9a-f]+$/
+
 /** `sandkeep host`: runs local-e2b in the foreground and prints the E2B_* lines to export. */
 export const hostCommand: Command = {
   spec: {
@@ -31,6 +34,20 @@ processes gone).`,
         valueName: '<address>',
         description: 'Loopback address to bind (127.0.0.1 or ::1).',
         defaultText: '127.0.0.1',
+      },
+      domain: {
+        type: 'string',
+        valueName: '<domain>',
+        description:
+          "Domain of the sandboxes' port URLs, <port>-<sandboxId>.<domain> (sandbox.getHost); printed as E2B_DOMAIN.",
+        defaultText: 'localhost:<port>',
+      },
+      'tls-dir': {
+        type: 'string',
+        valueName: '<dir>',
+        description:
+          "Also speak TLS on the port (E2B's https URLs), with a certificate authority kept in <dir>; trust <dir>/ca.pem.",
+        defaultText: 'plain HTTP only',
       },
       'state-dir': {
         type: 'string',
@@ -61,6 +78,9 @@ processes gone).`,
   async run(args, context) {
     const port = integerOption(args, 'host', 'port', { min: 0, max: 65_535 }) ?? 0
     const hostname = stringOption(args, 'hostname') ?? '127.0.0.1'
+    const domain = stringOption(args, 'domain')
+    const tlsDirOption = stringOption(args, 'tls-dir')
+    const tlsDir = tlsDirOption ? resolve(tlsDirOption) : undefined
     const pauseMode = (stringOption(args, 'pause-mode') ?? 'memory') as PauseMode
     const retentionMs = durationOption(args, 'host', 'retention', { min: 1000, max: 365 * 86_400_000 })
     const stateDirOption = stringOption(args, 'state-dir')
@@ -72,7 +92,16 @@ processes gone).`,
     // A temporary state directory holds the API key file and the sandboxes of this run only: it goes when
     // the host stops (Ctrl-C, SIGTERM) or fails to start. A --state-dir is the user's and is kept.
     try {
-      return await serve(args, context, { port, hostname, pauseMode, retentionMs, stateDir, isolation })
+      return await serve(args, context, {
+        port,
+        hostname,
+        domain,
+        tlsDir,
+        pauseMode,
+        retentionMs,
+        stateDir,
+        isolation,
+      })
     } finally {
       if (!stateDirOption) await rm(stateDir, { recursive: true, force: true })
     }
@@ -85,17 +114,25 @@ async function serve(
   settings: {
     port: number
     hostname: string
+    domain: string | undefined
+    tlsDir: string | undefined
     pauseMode: PauseMode
     retentionMs: number | undefined
     stateDir: string
     isolation: Isolation | undefined
   },
 ): Promise<number> {
-  const { port, hostname, pauseMode, retentionMs, stateDir, isolation } = settings
+  const { port, hostname, domain, tlsDir, pauseMode, retentionMs, stateDir, isolation } = settings
 
   // The key only protects a loopback host, but it is still a credential: keep it out of stdout (logs,
-  // scrollback) and give it to clients through a file only this user can read.
-  const apiKey = context.env.SANDKEEP_HOST_API_KEY || `sk_local_${randomBytes(18).toString('base64url')}`
+  // scrollback) and give it to clients through a file only this user can read. E2B's format (`e2b_` and
+  // hex): the SDK (2.39 to 2.45) refuses any other key before it sends a request.
+  const apiKey = context.env.SANDKEEP_HOST_API_KEY || `e2b_${randomBytes(20).toString('hex')}`
+  if (!E2B_KEY_FORMAT.test(apiKey)) {
+    context.stderr.write(
+      "sandkeep host: SANDKEEP_HOST_API_KEY is not in E2B's key format (e2b_ followed by hex digits); the e2b SDK 2.39 to 2.45 refuses such a key unless E2B_VALIDATE_API_KEY=false\n",
+    )
+  }
   const keyFile = join(stateDir, 'api-key')
   await writeFile(keyFile, `${apiKey}\n`, { mode: 0o600 })
   await chmod(keyFile, 0o600)
@@ -109,6 +146,8 @@ async function serve(
       stateDir,
       apiKey,
       pauseMode,
+      ...(domain === undefined ? {} : { domain }),
+      ...(tlsDir === undefined ? {} : { tlsDir }),
       ...(retentionMs === undefined ? {} : { retentionMs }),
       ...(isolation ? { isolation } : {}),
     })
@@ -120,21 +159,23 @@ async function serve(
     }
     throw error
   }
-  const lines = {
-    E2B_API_URL: host.apiUrl,
-    E2B_SANDBOX_URL: host.sandboxUrl,
-  }
   if (flagOption(args, 'json')) {
     context.stdout.write(
-      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, apiKeyFile: keyFile, stateDir, pauseMode, isolation: host.isolation })}\n`,
+      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, domain: host.domain, caFile: host.caFile, apiKeyFile: keyFile, stateDir, pauseMode, isolation: host.isolation })}\n`,
     )
   } else {
+    // E2B_DOMAIN too: an SDK that falls back to its defaults (no E2B_API_URL in one shell, a getHost URL)
+    // then names this host, never the public E2B domain.
     context.stdout.write(
       `local-e2b listening on ${host.apiUrl} (pause mode ${pauseMode}, isolation ${host.isolation}, state in ${stateDir})\n` +
         'Export these in the shell that runs your E2B program:\n\n' +
-        `export E2B_API_URL=${lines.E2B_API_URL}\n` +
-        `export E2B_SANDBOX_URL=${lines.E2B_SANDBOX_URL}\n` +
-        `export E2B_API_KEY="$(cat ${shellWord(keyFile)})"\n\n` +
+        `export E2B_API_URL=${host.apiUrl}\n` +
+        `export E2B_SANDBOX_URL=${host.sandboxUrl}\n` +
+        `export E2B_DOMAIN=${shellWord(host.domain)}\n` +
+        `export E2B_API_KEY="$(cat ${shellWord(keyFile)})"\n` +
+        (host.caFile ? `export NODE_EXTRA_CA_CERTS=${shellWord(host.caFile)}\n` : '') +
+        '\n' +
+        `Sandbox ports: http${host.caFile ? '(s)' : ''}://<port>-<sandboxId>.${host.domain} (sandbox.getHost(port)).\n` +
         'Ctrl-C stops the host.\n',
     )
   }
@@ -149,5 +190,5 @@ async function serve(
 
 /** A plain word stays as it is so the printed hint reads well; anything else is quoted for the shell. */
 function shellWord(text: string): string {
-  return /^[A-Za-z0-9_./-]+$/.test(text) ? text : shellQuote(text)
+  return /^[A-Za-z0-9_./:-]+$/.test(text) ? text : shellQuote(text)
 }

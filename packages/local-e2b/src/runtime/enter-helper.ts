@@ -2,14 +2,8 @@
 // join the sandbox's cgroups (freezer, and the limit hierarchies on a hybrid cgroup machine), enter its
 // namespaces, fork into its pid namespace, drop every capability and switch to the sandbox's user, chdir,
 // report the sandbox pid on fd 3, exec the command. Compiled once per machine when a C compiler
-// is present (cached by content hash in a directory private to the host's user); without one the host keeps
-// the shell chain.
-import { execFileSync } from 'node:child_process'
-import { createHash } from 'node:crypto'
-import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { hostUid, isOwnFile, isPrivateDirectory } from './private-dir.js'
+// is present (compile.ts); without one the host keeps the shell chain.
+import { compiledHelper } from './compile.js'
 
 /**
  * C source of the launcher. Usage: `sandkeep-enter <cgroup dirs|-> <target pid|-> <uid:gid|-> <cwd> <cmd> [args...]`;
@@ -295,58 +289,7 @@ int main(int argc, char **argv) {
 }
 `
 
-let cached: string | null | undefined
-
-/**
- * The directory the launcher is cached in: `$TMPDIR/sandkeep-local-e2b-<uid>`, made 0700 by this user. When
- * that name is taken by something this user did not make privately (another local user can create it first,
- * since the name is predictable), a fresh private directory for this process instead, removed at exit.
- */
-function launcherDirectory(): string {
-  const shared = join(tmpdir(), `sandkeep-local-e2b-${hostUid()}`)
-  try {
-    mkdirSync(shared, { mode: 0o700 })
-  } catch {}
-  if (isPrivateDirectory(shared)) return shared
-  const own = mkdtempSync(join(tmpdir(), 'sandkeep-local-e2b-launcher-'))
-  process.once('exit', () => rmSync(own, { recursive: true, force: true }))
-  return own
-}
-
-/**
- * Path of the compiled launcher, compiling it on first use; undefined when no C compiler works here. The host
- * runs it as root, so it is only ever taken from a directory that this user made privately (see
- * {@link launcherDirectory}), and only when it is this user's own file.
- */
+/** Path of the compiled launcher, compiling it on first use; undefined when no C compiler works here. */
 export function enterHelperPath(): string | undefined {
-  if (cached !== undefined) return cached ?? undefined
-  cached = null
-  const hash = createHash('sha256').update(ENTER_SOURCE).digest('hex').slice(0, 16)
-  let dir: string
-  try {
-    dir = launcherDirectory()
-  } catch {
-    return undefined
-  }
-  const binary = join(dir, `sandkeep-enter-${hash}`)
-  if (isOwnFile(binary)) {
-    cached = binary
-    return binary
-  }
-  const source = join(dir, `sandkeep-enter-${hash}-${process.pid}.c`)
-  try {
-    rmSync(binary, { force: true })
-    const temp = `${binary}.${process.pid}.tmp`
-    writeFileSync(source, ENTER_SOURCE, { mode: 0o600 })
-    execFileSync('cc', ['-O2', '-o', temp, source], { stdio: 'ignore', timeout: 30_000 })
-    chmodSync(temp, 0o700)
-    // Atomic: hosts starting at once each compile, the last rename wins, every one sees a whole file.
-    renameSync(temp, binary)
-    cached = binary
-  } catch {
-    cached = null
-  } finally {
-    rmSync(source, { force: true })
-  }
-  return cached ?? undefined
+  return compiledHelper('sandkeep-enter', ENTER_SOURCE)
 }

@@ -89,9 +89,18 @@ export function sandboxEtcFiles(): Record<string, string> {
   }
 }
 
+/**
+ * Commands E2B's base template has that this machine may lack under that name (`python`, where the host has
+ * only python3): links the namespace makes at start, last on PATH so that a real one wins.
+ */
+export const SANDBOX_ALIAS_DIR = '/opt/sandkeep/bin'
+
+/** PATH of every sandbox process. */
+export const SANDBOX_PATH = `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${SANDBOX_ALIAS_DIR}`
+
 /** The sandbox's /etc/profile: PATH plus /etc/profile.d, without the host profile's per-login subshells. */
 const SANDBOX_PROFILE = `# /etc/profile of a sandkeep local-e2b sandbox
-export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+export PATH="${SANDBOX_PATH}"
 for i in /etc/profile.d/*.sh; do
   [ -r "$i" ] && . "$i"
 done

@@ -5,7 +5,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { SANDBOX_HOME } from '../paths.js'
-import { hostEtcEntries, sandboxEtcFiles } from './etc-files.js'
+import { hostEtcEntries, SANDBOX_ALIAS_DIR, sandboxEtcFiles } from './etc-files.js'
 
 /** Where the interpreter's kernels are visible inside an isolated sandbox. */
 export const SANDBOX_KERNEL_DIR = '/opt/sandkeep/kernels'
@@ -77,6 +77,11 @@ export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: str
       if (!entry.isFile()) continue
       bindData(readFileSync(join(kernelHostDir, entry.name), 'utf8'), `${SANDBOX_KERNEL_DIR}/${entry.name}`)
     }
+  }
+  // E2B's base template runs `python`; a host with only python3 gets the name as a link.
+  if (!existsSync('/usr/bin/python') && existsSync('/usr/bin/python3')) {
+    args.push('--perms', '0755', '--dir', SANDBOX_ALIAS_DIR)
+    args.push('--symlink', '/usr/bin/python3', `${SANDBOX_ALIAS_DIR}/python`)
   }
   // The root itself is bwrap's tmpfs: read-only too, so that even a root template writes only its own dirs.
   args.push('--remount-ro', '/')
