@@ -28,7 +28,7 @@ export type { CodeLanguage, JournalEntry, JournalStep } from './journal.js'
 // The in-memory store
 export { createMemorySessionStore, type MemorySessionStoreOptions } from './memory-store.js'
 // Reports
-export type { ResumeOutcome, ResumeReport, TurnEndReport } from './report.js'
+export type { RehydrateFailures, ResumeOutcome, ResumeReport, TurnEndReport } from './report.js'
 // What sandkeep writes on the sandboxes it creates
 export { hashConversationId, SANDKEEP_METADATA } from './sandbox-metadata.js'
 // The provider contract
