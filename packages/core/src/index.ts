@@ -2,6 +2,8 @@
 // adds to it by accident. The kit that stores are built from is `@sandkeep/core/store`; the test doubles and
 // conformance suites are `@sandkeep/core/test`.
 
+// Reads bounded by a byte count (for providers implementing `readFile`'s `maxBytes`)
+export { checkMaxBytes, readAtMost, readLimitError } from './bounded-read.js'
 // Errors
 export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './errors.js'
 // Health checks
@@ -40,6 +42,7 @@ export type {
   CreateSandboxOptions,
   FileEntry,
   ProcessInfo,
+  ReadFileOptions,
   RunCodeOptions,
   RunCommandOptions,
   SandboxHandle,

@@ -1,6 +1,13 @@
 // Files over the SDK's `sandbox.files`.
 import type { Sandbox } from '@e2b/code-interpreter'
-import type { FileEntry, SandboxHandle } from '@sandkeep/core'
+import {
+  checkMaxBytes,
+  type FileEntry,
+  type ReadFileOptions,
+  readAtMost,
+  readLimitError,
+  type SandboxHandle,
+} from '@sandkeep/core'
 import { type ErrorContext, withE2BErrors } from './errors.js'
 
 type FileCapabilities = Pick<
@@ -12,9 +19,18 @@ export function fileCapabilities(
   sandbox: Sandbox,
   at: (operation: string, path: string) => ErrorContext,
 ): FileCapabilities {
-  async function readFile(path: string, options?: { format?: 'text' | 'bytes'; signal?: AbortSignal }) {
+  async function readFile(path: string, options?: ReadFileOptions & { format?: 'text' | 'bytes' }) {
+    const maxBytes = checkMaxBytes(options?.maxBytes)
     return withE2BErrors(at('files.read', path), async () => {
       const signal = options?.signal ? { signal: options.signal } : {}
+      if (maxBytes !== undefined) {
+        // Streamed and cancelled past the limit: a whole-file read would pull in whatever the file holds
+        // by the time it is sent, however small it was when someone looked.
+        const stream = await sandbox.files.read(path, { format: 'stream', ...signal })
+        const bytes = await readAtMost(stream, maxBytes)
+        if (bytes === undefined) throw readLimitError(path, maxBytes, sandbox.sandboxId)
+        return options?.format === 'bytes' ? bytes : new TextDecoder().decode(bytes)
+      }
       if (options?.format === 'bytes') return sandbox.files.read(path, { format: 'bytes', ...signal })
       return sandbox.files.read(path, { format: 'text', ...signal })
     })
