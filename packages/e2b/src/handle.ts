@@ -6,8 +6,9 @@ import { runCode } from './code.js'
 import { commandCapabilities } from './commands.js'
 import type { ErrorContext } from './errors.js'
 import { fileCapabilities } from './files.js'
+import type { OutputLimits } from './options.js'
 
-export function handleFor(sandbox: Sandbox): SandboxHandle<Sandbox> {
+export function handleFor(sandbox: Sandbox, limits: OutputLimits): SandboxHandle<Sandbox> {
   const sandboxId = sandbox.sandboxId
   const at = (operation: string, path?: string): ErrorContext => ({
     operation,
@@ -18,8 +19,8 @@ export function handleFor(sandbox: Sandbox): SandboxHandle<Sandbox> {
     id: sandboxId,
     providerId: 'e2b',
     native: sandbox,
-    ...commandCapabilities(sandbox, at),
-    runCode: (code, options) => runCode(sandbox, at, code, options),
+    ...commandCapabilities(sandbox, at, limits),
+    runCode: (code, options = {}) => runCode(sandbox, at, code, options, limits),
     ...fileCapabilities(sandbox, at),
   }
 }

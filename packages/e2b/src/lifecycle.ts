@@ -4,14 +4,14 @@ import { Sandbox } from '@e2b/code-interpreter'
 import { type SandboxInfo, type SandboxProvider, validateSandboxId } from '@sandkeep/core'
 import { withE2BErrors } from './errors.js'
 import { handleFor } from './handle.js'
-import type { Connection } from './options.js'
+import type { Connection, OutputLimits } from './options.js'
 
 type Lifecycle = Pick<
   SandboxProvider<Sandbox>,
   'create' | 'connect' | 'kill' | 'pause' | 'setTimeout' | 'getInfo' | 'list'
 >
 
-export function lifecycleCalls(connection: Connection, template: string): Lifecycle {
+export function lifecycleCalls(connection: Connection, template: string, limits: OutputLimits): Lifecycle {
   const withSignal = (signal: AbortSignal | undefined) => (signal ? { ...connection, signal } : connection)
   /** A call about one existing sandbox: its id is checked before any I/O. */
   const about = <T>(operation: string, sandboxId: string, work: () => Promise<T>) =>
@@ -38,7 +38,7 @@ export function lifecycleCalls(connection: Connection, template: string): Lifecy
               }
             : {}),
         })
-        return handleFor(sandbox)
+        return handleFor(sandbox, limits)
       }),
     connect: (sandboxId, options) =>
       about('connect', sandboxId, async () => {
@@ -46,7 +46,7 @@ export function lifecycleCalls(connection: Connection, template: string): Lifecy
           ...withSignal(options?.signal),
           ...(options?.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
         })
-        return handleFor(sandbox)
+        return handleFor(sandbox, limits)
       }),
     kill: (sandboxId, options) =>
       about('kill', sandboxId, () => Sandbox.kill(sandboxId, withSignal(options?.signal))),
