@@ -28,19 +28,21 @@ export function readLimitError(path: string, maxBytes: number, sandboxId?: strin
 }
 
 /**
- * Reads `stream` to its end and returns its bytes, or `undefined` as soon as more than `maxBytes` arrived:
- * the stream is then cancelled, so the rest is neither transferred nor held (memory stays within
- * `maxBytes` plus one chunk).
+ * Reads `stream` to its end and returns its bytes, or `undefined` as soon as more than `maxBytes` arrived
+ * (`Infinity`: no limit): the stream is then cancelled, so the rest is neither transferred nor held (memory
+ * stays within `maxBytes` plus one chunk). `signal` is checked before each chunk (its reason is thrown).
  */
 export async function readAtMost(
   stream: ReadableStream<Uint8Array>,
   maxBytes: number,
+  signal?: AbortSignal,
 ): Promise<Uint8Array | undefined> {
   const reader = stream.getReader()
   const chunks: Uint8Array[] = []
   let total = 0
   try {
     for (;;) {
+      signal?.throwIfAborted()
       const { done, value } = await reader.read()
       if (done) break
       total += value.byteLength
