@@ -5,10 +5,11 @@ import type { SandboxHandle } from '@sandkeep/core'
 import { runCode } from './code.js'
 import { commandCapabilities } from './commands.js'
 import type { ErrorContext } from './errors.js'
+import type { ExecutingSandbox } from './execute.js'
 import { fileCapabilities } from './files.js'
 import type { OutputLimits } from './options.js'
 
-export function handleFor(sandbox: Sandbox, limits: OutputLimits): SandboxHandle<Sandbox> {
+export function handleFor(sandbox: ExecutingSandbox, limits: OutputLimits): SandboxHandle<Sandbox> {
   const sandboxId = sandbox.sandboxId
   const at = (operation: string, path?: string): ErrorContext => ({
     operation,

@@ -148,6 +148,27 @@ describe('createE2BProvider against local-e2b', () => {
     expectCapped(command.stdout, 'a', 'z', 6000)
     // Within the cap, output is returned whole.
     expect((await sandbox.runCommand("printf 'x%.0s' $(seq 1000)")).stdout).toBe('x'.repeat(1000))
+    // A value too long to hold even as one line of the code interpreter's answer is left out with a note.
+    const huge = await sandbox.runCode("'q' * 200000")
+    expect(huge.text).toMatch(/^\[sandkeep: a result of \d+ bytes from the code interpreter was left out/)
+    expect(huge.results).toEqual([{ isMainResult: true, text: huge.text }])
+    // The interpreter is fine afterwards.
+    expect((await sandbox.runCode('1 + 1')).text).toBe('2')
+  })
+
+  it('aborts a running cell when its signal fires', async () => {
+    const provider = createE2BProvider(options())
+    const sandbox = await provider.create({ metadata: {} })
+    created.push(sandbox.id)
+    const controller = new AbortController()
+    const running = sandbox.runCode('import time\ntime.sleep(30)', {
+      signal: controller.signal,
+      timeoutMs: 60_000,
+    })
+    setTimeout(() => controller.abort(new Error('the user left')), 300)
+    await expect(running).rejects.toMatchObject({ code: 'ABORTED' })
+    // The kernel was interrupted, not left busy: the next cell runs.
+    expect((await sandbox.runCode('21 * 2', { timeoutMs: 30_000 })).text).toBe('42')
   })
 
   // Rich tool output: execution.results reach CodeResult.results, provider-neutral.
