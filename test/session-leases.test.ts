@@ -219,15 +219,36 @@ describe('a corrupt record fails with STORE_CORRUPT before the paused sandbox is
     ['manifest not JSON', (keys) => raw.hset(keys.record, 'manifest', '{oops')],
     ['manifest wrong shape', (keys) => raw.hset(keys.record, 'manifest', '{"writtenAt":"yesterday"}')],
     ['sandbox id with a newline', (keys) => raw.hset(keys.record, 'sandboxId', 'sbx\nrm -rf')],
+    ['sandbox id of 300 bytes', (keys) => raw.hset(keys.record, 'sandboxId', 's'.repeat(300))],
+    ['provider id with a NUL', (keys) => raw.hset(keys.record, 'providerId', 'e2b\u0000')],
+    ['turnCount negative', (keys) => raw.hset(keys.record, 'turnCount', '-4')],
+    ['mappingToken fractional', (keys) => raw.hset(keys.record, 'mappingToken', '2.5')],
+    ['runningSeconds in hex', (keys) => raw.hset(keys.record, 'runningSeconds', '0x10')],
     ['record is a string', (keys) => raw.del(keys.record).then(() => raw.set(keys.record, 'x'))],
     ['lease is a list', (keys) => raw.del(keys.lease).then(() => raw.rpush(keys.lease, 'x'))],
   ]
+  /** What the session's keys hold, whatever their type: the turn that refused them must not have changed it. */
+  async function contents(keys: SessionKeys): Promise<string> {
+    const read = async (key: string) => {
+      const type = await raw.type(key)
+      // Sorted: a hash's field order may change without any write.
+      if (type === 'hash') return Object.entries(await raw.hgetall(key)).sort()
+      if (type === 'list') return raw.lrange(key, 0, -1)
+      if (type === 'string') return raw.get(key)
+      return type
+    }
+    return JSON.stringify([await read(keys.record), await read(keys.lease), await read(keys.journal)])
+  }
+
   for (const [kind, damage] of kinds) {
-    it(`${kind}: STORE_CORRUPT, and the sandbox stays paused`, async () => {
+    it(`${kind}: STORE_CORRUPT before any write (turn count, times, lease unchanged), and the sandbox stays paused`, async () => {
       const { id, sandboxId } = await seed(sessions)
       expect(await sandboxState(sandboxId)).toBe('paused')
-      await damage(sessionKeys(prefix, { tenant: 'default', conversationId: id }))
+      const keys = sessionKeys(prefix, { tenant: 'default', conversationId: id })
+      await damage(keys)
+      const damaged = await contents(keys)
       await expect(sessions.withTurn(id, async () => {})).rejects.toMatchObject({ code: 'STORE_CORRUPT' })
+      expect(await contents(keys)).toBe(damaged)
       expect(await sandboxState(sandboxId)).toBe('paused')
       await provider().kill(sandboxId)
     })

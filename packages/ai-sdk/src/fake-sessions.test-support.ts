@@ -18,7 +18,7 @@ import type {
   TurnEndReport,
   TurnOptions,
 } from '@sandkeep/core'
-import { SandkeepError } from '@sandkeep/core'
+import { readLimitError, SandkeepError } from '@sandkeep/core'
 
 export interface FakeSessions {
   sessions: SessionManager
@@ -82,13 +82,17 @@ export async function createFakeSessions(): Promise<FakeSessions> {
         }
       }
     },
-    readFile: (async (path: string, options?: { format?: 'text' | 'bytes' }) => {
+    readFile: (async (path: string, options?: { format?: 'text' | 'bytes'; maxBytes?: number }) => {
+      let bytes: Buffer
       try {
-        const bytes = await readFile(path)
-        return options?.format === 'bytes' ? new Uint8Array(bytes) : bytes.toString('utf8')
+        bytes = await readFile(path)
       } catch (error) {
         throw mapFsError(error, path)
       }
+      if (options?.maxBytes !== undefined && bytes.byteLength > options.maxBytes) {
+        throw readLimitError(path, options.maxBytes)
+      }
+      return options?.format === 'bytes' ? new Uint8Array(bytes) : bytes.toString('utf8')
     }) as SandboxHandle['readFile'],
     writeFile: async (path, data) => {
       await mkdir(dirname(path), { recursive: true })

@@ -75,6 +75,23 @@ describe('stateLostNotice', () => {
     expect(notice).toMatch(/replaced by a fresh one/)
     expect(notice).toMatch(/2 recorded setup steps were replayed/)
   })
+
+  it('names the recorded steps that failed at replay, so the model does not rely on them', () => {
+    const notice = stateLostNotice({
+      ...base,
+      outcome: 'recreated',
+      stateLost: true,
+      rehydratedSteps: 999,
+      rehydrateFailures: {
+        count: 1,
+        skipped: 0,
+        steps: [{ step: 1, kind: 'command', message: 'exit 1: pip: no such package' }],
+      },
+    })
+    expect(notice).toMatch(/999 recorded setup steps were replayed/)
+    expect(notice).toMatch(/1 recorded setup step failed when replayed, so what it set up is missing/)
+    expect(notice).toMatch(/step 1 \(command: exit 1: pip: no such package\)/)
+  })
 })
 
 describe('line ranges', () => {

@@ -47,9 +47,9 @@ function isLowSurrogate(code: number): boolean {
 export function stateLostNotice(report: ResumeReport | undefined): string | undefined {
   if (report === undefined || !report.stateLost) return undefined
   const replayed =
-    report.rehydratedSteps > 0
+    (report.rehydratedSteps > 0
       ? ` ${report.rehydratedSteps} recorded setup step${report.rehydratedSteps === 1 ? ' was' : 's were'} replayed.`
-      : ''
+      : '') + failedStepsNotice(report)
   if (report.outcome === 'recreated') {
     return (
       'Notice: the sandbox was replaced by a fresh one since the previous turn (the old one expired or was ' +
@@ -78,6 +78,22 @@ export function stateLostNotice(report: ResumeReport | undefined): string | unde
   return (
     `Notice: the sandbox's memory did not survive the pause since the previous turn: ${lost.join(' and ')} ` +
     `from earlier turns are gone; files are still there.${processes}${replayed} Re-run the code that defined what you need.`
+  )
+}
+
+/** The sentence that names the recorded steps a replay could not apply, or '' when every step replayed. */
+function failedStepsNotice(report: ResumeReport): string {
+  const failures = report.rehydrateFailures
+  if (failures === undefined || failures.count === 0) return ''
+  const listed = failures.steps
+    .map((f) => `step ${f.step} (${f.kind}: ${f.message.slice(0, 120)})`)
+    .join('; ')
+  const more =
+    failures.count > failures.steps.length ? ` and ${failures.count - failures.steps.length} more` : ''
+  const skipped = failures.skipped > 0 ? ` ${failures.skipped} later steps were not run.` : ''
+  return (
+    ` ${failures.count} recorded setup step${failures.count === 1 ? '' : 's'} failed when replayed, so what ` +
+    `${failures.count === 1 ? 'it' : 'they'} set up is missing: ${listed}${more}.${skipped}`
   )
 }
 

@@ -168,6 +168,33 @@ describe('sandboxTools', () => {
 })
 
 describe('readFile limits', () => {
+  it('over any AI SDK sandbox, stops reading a stream past maxReadBytes and cancels it', async () => {
+    let pulled = 0
+    let cancelled = false
+    // Stat says 10 bytes; the stream never ends (a file that grew after the stat, or a device).
+    const endless: Experimental_SandboxSession = {
+      description: 'endless',
+      stat: async () => ({ type: 'file', size: 10 }),
+      readFile: async () =>
+        new ReadableStream<Uint8Array>({
+          pull(controller) {
+            pulled += 1
+            controller.enqueue(new Uint8Array(64 * 1024).fill(120))
+          },
+          cancel() {
+            cancelled = true
+          },
+        }),
+    } as unknown as Experimental_SandboxSession
+    const tools = sandboxTools({ maxReadBytes: 1024 * 1024 })
+    const result = await call(tools, 'readFile', { path: '/data.txt' }, endless)
+    expect(result).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(String(result.error)).toMatch(/more than 1048576 bytes/)
+    expect(cancelled).toBe(true)
+    // 1 MiB in 64 KiB chunks: the chunk that went past the limit, and at most the one queued behind it.
+    expect(pulled).toBeLessThanOrEqual(18)
+  })
+
   it('refuses a file over maxReadBytes and a directory, with a hint', async () => {
     const tools = sandboxTools({ session, maxReadBytes: 100 })
     await call(tools, 'writeFile', { path: 'big.log', content: 'x'.repeat(500) })

@@ -2,6 +2,8 @@
 // adds to it by accident. The kit that stores are built from is `@sandkeep/core/store`; the test doubles and
 // conformance suites are `@sandkeep/core/test`.
 
+// Reads bounded by a byte count (for providers implementing `readFile`'s `maxBytes`)
+export { checkMaxBytes, readAtMost, readLimitError } from './bounded-read.js'
 // Errors
 export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './errors.js'
 // Health checks
@@ -28,7 +30,7 @@ export type { CodeLanguage, JournalEntry, JournalStep } from './journal.js'
 // The in-memory store
 export { createMemorySessionStore, type MemorySessionStoreOptions } from './memory-store.js'
 // Reports
-export type { ResumeOutcome, ResumeReport, TurnEndReport } from './report.js'
+export type { RehydrateFailures, ResumeOutcome, ResumeReport, TurnEndReport } from './report.js'
 // What sandkeep writes on the sandboxes it creates
 export { hashConversationId, SANDKEEP_METADATA } from './sandbox-metadata.js'
 // The provider contract
@@ -40,6 +42,7 @@ export type {
   CreateSandboxOptions,
   FileEntry,
   ProcessInfo,
+  ReadFileOptions,
   RunCodeOptions,
   RunCommandOptions,
   SandboxHandle,

@@ -1,7 +1,7 @@
 /** One setup step, replayed in order on a fresh sandbox when `rehydrate: 'journal'` is on. */
 export type JournalStep =
   | {
-      /** A shell command, run with `bash -l -c`; a non-zero exit fails the replay. */
+      /** A shell command, run with `bash -l -c`; a non-zero exit is a failed step at replay (reported; the rest run). */
       kind: 'command'
       command: string
       /** Working directory inside the sandbox; default the sandbox's home. */

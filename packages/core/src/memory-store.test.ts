@@ -1,10 +1,32 @@
+import { isDeepStrictEqual } from 'node:util'
 import { afterEach, describe, expect, it, test } from 'vitest'
 import { SandkeepError } from './errors.js'
 import { createMemorySessionStore } from './memory-store.js'
+import type { SessionStore } from './session-store.js'
+import { memoryEntries } from './store/memory-entry.js'
 import { sessionStoreConformance } from './test/session-store-conformance.js'
+import type { CorruptibleRecordField } from './test/store-conformance/context.js'
+import type { SessionKey } from './validation.js'
+
+/** Damages the raw record of a memory session (as a bug would) and snapshots the whole entry after it. */
+function damageMemoryRecord(store: SessionStore, key: SessionKey, damage: (record: object) => void) {
+  const entry = memoryEntries.get(store)?.(key)
+  if (!entry?.record) throw new Error('no memory record to damage')
+  damage(entry.record)
+  const snapshot = () => structuredClone({ ...entry, holders: [...entry.holders] })
+  const damaged = snapshot()
+  return Promise.resolve({
+    location: `memory session ${key.tenant}:${entry.member}`,
+    isUntouched: async () => isDeepStrictEqual(snapshot(), damaged),
+  })
+}
 
 sessionStoreConformance('memory', (settings) => createMemorySessionStore(settings), {
   testApi: { describe, test, expect, afterEach },
+  corruptRecord: (store, key) =>
+    damageMemoryRecord(store, key, (record) => Object.assign(record, { turnCount: 'three, I think' })),
+  corruptField: (store, key, field: CorruptibleRecordField, value) =>
+    damageMemoryRecord(store, key, (record) => Object.assign(record, { [field]: value })),
 })
 
 describe('createMemorySessionStore', () => {

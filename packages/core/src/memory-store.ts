@@ -17,6 +17,7 @@ import {
   checkJournalStep,
   checkLease,
   checkListOptions,
+  checkRecordValues,
   checkReleaseInput,
   checkRenewOptions,
   checkSandboxState,
@@ -44,6 +45,7 @@ import {
   applyState,
   type Entry,
   type Holder,
+  memoryEntries,
   newRecord,
   prune,
   recordTurnEnd,
@@ -85,7 +87,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
     throw invalidArgument('now', 'must be a function returning epoch ms.')
   }
   const sessions = new MemorySessions(limits, options.now ?? Date.now)
-  return {
+  const store: SessionStore = {
     specificationVersion: 'v1',
     storeId: 'memory',
     acquire: (key, acquireOptions) => sessions.run(() => sessions.acquire(key, acquireOptions)),
@@ -103,6 +105,13 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
     clearJournal: (key) => sessions.run(() => sessions.clearJournal(key)),
     close: async () => sessions.close(),
   }
+  memoryEntries.set(store, (key) => sessions.entry(key))
+  return store
+}
+
+/** Where a memory session is, as a STORE_CORRUPT message names it. */
+function memoryLocation(tenant: string, entry: Entry): string {
+  return `memory session ${tenant}:${entry.member}`
 }
 
 /** The sessions of one memory store and the contract's operations on them (synchronous; wrapped by `run`). */
@@ -125,19 +134,24 @@ class MemorySessions {
     if (this.closed) throw storeClosed('memory')
   }
 
-  /** The live entry of a session, dropping it first when its TTL passed. */
-  private find(key: SessionKey, now: number): Entry | undefined {
+  /**
+   * The live entry of a session, dropping it first when its TTL passed. Its record is checked first
+   * (STORE_CORRUPT before anything is written), except by the calls that do not use it (`delete`, the
+   * journal), as the Redis store's scripts do.
+   */
+  private find(key: SessionKey, now: number, checkRecord = true): Entry | undefined {
     const sessions = this.tenants.get(key.tenant)
     const entry = sessions?.get(key.conversationId)
     if (entry && entry.expiresAt <= now) {
       sessions!.delete(key.conversationId)
       return undefined
     }
+    if (checkRecord && entry?.record) checkRecordValues(entry.record, memoryLocation(key.tenant, entry))
     return entry
   }
 
-  private findOrCreate(key: SessionKey, now: number): Entry {
-    const existing = this.find(key, now)
+  private findOrCreate(key: SessionKey, now: number, checkRecord = true): Entry {
+    const existing = this.find(key, now, checkRecord)
     if (existing) return existing
     let sessions = this.tenants.get(key.tenant)
     if (!sessions) {
@@ -161,8 +175,14 @@ class MemorySessions {
   }
 
   /** The entry and the caller's live holder, or LEASE_LOST saying `why`. */
-  private holding(key: SessionKey, lease: Lease, now: number, why: string): { entry: Entry; holder: Holder } {
-    const entry = this.find(key, now)
+  private holding(
+    key: SessionKey,
+    lease: Lease,
+    now: number,
+    why: string,
+    checkRecord = true,
+  ): { entry: Entry; holder: Holder } {
+    const entry = this.find(key, now, checkRecord)
     if (entry) {
       prune(entry, now)
       const holder = entry.holders.get(lease.holderId)
@@ -209,7 +229,8 @@ class MemorySessions {
     const { leaseMs, ttlMs } = checkRenewOptions(options, this.limits.defaultTtlMs)
     this.assertOpen()
     const now = this.clock()
-    const { entry, holder } = this.holding(key, lease, now, 'it lapsed or the holder was removed')
+    // A renewal touches only the lease, as in the Redis store: the record is not read.
+    const { entry, holder } = this.holding(key, lease, now, 'it lapsed or the holder was removed', false)
     holder.expiresAt = now + leaseMs
     entry.expiresAt = now + Math.max(ttlMs, leaseMs)
     return { holderId: lease.holderId, fencingToken: lease.fencingToken, expiresAt: holder.expiresAt }
@@ -314,7 +335,7 @@ class MemorySessions {
   delete(keyInput: unknown): boolean {
     const key = checkStoreKey(keyInput)
     this.assertOpen()
-    if (!this.find(key, this.clock())) return false
+    if (!this.find(key, this.clock(), false)) return false
     this.tenants.get(key.tenant)?.delete(key.conversationId)
     return true
   }
@@ -333,6 +354,7 @@ class MemorySessions {
         continue
       }
       if (entry.record === null || entry.activity === null) continue
+      checkRecordValues(entry.record, memoryLocation(tenant, entry))
       if (position && !isAfterListPosition(entry.activity, entry.member, position)) continue
       listed.push({ score: entry.activity, member: entry.member, record: entry.record })
     }
@@ -353,7 +375,7 @@ class MemorySessions {
     const now = this.clock()
     const text = serializeJournalEntry(now, step)
     const bytes = utf8Bytes(text)
-    const entry = this.findOrCreate(key, now)
+    const entry = this.findOrCreate(key, now, false)
     checkJournalRoom(key, { steps: entry.journal.length, bytes: entry.journalBytes }, bytes, this.limits)
     entry.journal.push(text)
     entry.journalBytes += bytes
@@ -363,17 +385,22 @@ class MemorySessions {
   readJournal(keyInput: unknown): JournalEntry[] {
     const key = checkStoreKey(keyInput)
     this.assertOpen()
-    const entry = this.find(key, this.clock())
+    const entry = this.find(key, this.clock(), false)
     return (entry?.journal ?? []).map((text) => parseJournalEntry(text, 'memory journal'))
   }
 
   clearJournal(keyInput: unknown): void {
     const key = checkStoreKey(keyInput)
     this.assertOpen()
-    const entry = this.find(key, this.clock())
+    const entry = this.find(key, this.clock(), false)
     if (!entry) return
     entry.journal = []
     entry.journalBytes = 0
+  }
+
+  /** The stored entry of a session as it is, unchecked (for {@link memoryEntries}). */
+  entry(key: SessionKey): Entry | undefined {
+    return this.tenants.get(key.tenant)?.get(key.conversationId)
   }
 
   close(): void {

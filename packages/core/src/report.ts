@@ -1,4 +1,5 @@
 import type { HealthCheckResult } from './health.js'
+import type { JournalStep } from './journal.js'
 
 /** How the turn got its sandbox. */
 export type ResumeOutcome =
@@ -46,6 +47,28 @@ export interface ResumeReport {
   retries: number
   /** Journal steps replayed. */
   rehydratedSteps: number
+  /**
+   * Journal steps that failed at replay, when any did. The other steps still ran (a failing step does not
+   * stop the replay); absent when every step replayed.
+   */
+  rehydrateFailures?: RehydrateFailures
+}
+
+/** The journal steps a replay could not apply. */
+export interface RehydrateFailures {
+  /** How many steps failed. */
+  count: number
+  /** Steps after the last failure that were not run because the sandbox itself stopped answering; usually 0. */
+  skipped: number
+  /** The first failed steps (at most 10), in journal order. */
+  steps: Array<{
+    /** The step's position in the journal, 1-based (as `turn.journal.list()` orders it). */
+    step: number
+    /** The step's kind. */
+    kind: JournalStep['kind']
+    /** Why it failed: the exit code and the start of stderr, the exception, or the provider's refusal. */
+    message: string
+  }>
 }
 
 /** What `turn.end()` did. */

@@ -175,6 +175,14 @@ export interface FileEntry {
   size?: number
 }
 
+/** Options of `SandboxHandle.readFile`. */
+export interface ReadFileOptions {
+  /** Aborts the read. */
+  signal?: AbortSignal
+  /** Most bytes to read; past it the read stops and fails with INVALID_ARGUMENT. Default: no limit. */
+  maxBytes?: number
+}
+
 /**
  * A connected sandbox, provider-neutral. Used by the session manager, health checks and integrations.
  * Methods throw SandkeepError: FILE_NOT_FOUND, TIMEOUT, ABORTED, SANDBOX_NOT_FOUND (killed meanwhile),
@@ -198,10 +206,14 @@ export interface SandboxHandle<Native = unknown> {
   killProcess(pid: number): Promise<boolean>
   /** Runs a code cell in a persistent interpreter. */
   runCode(code: string, options?: RunCodeOptions): Promise<CodeResult>
-  /** Reads a file as UTF-8 text. */
-  readFile(path: string, options?: { format?: 'text'; signal?: AbortSignal }): Promise<string>
-  /** Reads a file as bytes. */
-  readFile(path: string, options: { format: 'bytes'; signal?: AbortSignal }): Promise<Uint8Array>
+  /**
+   * Reads a file as UTF-8 text. `maxBytes` (a positive integer): read at most that many bytes; a file that
+   * holds more fails with INVALID_ARGUMENT as soon as more arrived, and the rest is neither transferred
+   * nor held (the bound is on the read itself, whatever the file's size was a moment before).
+   */
+  readFile(path: string, options?: ReadFileOptions & { format?: 'text' }): Promise<string>
+  /** Reads a file as bytes; `maxBytes` as for text. */
+  readFile(path: string, options: ReadFileOptions & { format: 'bytes' }): Promise<Uint8Array>
   /** Writes a file, creating parent directories. */
   writeFile(path: string, data: string | Uint8Array, options?: { signal?: AbortSignal }): Promise<void>
   /** Lists a directory; `depth` default 1. */

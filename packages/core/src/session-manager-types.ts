@@ -120,7 +120,10 @@ export interface SessionManagerEvents {
     conversationId: string
     tenant: string
     sandboxId: string
+    /** Steps that replayed successfully. */
     steps: number
+    /** Steps that failed (the others still ran); the `error` event of phase `rehydrate` says which. */
+    failed: number
     ms: number
     /** Why the journal was replayed: a fresh sandbox, or a resume that lost memory (or, rarely, only files). */
     reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost'

@@ -9,6 +9,8 @@ import {
   SandkeepError,
 } from '@sandkeep/core'
 import { type ErrorContext, withE2BErrors } from './errors.js'
+import type { OutputLimits } from './options.js'
+import { createCappedText } from './output.js'
 
 // The SDK's default command and cell timeout; sandkeep's contract says the same.
 export const DEFAULT_TIMEOUT_MS = 60_000
@@ -21,10 +23,11 @@ type CommandCapabilities = Pick<
 export function commandCapabilities(
   sandbox: Sandbox,
   at: (operation: string) => ErrorContext,
+  limits: OutputLimits,
 ): CommandCapabilities {
   return {
     runCommand: (command, options = {}) =>
-      withE2BErrors(at('commands.run'), () => runCommand(sandbox, command, options)),
+      withE2BErrors(at('commands.run'), () => runCommand(sandbox, command, options, limits)),
     startProcess: (command, processOptions) =>
       withE2BErrors(at('commands.run'), async () => {
         const handle = await sandbox.commands.run(command, {
@@ -59,13 +62,14 @@ async function runCommand(
   sandbox: Sandbox,
   command: string,
   options: RunCommandOptions,
+  limits: OutputLimits,
 ): Promise<CommandResult> {
   const { signal, stdin } = options
   const sandboxId = sandbox.sandboxId
   if (signal?.aborted) throw aborted(sandboxId)
-  // Output so far, kept for a command that times out (its result then says what it printed).
-  let stdout = ''
-  let stderr = ''
+  // The output as it arrives, up to the cap: what the result carries (also for a command that times out).
+  const stdout = createCappedText(limits.maxOutputChars)
+  const stderr = createCappedText(limits.maxOutputChars)
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
   // Started in the background so that stdin can be written and an abort can kill it.
   const handle = await sandbox.commands.run(command, {
@@ -75,11 +79,11 @@ async function runCommand(
     ...(options.envs ? { envs: options.envs } : {}),
     timeoutMs,
     onStdout: (chunk: string) => {
-      stdout += chunk
+      stdout.push(chunk)
       options.onStdout?.(chunk)
     },
     onStderr: (chunk: string) => {
-      stderr += chunk
+      stderr.push(chunk)
       options.onStderr?.(chunk)
     },
   })
@@ -91,18 +95,22 @@ async function runCommand(
       await sandbox.commands.closeStdin(handle.pid)
     }
     const result = await handle.wait()
-    return { exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr }
+    return { exitCode: result.exitCode, stdout: stdout.text(), stderr: stderr.text() }
   } catch (error) {
     if (signal?.aborted) throw aborted(sandboxId, error)
     const names = [error?.constructor?.name, (error as Error)?.name]
     // A non-zero exit is a result, not an error.
     if (names.includes('CommandExitError')) {
-      const exit = error as { exitCode: number; stdout: string; stderr: string }
-      return { exitCode: exit.exitCode, stdout: exit.stdout, stderr: exit.stderr }
+      const exit = error as { exitCode: number }
+      return { exitCode: exit.exitCode, stdout: stdout.text(), stderr: stderr.text() }
     }
     // The contract: a command killed at its time limit is a result with exit code -1.
     if (names.includes('TimeoutError') && timeoutMs > 0) {
-      return { exitCode: -1, stdout, stderr: `${stderr}sandkeep: command timed out after ${timeoutMs} ms\n` }
+      return {
+        exitCode: -1,
+        stdout: stdout.text(),
+        stderr: `${stderr.text()}sandkeep: command timed out after ${timeoutMs} ms\n`,
+      }
     }
     throw error
   } finally {

@@ -5,9 +5,11 @@ import type { SandboxHandle } from '@sandkeep/core'
 import { runCode } from './code.js'
 import { commandCapabilities } from './commands.js'
 import type { ErrorContext } from './errors.js'
+import type { ExecutingSandbox } from './execute.js'
 import { fileCapabilities } from './files.js'
+import type { OutputLimits } from './options.js'
 
-export function handleFor(sandbox: Sandbox): SandboxHandle<Sandbox> {
+export function handleFor(sandbox: ExecutingSandbox, limits: OutputLimits): SandboxHandle<Sandbox> {
   const sandboxId = sandbox.sandboxId
   const at = (operation: string, path?: string): ErrorContext => ({
     operation,
@@ -18,8 +20,8 @@ export function handleFor(sandbox: Sandbox): SandboxHandle<Sandbox> {
     id: sandboxId,
     providerId: 'e2b',
     native: sandbox,
-    ...commandCapabilities(sandbox, at),
-    runCode: (code, options) => runCode(sandbox, at, code, options),
+    ...commandCapabilities(sandbox, at, limits),
+    runCode: (code, options = {}) => runCode(sandbox, at, code, options, limits),
     ...fileCapabilities(sandbox, at),
   }
 }

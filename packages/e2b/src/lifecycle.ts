@@ -3,15 +3,16 @@
 import { Sandbox } from '@e2b/code-interpreter'
 import { type SandboxInfo, type SandboxProvider, validateSandboxId } from '@sandkeep/core'
 import { withE2BErrors } from './errors.js'
+import { ExecutingSandbox } from './execute.js'
 import { handleFor } from './handle.js'
-import type { Connection } from './options.js'
+import type { Connection, OutputLimits } from './options.js'
 
 type Lifecycle = Pick<
   SandboxProvider<Sandbox>,
   'create' | 'connect' | 'kill' | 'pause' | 'setTimeout' | 'getInfo' | 'list'
 >
 
-export function lifecycleCalls(connection: Connection, template: string): Lifecycle {
+export function lifecycleCalls(connection: Connection, template: string, limits: OutputLimits): Lifecycle {
   const withSignal = (signal: AbortSignal | undefined) => (signal ? { ...connection, signal } : connection)
   /** A call about one existing sandbox: its id is checked before any I/O. */
   const about = <T>(operation: string, sandboxId: string, work: () => Promise<T>) =>
@@ -22,7 +23,7 @@ export function lifecycleCalls(connection: Connection, template: string): Lifecy
   return {
     create: (createOptions) =>
       withE2BErrors({ operation: 'create' }, async () => {
-        const sandbox = await Sandbox.create(createOptions.template ?? template, {
+        const sandbox = await ExecutingSandbox.create(createOptions.template ?? template, {
           ...withSignal(createOptions.signal),
           metadata: createOptions.metadata,
           ...(createOptions.timeoutMs !== undefined ? { timeoutMs: createOptions.timeoutMs } : {}),
@@ -38,7 +39,7 @@ export function lifecycleCalls(connection: Connection, template: string): Lifecy
               }
             : {}),
         })
-        return handleFor(sandbox)
+        return handleFor(sandbox, limits)
       }),
     connect: (sandboxId, options) =>
       about('connect', sandboxId, async () => {
@@ -46,7 +47,7 @@ export function lifecycleCalls(connection: Connection, template: string): Lifecy
           ...withSignal(options?.signal),
           ...(options?.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
         })
-        return handleFor(sandbox)
+        return handleFor(sandbox, limits)
       }),
     kill: (sandboxId, options) =>
       about('kill', sandboxId, () => Sandbox.kill(sandboxId, withSignal(options?.signal))),
@@ -86,11 +87,11 @@ type ConnectOptions = NonNullable<Parameters<typeof Sandbox.connect>[1]>
  * makes the same connect call and builds the sandbox for the id the platform answered, so that envd calls
  * reach it and the session manager can re-map the session.
  */
-class FollowingSandbox extends Sandbox {
-  static async connectFollowingId(sandboxId: string, options: ConnectOptions): Promise<Sandbox> {
+class FollowingSandbox extends ExecutingSandbox {
+  static async connectFollowingId(sandboxId: string, options: ConnectOptions): Promise<ExecutingSandbox> {
     const resolved = FollowingSandbox.resolveOpts(options) ?? options
     const answer = await FollowingSandbox.connectSandbox(sandboxId, resolved)
-    return new Sandbox({
+    return new ExecutingSandbox({
       ...resolved,
       sandboxId: answer.sandboxId || sandboxId,
       ...(answer.sandboxDomain ? { sandboxDomain: answer.sandboxDomain } : {}),

@@ -1,4 +1,5 @@
 import { SandkeepError } from '@sandkeep/core'
+import { DEFAULT_MAX_OUTPUT_CHARS } from './output.js'
 
 /** Options of {@link createE2BProvider}. Each connection option falls back to the SDK's environment variable. */
 export interface E2BProviderOptions {
@@ -16,6 +17,17 @@ export interface E2BProviderOptions {
   template?: string
   /** Extra HTTP headers sent on every request (never put secrets you would not send to E2B here). */
   headers?: Record<string, string>
+  /**
+   * Most characters (UTF-16 units) kept of each output stream of a command or cell (`stdout`, `stderr`)
+   * and of a cell's result `text`; past it the middle is left out and a marker says how much. Default
+   * {@link DEFAULT_MAX_OUTPUT_CHARS} (16 Mi).
+   */
+  maxOutputChars?: number
+}
+
+/** The output caps every handle applies. */
+export interface OutputLimits {
+  maxOutputChars: number
 }
 
 /** The SDK connection options every call passes (only those given; the SDK reads the rest from env). */
@@ -25,7 +37,16 @@ export type Connection = Pick<
 >
 
 export const DEFAULT_TEMPLATE = 'code-interpreter-v1'
-const KNOWN = new Set(['apiKey', 'apiUrl', 'sandboxUrl', 'domain', 'requestTimeoutMs', 'template', 'headers'])
+const KNOWN = new Set([
+  'apiKey',
+  'apiUrl',
+  'sandboxUrl',
+  'domain',
+  'requestTimeoutMs',
+  'template',
+  'headers',
+  'maxOutputChars',
+])
 
 function invalid(message: string): SandkeepError {
   return new SandkeepError({ code: 'INVALID_ARGUMENT', message })
@@ -54,6 +75,10 @@ export function checkOptions(options: E2BProviderOptions): void {
   if (timeout !== undefined && (!Number.isInteger(timeout) || timeout < 0)) {
     throw invalid('createE2BProvider option requestTimeoutMs must be a non-negative integer (ms).')
   }
+  const maxOutputChars = options.maxOutputChars
+  if (maxOutputChars !== undefined && (!Number.isSafeInteger(maxOutputChars) || maxOutputChars < 1)) {
+    throw invalid('createE2BProvider option maxOutputChars must be a positive integer (characters).')
+  }
   if (options.headers !== undefined) {
     if (typeof options.headers !== 'object' || options.headers === null)
       throw invalid('headers must be an object of strings.')
@@ -73,4 +98,9 @@ export function connectionOf(options: E2BProviderOptions): Connection {
     ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     ...(options.headers !== undefined ? { headers: options.headers } : {}),
   }
+}
+
+/** The output caps of the options, with their defaults. */
+export function outputLimitsOf(options: E2BProviderOptions): OutputLimits {
+  return { maxOutputChars: options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS }
 }

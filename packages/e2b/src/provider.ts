@@ -4,7 +4,13 @@
 import type { Sandbox } from '@e2b/code-interpreter'
 import type { SandboxProvider } from '@sandkeep/core'
 import { lifecycleCalls } from './lifecycle.js'
-import { checkOptions, connectionOf, DEFAULT_TEMPLATE, type E2BProviderOptions } from './options.js'
+import {
+  checkOptions,
+  connectionOf,
+  DEFAULT_TEMPLATE,
+  type E2BProviderOptions,
+  outputLimitsOf,
+} from './options.js'
 
 export type { E2BProviderOptions } from './options.js'
 
@@ -29,6 +35,6 @@ export function createE2BProvider(options: E2BProviderOptions = {}): E2BProvider
     specificationVersion: 'v1',
     providerId: 'e2b',
     defaultTemplate: template,
-    ...lifecycleCalls(connection, template),
+    ...lifecycleCalls(connection, template, outputLimitsOf(options)),
   }
 }

@@ -78,6 +78,9 @@ describe('createE2BProvider against local-e2b', () => {
     expect(() => createE2BProvider({ apiUrl: 'not a url' })).toThrow(/URL/)
     expect(() => createE2BProvider({ colour: 'red' } as never)).toThrow(/no option 'colour'/)
     expect(() => createE2BProvider({ requestTimeoutMs: -1 })).toThrow(/requestTimeoutMs/)
+    for (const maxOutputChars of [0, 1.5, -3]) {
+      expect(() => createE2BProvider({ maxOutputChars })).toThrow(/maxOutputChars must be a positive integer/)
+    }
   })
 
   it('streams output, kills an aborted command, and keeps code contexts apart', async () => {
@@ -115,6 +118,57 @@ describe('createE2BProvider against local-e2b', () => {
     const cell = await sandbox.runCode('print("streamed")', { onStdout: (chunk) => printed.push(chunk) })
     expect(cell.stdout).toBe('streamed\n')
     expect(printed.join('')).toBe('streamed\n')
+  })
+
+  it('caps stdout, stderr and a result text at maxOutputChars: beginning and end kept, a marker between', async () => {
+    const provider = createE2BProvider({ ...options(), maxOutputChars: 1000 })
+    const sandbox = await provider.create({ metadata: {} })
+    created.push(sandbox.id)
+    const marker =
+      /\n\[sandkeep: (\d+) characters left out here; the output was (\d+) characters, over the provider's maxOutputChars of 1000/
+    const expectCapped = (text: string, head: string, tail: string, total: number) => {
+      expect(text.startsWith(head.repeat(500))).toBe(true)
+      expect(text.endsWith(tail.repeat(500))).toBe(true)
+      const found = marker.exec(text)
+      expect(found?.slice(1).map(Number)).toEqual([total - 1000, total])
+    }
+    const streamed: string[] = []
+    const cell = await sandbox.runCode(
+      "import sys\nprint('a' * 100000 + 'z' * 1000, end='')\nprint('e' * 3000 + 'f' * 1000, end='', file=sys.stderr)\n'v' * 5000 + 'w' * 1000",
+      { onStdout: (chunk) => streamed.push(chunk) },
+    )
+    expectCapped(cell.stdout, 'a', 'z', 101_000)
+    expectCapped(cell.stderr, 'e', 'f', 4000)
+    expectCapped(cell.text ?? '', 'v', 'w', 6000)
+    expectCapped(cell.results?.find((r) => r.isMainResult)?.text ?? '', 'v', 'w', 6000)
+    // The callbacks still see everything.
+    expect(streamed.join('').length).toBe(101_000)
+    const command = await sandbox.runCommand("printf 'a%.0s' $(seq 5000); printf 'z%.0s' $(seq 1000); exit 3")
+    expect(command.exitCode).toBe(3)
+    expectCapped(command.stdout, 'a', 'z', 6000)
+    // Within the cap, output is returned whole.
+    expect((await sandbox.runCommand("printf 'x%.0s' $(seq 1000)")).stdout).toBe('x'.repeat(1000))
+    // A value too long to hold even as one line of the code interpreter's answer is left out with a note.
+    const huge = await sandbox.runCode("'q' * 200000")
+    expect(huge.text).toMatch(/^\[sandkeep: a result of \d+ bytes from the code interpreter was left out/)
+    expect(huge.results).toEqual([{ isMainResult: true, text: huge.text }])
+    // The interpreter is fine afterwards.
+    expect((await sandbox.runCode('1 + 1')).text).toBe('2')
+  })
+
+  it('aborts a running cell when its signal fires', async () => {
+    const provider = createE2BProvider(options())
+    const sandbox = await provider.create({ metadata: {} })
+    created.push(sandbox.id)
+    const controller = new AbortController()
+    const running = sandbox.runCode('import time\ntime.sleep(30)', {
+      signal: controller.signal,
+      timeoutMs: 60_000,
+    })
+    setTimeout(() => controller.abort(new Error('the user left')), 300)
+    await expect(running).rejects.toMatchObject({ code: 'ABORTED' })
+    // The kernel was interrupted, not left busy: the next cell runs.
+    expect((await sandbox.runCode('21 * 2', { timeoutMs: 30_000 })).text).toBe('42')
   })
 
   // Rich tool output: execution.results reach CodeResult.results, provider-neutral.

@@ -21,6 +21,21 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<void> 
   } while (cursor !== '0')
 }
 
+/**
+ * A corruptField hook for the conformance suite: writes the value's text into one field of the record hash,
+ * then checks that neither the record nor the lease hash changes afterwards.
+ */
+export function corruptFieldWith(raw: () => Redis | import('ioredis').Cluster, prefix: string) {
+  return async (_store: SessionStore, key: SessionKey, field: string, value: string | number) => {
+    const keys = sessionKeys(prefix, key)
+    await raw().hset(keys.record, field, String(value))
+    const snapshot = async () =>
+      JSON.stringify([await raw().hgetall(keys.record), await raw().hgetall(keys.lease)])
+    const damaged = await snapshot()
+    return { location: keys.record, isUntouched: async () => (await snapshot()) === damaged }
+  }
+}
+
 /** A corruptRecord hook for the conformance suite: overwrites a counter of the record with text. */
 export function corruptWith(raw: () => Redis | import('ioredis').Cluster, prefix: string) {
   return async (_store: SessionStore, key: SessionKey) => {

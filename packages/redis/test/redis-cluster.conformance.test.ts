@@ -4,7 +4,7 @@ import { Cluster } from 'ioredis'
 import { Cluster as Cluster6 } from 'ioredis6'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore, sessionKeys } from '../src/index.js'
-import { corruptWith, randomPrefix } from './helpers.js'
+import { corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
 import { startRedisCluster, type TestCluster } from './redis-servers.js'
 
 // The whole contract against a real 3-master Redis Cluster started for this file, through a Cluster
@@ -36,7 +36,7 @@ afterAll(async () => {
 sessionStoreConformance(
   'redis (3-master Cluster)',
   (settings) => createRedisSessionStore({ redis: client, prefix, commandTimeoutMs: 10_000, ...settings }),
-  { corruptRecord: corruptWith(() => client, prefix) },
+  { corruptRecord: corruptWith(() => client, prefix), corruptField: corruptFieldWith(() => client, prefix) },
 )
 
 it('talks RESP3 to the Cluster through ioredis 6 by default', async () => {
@@ -48,7 +48,7 @@ it('talks RESP3 to the Cluster through ioredis 6 by default', async () => {
 sessionStoreConformance(
   'redis (3-master Cluster, ioredis 6, RESP3)',
   (settings) => createRedisSessionStore({ redis: client6, prefix, commandTimeoutMs: 10_000, ...settings }),
-  { corruptRecord: corruptWith(() => client, prefix) },
+  { corruptRecord: corruptWith(() => client, prefix), corruptField: corruptFieldWith(() => client, prefix) },
 )
 
 describe('Redis Cluster layout', () => {

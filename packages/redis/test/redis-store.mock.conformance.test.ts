@@ -1,7 +1,7 @@
 import { sessionStoreConformance } from '@sandkeep/core/test'
 import RedisMock from 'ioredis-mock'
 import { createRedisSessionStore } from '../src/index.js'
-import { corruptWith, randomPrefix } from './helpers.js'
+import { corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
 
 // Testing without a Redis server: the whole contract on ioredis-mock, so users can unit-test
 // with createRedisSessionStore({ redis: new RedisMock() }). Before: the store refused the mock (no
@@ -15,5 +15,9 @@ sessionStoreConformance(
   // The mock runs the Lua scripts in fengari (Lua in JavaScript), tens of ms a call under load, and its
   // store clock counts whole seconds (see in-memory-engine.ts): a lease can end up to a second early. Ten
   // times the short leases (3 s, lapse wait 9 s) keep the same checks meaningful.
-  { corruptRecord: corruptWith(() => mock, prefix), leaseScale: 10 },
+  {
+    corruptRecord: corruptWith(() => mock, prefix),
+    corruptField: corruptFieldWith(() => mock, prefix),
+    leaseScale: 10,
+  },
 )

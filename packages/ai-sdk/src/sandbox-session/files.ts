@@ -1,12 +1,13 @@
 // The AI SDK's file operations (readFile, writeFile, stat, listDirectory, deleteFile, ...) and sandkeep's
 // listDir, over the sandbox handle. A missing file is `null`, as the contract asks, never an error.
-import { type FileEntry, type SandboxHandle, SandkeepError, shellQuote } from '@sandkeep/core'
+import { checkMaxBytes, type FileEntry, type SandboxHandle, SandkeepError, shellQuote } from '@sandkeep/core'
 import type { Experimental_SandboxDirectoryEntry, Experimental_SandboxFileStat } from 'ai'
 import { invalid, providerError } from '../errors.js'
 import { sliceLines } from '../output.js'
 import { checkLine, collectBytes, encodeText, makeDecoder } from './paths.js'
 import type {
   PathOptions,
+  ReadBinaryFileOptions,
   ReadTextFileOptions,
   SandkeepSandboxSession,
   SessionContext,
@@ -43,12 +44,20 @@ export function fileOperations(context: SessionContext): FileOperations {
         },
       })
     },
-    readBinaryFile: ({ path, abortSignal }: PathOptions) => bytes.read(path, abortSignal),
-    readTextFile: async ({ path, abortSignal, encoding, startLine, endLine }: ReadTextFileOptions) => {
+    readBinaryFile: ({ path, abortSignal, maxBytes }: ReadBinaryFileOptions) =>
+      bytes.read(path, abortSignal, maxBytes),
+    readTextFile: async ({
+      path,
+      abortSignal,
+      encoding,
+      startLine,
+      endLine,
+      maxBytes,
+    }: ReadTextFileOptions) => {
       checkLine(startLine, 'startLine')
       checkLine(endLine, 'endLine')
       const decoder = makeDecoder(encoding)
-      const content = await bytes.read(path, abortSignal)
+      const content = await bytes.read(path, abortSignal, maxBytes)
       if (content === null) return null
       return sliceLines(decoder.decode(content), startLine ?? 1, endLine)
     },
@@ -104,10 +113,17 @@ export function fileOperations(context: SessionContext): FileOperations {
 /** Whole-file reads and writes of bytes, the ground the read/write variants stand on. */
 function byteOperations({ operation, resolvePath }: SessionContext) {
   return {
-    async read(path: string, abortSignal?: AbortSignal): Promise<Uint8Array | null> {
+    async read(path: string, abortSignal?: AbortSignal, maxBytes?: number): Promise<Uint8Array | null> {
       const resolved = resolvePath(path)
+      const limit = checkMaxBytes(maxBytes)
       return operation(abortSignal, (handle, signal) =>
-        orNullIfMissing(handle.readFile(resolved, { format: 'bytes', signal })),
+        orNullIfMissing(
+          handle.readFile(resolved, {
+            format: 'bytes',
+            signal,
+            ...(limit === undefined ? {} : { maxBytes: limit }),
+          }),
+        ),
       )
     },
     async write(path: string, data: Uint8Array | string, abortSignal?: AbortSignal): Promise<void> {

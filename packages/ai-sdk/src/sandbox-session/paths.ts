@@ -1,6 +1,7 @@
 // Paths and bytes between the AI SDK's file contract and the sandbox: resolution against the base
 // directory, text encodings, line ranges and stream collection.
 import { posix } from 'node:path'
+import { readAtMost } from '@sandkeep/core'
 import { invalid } from '../errors.js'
 
 /** Resolves `path` against `workingDirectory`; INVALID_ARGUMENT for an empty path or a NUL character. */
@@ -47,25 +48,5 @@ export async function collectBytes(
 ): Promise<Uint8Array> {
   if (!(stream instanceof ReadableStream))
     throw invalid('writeFile needs a ReadableStream<Uint8Array> as content.')
-  const chunks: Uint8Array[] = []
-  let total = 0
-  const reader = stream.getReader()
-  try {
-    for (;;) {
-      signal?.throwIfAborted()
-      const { done, value } = await reader.read()
-      if (done) break
-      chunks.push(value)
-      total += value.byteLength
-    }
-  } finally {
-    reader.releaseLock()
-  }
-  const bytes = new Uint8Array(total)
-  let offset = 0
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return bytes
+  return (await readAtMost(stream, Number.POSITIVE_INFINITY, signal)) ?? new Uint8Array(0)
 }

@@ -11,11 +11,16 @@ import type {
 } from '@sandkeep/core'
 import type { Experimental_SandboxSession } from 'ai'
 
-export type ReadTextFileOptions = Parameters<Experimental_SandboxSession['readTextFile']>[0]
+/** The AI SDK's options, plus sandkeep's `maxBytes`: read at most that many bytes (INVALID_ARGUMENT past it). */
+export type ReadTextFileOptions = Parameters<Experimental_SandboxSession['readTextFile']>[0] & {
+  maxBytes?: number
+}
 export type WriteFileOptions = Parameters<Experimental_SandboxSession['writeFile']>[0]
 export type WriteBinaryFileOptions = Parameters<Experimental_SandboxSession['writeBinaryFile']>[0]
 export type WriteTextFileOptions = Parameters<Experimental_SandboxSession['writeTextFile']>[0]
 export type PathOptions = Parameters<Experimental_SandboxSession['readBinaryFile']>[0]
+/** `readBinaryFile`'s options, plus sandkeep's `maxBytes` (as for {@link ReadTextFileOptions}). */
+export type ReadBinaryFileOptions = PathOptions & { maxBytes?: number }
 export type RunOptions = Parameters<Experimental_SandboxSession['run']>[0]
 export type SpawnOptions = RunOptions & { stdin?: boolean }
 
@@ -111,6 +116,13 @@ export interface SandkeepSandboxSession extends Experimental_SandboxSession, Asy
     command: string,
     options?: { cwd?: string; envs?: Record<string, string>; abortSignal?: AbortSignal },
   ): Promise<{ pid: number }>
+  /**
+   * Reads a text file (`null` when missing). With `maxBytes`, at most that many bytes are read: a larger
+   * file fails with INVALID_ARGUMENT as soon as more arrived, whatever its size was a moment before.
+   */
+  readTextFile(options: ReadTextFileOptions): Promise<string | null>
+  /** Reads a file's bytes (`null` when missing); `maxBytes` as for `readTextFile`. */
+  readBinaryFile(options: ReadBinaryFileOptions): Promise<Uint8Array | null>
   /** Lists a directory (`depth` default 1); `null` when it does not exist. */
   listDir(path: string, options?: { depth?: number; abortSignal?: AbortSignal }): Promise<FileEntry[] | null>
   /** Records a setup step in the session's journal, replayed if the sandbox must be recreated. */

@@ -41,7 +41,8 @@ async function readFile(
   abortSignal: AbortSignal | undefined,
 ): Promise<ReadFileToolResult> {
   const path = sandbox.resolvePath(input.path)
-  // Check the size first: a model asking for a multi-gigabyte log must not pull it into this process.
+  // The size first, for a clear answer without reading; the read itself is bounded too, since the file can
+  // grow or be swapped between the two.
   const info = await sandbox.stat(path, abortSignal)
   if (info === null) {
     throw new SandkeepError({ code: 'FILE_NOT_FOUND', message: `No such file: ${path}` })
@@ -57,7 +58,7 @@ async function readFile(
         'runCommand (head, tail, grep, sed -n) instead.',
     })
   }
-  const text = await sandbox.readText(path, abortSignal)
+  const text = await sandbox.readText(path, settings.maxReadBytes, abortSignal)
   if (text === null) {
     throw new SandkeepError({ code: 'FILE_NOT_FOUND', message: `No such file: ${path}` })
   }

@@ -1,7 +1,14 @@
 // The operations the tools need, over a sandkeep session (every feature) or over any AI SDK sandbox
 // (commands and files; code cells run as one-off scripts, without persistent state).
 import { posix } from 'node:path'
-import { type CodeLanguage, type CodeResult, type JournalStep, shellQuote } from '@sandkeep/core'
+import {
+  type CodeLanguage,
+  type CodeResult,
+  type JournalStep,
+  readAtMost,
+  readLimitError,
+  shellQuote,
+} from '@sandkeep/core'
 import type { Experimental_SandboxSession } from 'ai'
 import { invalid } from '../errors.js'
 import { isSandkeepSandboxSession, type SandkeepSandboxSession } from '../sandbox-session/index.js'
@@ -33,7 +40,8 @@ export interface ToolSandbox {
       abortSignal?: AbortSignal
     } & Partial<OutputCallbacks>,
   ): Promise<CodeResult>
-  readText(path: string, abortSignal?: AbortSignal): Promise<string | null>
+  /** A UTF-8 text file, `null` when missing; INVALID_ARGUMENT as soon as it holds more than `maxBytes`. */
+  readText(path: string, maxBytes: number, abortSignal?: AbortSignal): Promise<string | null>
   stat(path: string, abortSignal?: AbortSignal): Promise<{ type: string; size: number } | null>
   writeText(path: string, content: string, abortSignal?: AbortSignal): Promise<void>
   list(path: string, depth: number, abortSignal?: AbortSignal): Promise<ListFilesToolResult['entries'] | null>
@@ -63,12 +71,9 @@ function signalOption(abortSignal: AbortSignal | undefined): { abortSignal?: Abo
   return abortSignal ? { abortSignal } : {}
 }
 
-/** The file reads and writes both kinds of sandbox share: the AI SDK's own text-file calls. */
-function textFiles(
-  session: Experimental_SandboxSession,
-): Pick<ToolSandbox, 'readText' | 'stat' | 'writeText'> {
+/** The file stat and writes both kinds of sandbox share: the AI SDK's own calls. */
+function textFiles(session: Experimental_SandboxSession): Pick<ToolSandbox, 'stat' | 'writeText'> {
   return {
-    readText: async (path, abortSignal) => session.readTextFile({ path, ...signalOption(abortSignal) }),
     stat: async (path, abortSignal) => session.stat({ path, ...signalOption(abortSignal) }),
     writeText: async (path, content, abortSignal) =>
       session.writeTextFile({ path, content, ...signalOption(abortSignal) }),
@@ -101,6 +106,8 @@ function sandkeepToolSandbox(session: SandkeepSandboxSession): ToolSandbox {
         ...(onStderr ? { onStderr } : {}),
       }),
     ...textFiles(session),
+    readText: (path, maxBytes, abortSignal) =>
+      session.readTextFile({ path, maxBytes, ...signalOption(abortSignal) }),
     list: async (path, depth, abortSignal) => {
       const entries = await session.listDir(path, { depth, ...signalOption(abortSignal) })
       return (
@@ -143,6 +150,14 @@ function genericToolSandbox(session: Experimental_SandboxSession): ToolSandbox {
     },
     runCode: (code, { language, abortSignal }) => runScriptCell(session, code, language, abortSignal),
     ...textFiles(session),
+    // The AI SDK's readTextFile has no limit; its stream does, once read with one.
+    readText: async (path, maxBytes, abortSignal) => {
+      const stream = await session.readFile({ path, ...signalOption(abortSignal) })
+      if (stream === null) return null
+      const bytes = await readAtMost(stream, maxBytes)
+      if (bytes === undefined) throw readLimitError(path, maxBytes)
+      return new TextDecoder().decode(bytes)
+    },
     list: (path, depth, abortSignal) => walkDirectory(session, path, depth, abortSignal),
     notice: () => undefined,
   }

@@ -3,8 +3,8 @@ import { probeFidelity, type UsedContext } from '../fidelity.js'
 import type { VerifiedState } from '../fidelity-manifest.js'
 import type { HealthCheckResult } from '../health.js'
 import { runDeclaredChecks } from '../health-runner.js'
-import { replaySteps } from '../rehydrate.js'
-import type { ResumeReport } from '../report.js'
+import { type ReplayOutcome, replayFailedError, replaySteps } from '../rehydrate.js'
+import type { RehydrateFailures, ResumeReport } from '../report.js'
 import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
 import type { SessionRecord, TurnManifest } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
@@ -63,6 +63,7 @@ interface Restored {
   checks: HealthCheckResult[]
   stateLost: boolean
   rehydratedSteps: number
+  rehydrateFailures?: RehydrateFailures
   rehydrateMs: number
   /** The process list the fidelity probe read, for the declared process checks. */
   processList?: ProcessInfo[]
@@ -162,6 +163,7 @@ async function check(
     stateLost: restored.stateLost,
     retries: attempt.retries,
     rehydratedSteps: restored.rehydratedSteps,
+    ...(restored.rehydrateFailures ? { rehydrateFailures: restored.rehydrateFailures } : {}),
   }
 }
 
@@ -216,12 +218,7 @@ async function restore(
     const started = performance.now()
     await runBootstrap(scope, handle, progress)
     if (config.rehydrate === 'journal')
-      restored.rehydratedSteps = await replayJournal(
-        scope,
-        handle,
-        progress,
-        outcome === 'created' ? 'created' : 'recreated',
-      )
+      await replayJournal(scope, handle, progress, outcome === 'created' ? 'created' : 'recreated', restored)
     restored.rehydrateMs += performance.now() - started
   } else if (config.fidelityProbes && record?.manifest && !created) {
     await probeAndRehydrate(scope, handle, record, restored, progress)
@@ -256,17 +253,12 @@ async function probeAndRehydrate(
       const started = performance.now()
       // Files survived: commands and file writes left their effects on disk, so only code runs again.
       const codeOnly = fidelity.survived.filesystem === true
-      const steps = await replayJournal(
-        scope,
-        handle,
-        progress,
-        fidelity.survived.memory === false ? 'memory-lost' : 'filesystem-lost',
-        codeOnly,
-      )
-      restored.rehydratedSteps = steps
+      const reason = fidelity.survived.memory === false ? 'memory-lost' : 'filesystem-lost'
+      await replayJournal(scope, handle, progress, reason, restored, codeOnly)
+      const steps = restored.rehydratedSteps
       restored.rehydrateMs += performance.now() - started
       const memory = fidelity.checks.find((c) => c.name === 'memory')
-      if (memory && memory.status === 'failed' && steps > 0) {
+      if (memory && memory.status === 'failed' && steps > 0 && !restored.rehydrateFailures) {
         memory.status = 'repaired'
         memory.repairMs = performance.now() - started
         memory.message = `${memory.message}; rehydrated from the journal (${steps} steps)`
@@ -297,37 +289,49 @@ async function runBootstrap(scope: TurnScope, handle: SandboxHandle, progress: P
   addContexts(progress, outcome.contexts)
 }
 
-/** Replays the journal (only its code steps with `codeOnly`); a failed step is reported, not thrown. */
+/**
+ * Replays the journal (only its code steps with `codeOnly`) into `restored`: a failing step is reported
+ * (`rehydrateFailures`, an `error` event) and the steps after it still run.
+ */
 async function replayJournal(
   scope: TurnScope,
   handle: SandboxHandle,
   progress: Progress,
   reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost',
+  restored: Restored,
   codeOnly = false,
-): Promise<number> {
+): Promise<void> {
   const { ctx, key, signal } = scope
   const started = performance.now()
-  const steps = (await ctx.store.readJournal(key))
-    .map((entry) => entry.step)
-    .filter((step) => !codeOnly || step.kind === 'code')
-  if (steps.length === 0) return 0
-  let done = 0
+  const journal = (await ctx.store.readJournal(key)).map((entry) => entry.step)
+  // Positions in the journal, so a failure names the step the way `turn.journal.list()` numbers it.
+  const positions = journal.flatMap((step, index) => (!codeOnly || step.kind === 'code' ? [index + 1] : []))
+  if (positions.length === 0) return
+  const steps = positions.map((position) => journal[position - 1]!)
+  let outcome: ReplayOutcome
   try {
-    const outcome = await replaySteps(handle, steps, signal)
-    done = outcome.steps
-    addContexts(progress, outcome.contexts)
+    outcome = await replaySteps(handle, steps, signal, 'continue')
   } catch (error) {
-    // The turn goes on with what could be restored; the report says state was lost and the error event says why.
+    // Only an abort is thrown by a continuing replay.
     if (signal.aborted) throw error
     ctx.emitError('rehydrate', error, key)
+    return
+  }
+  addContexts(progress, outcome.contexts)
+  restored.rehydratedSteps = outcome.steps
+  if (outcome.failed > 0) {
+    const failures = outcome.failures.map((failure) => ({ ...failure, step: positions[failure.step - 1]! }))
+    restored.rehydrateFailures = { count: outcome.failed, skipped: outcome.skipped, steps: failures }
+    // The turn goes on with what could be restored; the report says which steps failed, the event says why.
+    ctx.emitError('rehydrate', replayFailedError(handle, outcome, failures), key)
   }
   ctx.events.emit('rehydrate', {
     conversationId: key.conversationId,
     tenant: key.tenant,
     sandboxId: handle.id,
-    steps: done,
+    steps: outcome.steps,
+    failed: outcome.failed,
     ms: performance.now() - started,
     reason,
   })
-  return done
 }

@@ -1,6 +1,6 @@
 import { SandkeepError } from '../errors.js'
 import type { UsedContext } from '../fidelity.js'
-import type { SandboxHandle, SandboxProvider } from '../sandbox-provider.js'
+import type { ReadFileOptions, SandboxHandle, SandboxProvider } from '../sandbox-provider.js'
 import type { SessionKey } from '../validation.js'
 
 /** What the user's handle needs of its turn, and nothing more. */
@@ -52,7 +52,7 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
       throw await explainFailure(turn, error, handle.id)
     }
   }
-  const readFile = async (path: string, options?: { format?: 'text' | 'bytes'; signal?: AbortSignal }) =>
+  const readFile = async (path: string, options?: ReadFileOptions & { format?: 'text' | 'bytes' }) =>
     use<string | Uint8Array>((handle) => {
       const merged = withSignal(turn, options)
       return merged.format === 'bytes'

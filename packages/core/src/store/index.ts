@@ -69,4 +69,4 @@ export {
   utf8Bytes,
 } from './limits.js'
 export { checkManifest } from './manifest.js'
-export { conversationHash, parseRecordFields } from './record.js'
+export { checkRecordValues, conversationHash, parseRecordFields } from './record.js'

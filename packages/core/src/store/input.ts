@@ -21,6 +21,8 @@ import {
   MAX_HOLDER_ID_BYTES,
   MAX_LEASE_MS,
   MAX_LIST_LIMIT,
+  MAX_PROVIDER_ID_BYTES,
+  MAX_TEMPLATE_BYTES,
   utf8Bytes,
 } from './limits.js'
 import { checkManifest } from './manifest.js'
@@ -147,11 +149,11 @@ export function checkSetSandboxInput(input: unknown, defaultTtlMs: number): Requ
   const template =
     input.template === undefined || input.template === null
       ? null
-      : checkShortText('template', input.template, 256)
+      : checkShortText('template', input.template, MAX_TEMPLATE_BYTES)
   return {
     sandboxId,
     expectedSandboxId,
-    providerId: checkShortText('providerId', input.providerId, 128),
+    providerId: checkShortText('providerId', input.providerId, MAX_PROVIDER_ID_BYTES),
     template,
     state: input.state === undefined ? 'running' : checkSandboxState('state', input.state),
     ttlMs: checkTtlMs(input.ttlMs, defaultTtlMs),

@@ -29,6 +29,10 @@ const badSteps: Array<[string, unknown]> = [
   ['an absolute path outside home', { kind: 'file', path: '/etc/passwd', content: 'x' }],
   ['home itself', { kind: 'file', path: '/home/user', content: 'x' }],
   ['a NUL in the path', { kind: 'file', path: 'a\0b', content: 'x' }],
+  ['a NUL in a command', { kind: 'command', command: 'echo a\0b' }],
+  ['a NUL in a cwd', { kind: 'command', command: 'ls', cwd: 'a\0b' }],
+  ['a NUL in Python code', { kind: 'code', code: 'x = "\0"' }],
+  ['a NUL in JavaScript code', { kind: 'code', code: 'x = "\0"', language: 'javascript' }],
   ['an unknown field', { kind: 'command', command: 'ls', secret: 'x' }],
   ['a lone surrogate', { kind: 'code', code: 'x = "\ud800"' }],
   ['a step over the size limit', { kind: 'file', path: 'big', content: 'x'.repeat(MAX_JOURNAL_STEP_BYTES) }],
@@ -46,6 +50,8 @@ describe('the journal-step validator', () => {
       { kind: 'code', code: 'x = 1', language: 'javascript' },
       { kind: 'file', path: 'relative/cfg', content: '' },
       { kind: 'file', path: '/home/user/../user/cfg', content: 'on' },
+      // A file's content may hold any text, NUL included: it is written, not executed.
+      { kind: 'file', path: 'raw.bin', content: 'a\0b' },
     ] as const
     for (const step of steps) {
       const copy = validateJournalStep(step)
@@ -58,10 +64,11 @@ describe('the journal-step validator', () => {
     expect(fromRehydrate).toBe(validateJournalStep)
   })
 
-  it('reads back a stored step recorded before the path and size rules', () => {
+  it('reads back a stored step recorded before the NUL, path and size rules', () => {
     for (const step of [
       { kind: 'file', path: '/etc/motd', content: 'x' },
       { kind: 'file', path: '/home/user/big', content: 'x'.repeat(MAX_JOURNAL_STEP_BYTES) },
+      { kind: 'command', command: 'echo a\0b' },
     ] as const) {
       expect(parseJournalEntry(serializeJournalEntry(5, step), 'here')).toEqual({ recordedAt: 5, step })
     }

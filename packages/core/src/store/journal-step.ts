@@ -30,13 +30,33 @@ export function journalFilePathProblem(path: string): string | undefined {
   return undefined
 }
 
-/** A step's text field: a string (non-empty unless `allowEmpty`) of well-formed UTF-16. */
-function stepText(name: string, value: unknown, allowEmpty = false): string {
+/**
+ * Why a NUL may not be in a step's text, by field: a step that holds one can be stored, but never replayed
+ * (the replay would fail at it every time).
+ */
+const NUL_REASONS: Readonly<Record<string, string>> = {
+  command: 'a command line cannot carry one to the shell',
+  cwd: 'a directory name cannot hold one',
+  code: 'Python refuses source that holds one (and JavaScript steps follow the same rule)',
+}
+
+/**
+ * A step's text field: a string (non-empty unless `allowEmpty`) of well-formed UTF-16, without a NUL where
+ * the replay could not pass one on (`stored` steps keep what they hold: they must still parse).
+ */
+function stepText(name: string, value: unknown, allowEmpty = false, stored = false): string {
   if (typeof value !== 'string' || (!allowEmpty && value.length === 0)) {
     throw invalidArgument(`journal step ${name}`, `must be a${allowEmpty ? '' : ' non-empty'} string.`)
   }
   if (value.isWellFormed && !value.isWellFormed()) {
     throw invalidArgument(`journal step ${name}`, 'contains a lone UTF-16 surrogate.')
+  }
+  const nulReason = NUL_REASONS[name]
+  if (!stored && nulReason !== undefined && value.includes('\0')) {
+    throw invalidArgument(
+      `journal step ${name}`,
+      `contains a NUL character, which could never be replayed: ${nulReason}. Remove it, or write the data with a file step.`,
+    )
   }
   return value
 }
@@ -44,12 +64,12 @@ function stepText(name: string, value: unknown, allowEmpty = false): string {
 function copyStep(step: Record<string, unknown>, stored: boolean): JournalStep {
   switch (step.kind) {
     case 'command': {
-      const copy: JournalStep = { kind: 'command', command: stepText('command', step.command) }
-      if (step.cwd !== undefined) copy.cwd = stepText('cwd', step.cwd)
+      const copy: JournalStep = { kind: 'command', command: stepText('command', step.command, false, stored) }
+      if (step.cwd !== undefined) copy.cwd = stepText('cwd', step.cwd, false, stored)
       return copy
     }
     case 'code': {
-      const copy: JournalStep = { kind: 'code', code: stepText('code', step.code) }
+      const copy: JournalStep = { kind: 'code', code: stepText('code', step.code, false, stored) }
       if (step.language !== undefined) {
         if (step.language !== 'python' && step.language !== 'javascript') {
           throw invalidArgument('journal step language', 'must be "python" or "javascript".')
@@ -69,9 +89,11 @@ function copyStep(step: Record<string, unknown>, stored: boolean): JournalStep {
 
 /**
  * Checks a journal step and returns a copy holding only the contract's fields: a known kind, no unknown
- * field, non-empty well-formed text (a file's content may be empty), a known language, a file path under
- * the sandbox's home, at most {@link MAX_JOURNAL_STEP_BYTES} of JSON. `stored`: the step was read back
- * from a store, where one recorded before the path and size rules existed must still parse.
+ * field, non-empty well-formed text (a file's content may be empty), no NUL in a command, cwd or code (a
+ * replay could never pass it on), a known language, a file path under the sandbox's home, at most
+ * {@link MAX_JOURNAL_STEP_BYTES} of JSON: nothing is journaled that is bound to fail every replay. `stored`:
+ * the step was read back from a store, where one recorded before the NUL, path and size rules existed must
+ * still parse (its replay then reports it as a failed step).
  * @throws SandkeepError INVALID_ARGUMENT
  */
 export function checkJournalStep(step: unknown, stored = false): JournalStep {

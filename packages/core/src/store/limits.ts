@@ -20,6 +20,10 @@ export const MAX_JOURNAL_STEP_BYTES = 256 * 1024
 export const MAX_MANIFEST_BYTES = 256 * 1024
 /** Largest holder id, in UTF-8 bytes. */
 export const MAX_HOLDER_ID_BYTES = 128
+/** Largest provider id, in UTF-8 bytes. */
+export const MAX_PROVIDER_ID_BYTES = 128
+/** Largest template name, in UTF-8 bytes. */
+export const MAX_TEMPLATE_BYTES = 256
 /** Default and largest page size of `SessionStore.list`. */
 export const DEFAULT_LIST_LIMIT = 50
 export const MAX_LIST_LIMIT = 1000

@@ -1,5 +1,5 @@
 // The memory store's session entry and the record writes its operations share (../memory-store.ts).
-import type { SessionRecord, SessionSandboxState } from '../session-store.js'
+import type { SessionRecord, SessionSandboxState, SessionStore } from '../session-store.js'
 import { SESSION_RECORD_SCHEMA_VERSION } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
 import type { CheckedReleaseInput } from './input.js'
@@ -28,6 +28,12 @@ export interface Entry {
   /** Listing tie-breaker, the same hash the Redis store uses. */
   member: string
 }
+
+/**
+ * Each memory store's way to its raw entries, for its own tests only (the conformance suite's corruption
+ * hooks damage a record behind the store's back, as a bad write or a bug would). Not exported by any entry.
+ */
+export const memoryEntries = new WeakMap<SessionStore, (key: SessionKey) => Entry | undefined>()
 
 /** Drops lapsed holders and a claim whose holder lapsed; what Redis's scripts do on every call. */
 export function prune(entry: Entry, now: number): void {

@@ -7,8 +7,10 @@ import {
   type SessionSandboxState,
   type TurnManifest,
 } from '../session-store.js'
+import { CONTROL_CHARACTERS, validateSandboxId } from '../validation.js'
 import { corruptRecordError } from './errors.js'
 import { SANDBOX_STATES } from './input.js'
+import { MAX_PROVIDER_ID_BYTES, MAX_TEMPLATE_BYTES, utf8Bytes } from './limits.js'
 import { checkManifest } from './manifest.js'
 import { isPlainObject } from './shape.js'
 
@@ -99,6 +101,58 @@ export function parseRecordFields(
   }
   const extra = read.json('extra', 'field extra does not parse', (value) => value)
   if (isPlainObject(extra)) record.extra = extra
+  return checkRecordValues(record, where)
+}
+
+/** Non-negative finite numbers: times (epoch ms) and seconds. */
+const AMOUNTS = ['createdAt', 'updatedAt', 'runningSeconds', 'pausedSeconds'] as const
+const NULLABLE_TIMES = ['lastTurnStartedAt', 'lastTurnEndedAt', 'pausedAt'] as const
+/** Counters: non-negative safe integers. */
+const COUNTS = ['turnCount', 'mappingToken'] as const
+
+/**
+ * Checks that a record's values are ones a store could have written: a sandbox id `setSandbox` would
+ * accept, a short printable provider id and template, counts that are non-negative safe integers, times and
+ * seconds that are non-negative, a known state. A store runs it on the record it holds before acting on it
+ * (the stores read records through {@link parseRecordFields}, which runs it), so a damaged record is refused
+ * before anything is written (its turn count, timestamps and lease stay as they were), never used.
+ * @throws SandkeepError STORE_CORRUPT naming `where`
+ */
+export function checkRecordValues(record: SessionRecord, where: string): SessionRecord {
+  const bad = (field: string, why: string) => corruptRecordError(where, `field ${field} ${why}`)
+  if (record.sandboxId !== null) {
+    try {
+      validateSandboxId(record.sandboxId)
+    } catch {
+      throw bad('sandboxId', 'is not a sandbox id (empty, over 256 bytes, or a control character)')
+    }
+  }
+  const text = (field: 'providerId' | 'template', maxBytes: number) => {
+    const value = record[field]
+    if (value === null) return
+    if (
+      typeof value !== 'string' ||
+      value.length === 0 ||
+      utf8Bytes(value) > maxBytes ||
+      CONTROL_CHARACTERS.test(value)
+    ) {
+      throw bad(field, `is not 1 to ${maxBytes} bytes of printable text`)
+    }
+  }
+  text('providerId', MAX_PROVIDER_ID_BYTES)
+  text('template', MAX_TEMPLATE_BYTES)
+  for (const field of COUNTS) {
+    const value = record[field]
+    if (!Number.isSafeInteger(value) || value < 0) throw bad(field, 'is not a non-negative integer')
+  }
+  const amount = (field: string, value: unknown) => {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+      throw bad(field, 'is not a non-negative number')
+    }
+  }
+  for (const field of AMOUNTS) amount(field, record[field])
+  for (const field of NULLABLE_TIMES) if (record[field] !== null) amount(field, record[field])
+  if (!SANDBOX_STATES.includes(record.state)) throw bad('state', 'is not a known state')
   return record
 }
 

@@ -200,10 +200,11 @@ function subscribePhaseSpans(scope: Scope, subscribe: Subscribe): void {
     turn?.span.setAttribute('sandkeep.outcome', report.outcome)
   })
   on('health-check', ({ sandboxId, result }) => healthSpan(scope, sandboxId, result))
-  on('rehydrate', ({ sandboxId, steps, ms, reason }) => {
+  on('rehydrate', ({ sandboxId, steps, failed, ms, reason }) => {
     measured('sandkeep.rehydrate', ms, {
       'sandkeep.sandbox.id': sandboxId,
       'sandkeep.rehydrate.steps': steps,
+      'sandkeep.rehydrate.failed': failed,
       'sandkeep.rehydrate.reason': reason,
     })
   })

@@ -46,7 +46,7 @@ interface ProviderSuite {
   created: string[]
   provider: SandboxProvider
   sandbox: SandboxHandle
-  expectCode(promise: Promise<unknown>, code: string): Promise<void>
+  expectCode(promise: Promise<unknown>, code: string): Promise<SandkeepError>
 }
 
 function expectCodeWith(expect: ProviderConformanceTestApi['expect']) {
@@ -59,6 +59,7 @@ function expectCodeWith(expect: ProviderConformanceTestApi['expect']) {
       true,
     )
     expect((error as SandkeepError).code).toBe(code)
+    return error as SandkeepError
   }
 }
 
@@ -99,6 +100,19 @@ function basicTests(s: ProviderSuite): void {
     await s.sandbox.remove(`${dir}/nested`)
     expect(await s.sandbox.exists(`${dir}/nested/a.txt`)).toBe(false)
     await expectCode(s.sandbox.readFile(`${dir}/nope.txt`), 'FILE_NOT_FOUND')
+  })
+
+  it('bounds a read by maxBytes: a larger file fails with INVALID_ARGUMENT, one that fits is read whole', {
+    timeout,
+  }, async () => {
+    const path = `/home/user/${run}/bounded.txt`
+    await s.sandbox.writeFile(path, 'x'.repeat(4096))
+    expect(await s.sandbox.readFile(path, { maxBytes: 4096 })).toBe('x'.repeat(4096))
+    expect((await s.sandbox.readFile(path, { format: 'bytes', maxBytes: 4096 })).byteLength).toBe(4096)
+    const error = await expectCode(s.sandbox.readFile(path, { maxBytes: 4095 }), 'INVALID_ARGUMENT')
+    expect(error.message).toContain('4095')
+    await expectCode(s.sandbox.readFile(path, { format: 'bytes', maxBytes: 10 }), 'INVALID_ARGUMENT')
+    await expectCode(s.sandbox.readFile(path, { maxBytes: 0 }), 'INVALID_ARGUMENT')
   })
 
   it('starts, lists and kills background processes', { timeout }, async () => {

@@ -104,6 +104,30 @@ function interruptAbandoned(
   return timer
 }
 
+/**
+ * Longest `text` of one stdout/stderr line, in UTF-16 units. A client that reads NDJSON by searching its
+ * whole buffer for a newline at every chunk (the E2B SDK does) pays the square of a line's length; output
+ * sent in lines of this size costs it its length, and the text joins back as it was printed.
+ */
+const MAX_STREAM_LINE_CHARS = 64 * 1024
+
+/** Writes printed text as `stdout`/`stderr` lines of at most {@link MAX_STREAM_LINE_CHARS}, never splitting a surrogate pair. */
+function writeStream(
+  write: (line: Record<string, unknown>) => void,
+  type: 'stdout' | 'stderr',
+  text: string,
+): void {
+  const timestamp = new Date().toISOString()
+  let start = 0
+  do {
+    let end = Math.min(text.length, start + MAX_STREAM_LINE_CHARS)
+    const last = text.charCodeAt(end - 1)
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end -= 1
+    write({ type, text: text.slice(start, end), timestamp })
+    start = end
+  } while (start < text.length)
+}
+
 /** Runs the cell, writing each output as an NDJSON line, then `end_of_execution`. */
 async function runCell(
   contexts: ContextTable,
@@ -120,8 +144,8 @@ async function runCell(
   let failed = false
   const sink: CellSink = {
     start: (count) => write({ type: 'number_of_executions', execution_count: count }),
-    stdout: (text) => write({ type: 'stdout', text, timestamp: new Date().toISOString() }),
-    stderr: (text) => write({ type: 'stderr', text, timestamp: new Date().toISOString() }),
+    stdout: (text) => writeStream(write, 'stdout', text),
+    stderr: (text) => writeStream(write, 'stderr', text),
     result: (data, main) => write(resultLine(data, main)),
     error: (name, value, traceback) => {
       failed = true

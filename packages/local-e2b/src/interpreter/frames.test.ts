@@ -51,6 +51,31 @@ describe('createFrameReader', () => {
     expect(messages).toEqual([{ t: 'done', id: 2 }])
   })
 
+  it('drops a cut message and resyncs whatever the chunking, the new marker split across chunks too', () => {
+    const stream = Buffer.from(`${marker('n')}{"t":"stdout","te${marker('n')}{"t":"done","id":2}\nafter`)
+    for (const size of [1, 2, 3, 5, 7]) {
+      const { reader, messages, raw } = collect('n')
+      for (let offset = 0; offset < stream.length; offset += size)
+        reader.push(stream.subarray(offset, offset + size))
+      reader.end()
+      expect(messages, `chunks of ${size}`).toEqual([{ t: 'done', id: 2 }])
+      expect(raw(), `chunks of ${size}`).toBe('after')
+    }
+  })
+
+  it('reads a message of megabytes that arrives in pipe-sized chunks as one message', () => {
+    const text = 'x'.repeat(4 * 1024 * 1024)
+    const stream = Buffer.from(
+      `${marker('n')}${JSON.stringify({ t: 'stdout', text })}\n${marker('n')}{"t":"done"}\n`,
+    )
+    const { reader, messages } = collect('n')
+    for (let offset = 0; offset < stream.length; offset += 65_536)
+      reader.push(stream.subarray(offset, offset + 65_536))
+    expect(messages).toHaveLength(2)
+    expect(messages[0]?.text).toBe(text)
+    expect(messages[1]).toEqual({ t: 'done' })
+  })
+
   it('drops malformed JSON and messages without a type', () => {
     const { reader, messages } = collect('n')
     reader.push(

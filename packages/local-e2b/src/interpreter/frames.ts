@@ -55,9 +55,14 @@ function partialMarkerLength(bytes: Buffer, marker: Buffer): number {
 export function createFrameReader(options: FrameReaderOptions): FrameReader {
   const marker = Buffer.from(`\x1e${options.nonce}:`, 'utf8')
   const decoder = new StringDecoder('utf8')
+  // Outside a message: bytes not yet delivered as raw output (at most a partial marker between pushes).
   let pending: Buffer = Buffer.alloc(0)
-  // True while `pending` starts inside a message (its marker already removed).
+  // Inside a message (its marker removed): the chunks of it so far, and its last bytes, where the start of
+  // a marker that goes on in the next chunk would be. Each chunk is searched once, on its own: a message of
+  // many megabytes costs its length, not its length times the number of chunks it came in.
   let inMessage = false
+  let parts: Buffer[] = []
+  let tail: Buffer = Buffer.alloc(0)
 
   const raw = (bytes: Buffer) => {
     if (bytes.length === 0) return
@@ -65,46 +70,69 @@ export function createFrameReader(options: FrameReaderOptions): FrameReader {
     if (text) options.onRaw(text)
   }
 
-  const drain = () => {
-    for (;;) {
+  const startMessage = () => {
+    inMessage = true
+    parts = []
+    tail = Buffer.alloc(0)
+  }
+
+  /** Feeds message bytes; returns what follows the message's end (or a marker that cut it), else undefined. */
+  const continueMessage = (chunk: Buffer): Buffer | undefined => {
+    const window = tail.length === 0 ? chunk : Buffer.concat([tail, chunk])
+    const newline = chunk.indexOf(0x0a)
+    const nextMarker = window.indexOf(marker)
+    if (nextMarker >= 0 && (newline < 0 || nextMarker < newline + tail.length)) {
+      // The message was cut off by another one: drop the broken part and resync on the new marker.
+      startMessage()
+      return window.subarray(nextMarker + marker.length)
+    }
+    if (newline < 0) {
+      parts.push(chunk)
+      tail = window.subarray(Math.max(0, window.length - (marker.length - 1)))
+      return undefined
+    }
+    parts.push(chunk.subarray(0, newline))
+    const message = parseMessage(parts.length === 1 ? parts[0]! : Buffer.concat(parts))
+    if (message) options.onMessage(message)
+    inMessage = false
+    parts = []
+    tail = Buffer.alloc(0)
+    return chunk.subarray(newline + 1)
+  }
+
+  const drain = (input: Buffer) => {
+    let rest: Buffer | undefined = input
+    while (rest !== undefined && rest.length > 0) {
       if (inMessage) {
-        const newline = pending.indexOf(0x0a)
-        const nextMarker = pending.indexOf(marker)
-        if (nextMarker >= 0 && (newline < 0 || nextMarker < newline)) {
-          // The message was cut off by another one: drop the broken part and resync on the new marker.
-          pending = pending.subarray(nextMarker + marker.length)
-          continue
-        }
-        if (newline < 0) return
-        const message = parseMessage(pending.subarray(0, newline))
-        if (message) options.onMessage(message)
-        pending = pending.subarray(newline + 1)
-        inMessage = false
+        rest = continueMessage(rest)
         continue
       }
+      pending = pending.length === 0 ? rest : Buffer.concat([pending, rest])
+      rest = undefined
       const start = pending.indexOf(marker)
       if (start >= 0) {
         raw(pending.subarray(0, start))
-        pending = pending.subarray(start + marker.length)
-        inMessage = true
+        rest = pending.subarray(start + marker.length)
+        pending = Buffer.alloc(0)
+        startMessage()
         continue
       }
       const keep = partialMarkerLength(pending, marker)
       raw(pending.subarray(0, pending.length - keep))
       pending = pending.subarray(pending.length - keep)
-      return
     }
   }
 
   return {
     push(chunk) {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
-      drain()
+      drain(chunk)
     },
     end() {
       if (!inMessage) raw(pending)
       pending = Buffer.alloc(0)
       inMessage = false
+      parts = []
+      tail = Buffer.alloc(0)
       const rest = decoder.end()
       if (rest) options.onRaw(rest)
     },

@@ -191,6 +191,20 @@ describe('HTTP surface', () => {
     expect(lines[2]).toEqual({ type: 'result', text: '2', is_main_result: true })
   })
 
+  it('sends a long print as stdout lines of at most 64 Ki characters that join back to it', async () => {
+    // 200 000 characters with an astral character (a surrogate pair) across the first 64 Ki boundary.
+    const code = `print('a' * 65535 + '\\U0001F600' + 'b' * 134463, end='')`
+    const response = await post('/execute', JSON.stringify({ code }))
+    const lines = (await response.text())
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; text?: string })
+    const printed = lines.filter((line) => line.type === 'stdout').map((line) => line.text ?? '')
+    expect(printed.length).toBeGreaterThanOrEqual(4)
+    for (const text of printed) expect(text.length).toBeLessThanOrEqual(64 * 1024)
+    expect(printed.join('')).toBe(`${'a'.repeat(65535)}\u{1F600}${'b'.repeat(134463)}`)
+  })
+
   it('refuses bad input with a clear status and message before running anything', async () => {
     const cases: [string, string, number, RegExp][] = [
       ['/execute', '{not json', 400, /not valid JSON/],

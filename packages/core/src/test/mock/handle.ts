@@ -1,5 +1,6 @@
 // A mock sandbox's handle: commands and processes, code (with the fidelity probe), and files. A handle is
 // bound to the id it was made for: after a re-map the old id is gone, as on E2B.
+import { checkMaxBytes, readLimitError } from '../../bounded-read.js'
 import { SandkeepError } from '../../errors.js'
 import type { FileEntry, SandboxHandle } from '../../sandbox-provider.js'
 import { miniInterpreter } from './interpreter.js'
@@ -109,10 +110,13 @@ function fileOps(
   op: Enter,
 ): Pick<Handle, 'readFile' | 'writeFile' | 'listDir' | 'exists' | 'remove'> {
   return {
-    readFile: (async (path: string, readOptions?: { format?: 'text' | 'bytes' }) => {
+    readFile: (async (path: string, readOptions?: { format?: 'text' | 'bytes'; maxBytes?: number }) => {
+      const maxBytes = checkMaxBytes(readOptions?.maxBytes)
       const target = await op('readFile', path)
       const data = target.files.get(path)
       if (!data) throw missing(path, sandbox.id)
+      if (maxBytes !== undefined && data.byteLength > maxBytes)
+        throw readLimitError(path, maxBytes, sandbox.id)
       return readOptions?.format === 'bytes' ? data.slice() : decoder.decode(data)
     }) as Handle['readFile'],
     async writeFile(path, data) {

@@ -33,12 +33,38 @@ export interface StoreConformanceOptions {
     key: SessionKey,
   ) => Promise<{ location: string; isUntouched: () => Promise<boolean> }>
   /**
+   * Writes `value` as field `field` of the stored record of `key` (which exists) behind the store's back, as
+   * the backend keeps it (Redis: the field's text, `String(value)`; memory: the value itself). Returns the
+   * location the STORE_CORRUPT message must name and a check that the whole session (record and lease)
+   * is still exactly as the damage left it. When given, the suite checks that every method that reads the
+   * record refuses each damaged value the contract forbids (a sandbox id with a newline, a negative or
+   * fractional turn count, ...) before writing anything.
+   */
+  corruptField?: (
+    store: SessionStore,
+    key: SessionKey,
+    field: CorruptibleRecordField,
+    value: string | number,
+  ) => Promise<{ location: string; isUntouched: () => Promise<boolean> }>
+  /**
    * Stretches the short lease (300 ms) and the wait for it to lapse (900 ms) by this factor, for a backend
    * whose calls are slow enough to outlive a 300 ms lease (an emulated Lua engine, a loaded CI box).
    * Default 1.
    */
   leaseScale?: number
 }
+
+/** The record fields whose damaged values the corruption area writes through `corruptField`. */
+export type CorruptibleRecordField =
+  | 'sandboxId'
+  | 'providerId'
+  | 'template'
+  | 'turnCount'
+  | 'mappingToken'
+  | 'runningSeconds'
+  | 'pausedSeconds'
+  | 'pausedAt'
+  | 'lastTurnStartedAt'
 
 /** What one conformance area runs with; made by {@link createStoreConformanceContext}. */
 export interface StoreConformanceContext {

@@ -25,6 +25,7 @@ import { ttlConformance } from './ttl.js'
 import { validationConformance } from './validation.js'
 
 export {
+  type CorruptibleRecordField,
   createStoreConformanceContext,
   type StoreConformanceContext,
   type StoreConformanceOptions,

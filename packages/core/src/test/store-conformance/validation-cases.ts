@@ -90,4 +90,9 @@ export const badSteps: unknown[] = [
   { kind: 'file', path: '../../etc/passwd', content: 'x' },
   { kind: 'file', path: '/etc/passwd', content: 'x' },
   { kind: 'command', command: 'ls', secret: 'x' },
+  // A NUL can be stored but never replayed: no command line, directory name or Python source holds one.
+  { kind: 'command', command: 'echo a\0b' },
+  { kind: 'command', command: 'ls', cwd: '/home/user\0' },
+  { kind: 'code', code: 'x = 1\0' },
+  { kind: 'code', code: 'x = 1\0', language: 'javascript' },
 ]

@@ -35,6 +35,81 @@ local function float(value)
   return string.format('%.17g', value)
 end
 
+-- Text a store could have written (the kit's checks in @sandkeep/core's store/record.ts): absent, or 1 to
+-- max_bytes bytes with no control character (C0 and DEL: %c; C1 as UTF-8; U+2028/U+2029), as setSandbox
+-- accepts.
+local function printable_or_null(value, max_bytes)
+  if not value then return true end
+  if #value == 0 or #value > max_bytes then return false end
+  if string.find(value, '%c') or string.find(value, '\194[\128-\159]')
+    or string.find(value, '\226\128[\168\169]') then
+    return false
+  end
+  return true
+end
+
+-- A count a store could have written: a non-negative integer a double holds exactly (2^53 - 1 at most).
+local function is_count(value)
+  return value ~= false and value ~= nil and string.match(value, '^%d+$') ~= nil
+    and tonumber(value) <= 9007199254740991
+end
+
+-- A time or an amount of seconds: a finite number, not negative, written as the client reads numbers back
+-- (digits, an optional fraction and exponent: what '%d' and '%.17g' write; tonumber alone would also take
+-- '0x10' or ' 5', which the client refuses only after this script has written).
+local function is_amount(value)
+  if type(value) ~= 'string' then return false end
+  local rest = string.match(value, '^%d+(.*)$')
+  if rest and string.sub(rest, 1, 1) == '.' then rest = string.match(rest, '^%.%d+(.*)$') end
+  if not rest or (rest ~= '' and not string.match(rest, '^[eE][+-]?%d+$')) then return false end
+  return tonumber(value) ~= math.huge
+end
+
+local function is_text(value)
+  return type(value) == 'string'
+end
+
+-- A JSON array of entries (or null/absent) each of which passes `each`; a JSON object is not an array.
+local function list_of(value, each)
+  if value == nil or value == cjson.null then return true end
+  if type(value) ~= 'table' then return false end
+  for index, entry in pairs(value) do
+    if type(index) ~= 'number' or type(entry) ~= 'table' or not each(entry) then return false end
+  end
+  return true
+end
+
+local function memory_entry_ok(entry)
+  return is_text(entry.language) and is_text(entry.variable) and is_text(entry.value)
+    and (entry.contextId == cjson.null or is_text(entry.contextId))
+end
+
+local function process_entry_ok(entry)
+  local pid = entry.pid
+  return type(pid) == 'number' and pid == math.floor(pid) and pid >= 0 and pid <= 2147483648
+    and is_text(entry.command) and (entry.cwd == nil or is_text(entry.cwd))
+end
+
+-- The stored manifest has the shape a release writes (the kit's checkManifest): a finite writtenAt, a
+-- sandbox id, memory and processes entries, a filesystem marker or null. An in-memory engine whose cjson
+-- only recognises brackets (cjson.outline_only) is checked that far.
+local function manifest_ok(text)
+  local ok, manifest = pcall(cjson.decode, text)
+  if not ok or type(manifest) ~= 'table' then return false end
+  if cjson.outline_only then return true end
+  local written = manifest.writtenAt
+  if type(written) ~= 'number' or written ~= written or written == math.huge or written == -math.huge then
+    return false
+  end
+  if not is_text(manifest.sandboxId) or not printable_or_null(manifest.sandboxId, 256) then return false end
+  local filesystem = manifest.filesystem
+  if filesystem ~= nil and filesystem ~= cjson.null
+    and (type(filesystem) ~= 'table' or not is_text(filesystem.path) or not is_text(filesystem.value)) then
+    return false
+  end
+  return list_of(manifest.memory, memory_entry_ok) and list_of(manifest.processes, process_entry_ok)
+end
+
 -- Reads and checks the record without writing anything, so a caller can refuse before any write.
 -- Returns 'none'; or 'corrupt'; or 'ok' and the record's values in FIELDS order (false = null).
 -- `conversation_id` may be '' when the caller only knows the hash (listing).
@@ -52,18 +127,21 @@ local function load_record(key, tenant, conversation_id)
   if record[F_SCHEMA] ~= '1' or record[F_TENANT] ~= tenant or not record[F_CONVERSATION]
     or (conversation_id ~= '' and record[F_CONVERSATION] ~= conversation_id)
     or (state ~= 'running' and state ~= 'paused' and state ~= 'killed' and state ~= 'unknown')
-    or not tonumber(record[F_CREATED]) or not tonumber(record[F_UPDATED]) or not tonumber(record[F_TURNS])
-    or not tonumber(record[F_RUNNING]) or not tonumber(record[F_PAUSED_SECONDS])
-    or not tonumber(record[F_TOKEN])
-    or (record[F_STARTED] and not tonumber(record[F_STARTED]))
-    or (record[F_ENDED] and not tonumber(record[F_ENDED]))
-    or (record[F_PAUSED_AT] and not tonumber(record[F_PAUSED_AT])) then
+    or not is_amount(record[F_CREATED]) or not is_amount(record[F_UPDATED]) or not is_count(record[F_TURNS])
+    or not is_amount(record[F_RUNNING]) or not is_amount(record[F_PAUSED_SECONDS])
+    or not is_count(record[F_TOKEN])
+    or (record[F_STARTED] and not is_amount(record[F_STARTED]))
+    or (record[F_ENDED] and not is_amount(record[F_ENDED]))
+    or (record[F_PAUSED_AT] and not is_amount(record[F_PAUSED_AT])) then
     return 'corrupt'
   end
-  if record[F_MANIFEST] then
-    local ok, decoded = pcall(cjson.decode, record[F_MANIFEST])
-    if not ok or type(decoded) ~= 'table' then return 'corrupt' end
+  -- A sandbox id with a newline (or any id setSandbox would refuse) must never reach a provider, nor be
+  -- written around: refused here, before the caller's first write.
+  if not printable_or_null(record[F_SANDBOX], 256) or not printable_or_null(record[F_PROVIDER], 128)
+    or not printable_or_null(record[F_TEMPLATE], 256) then
+    return 'corrupt'
   end
+  if record[F_MANIFEST] and not manifest_ok(record[F_MANIFEST]) then return 'corrupt' end
   return 'ok', record
 end
 
