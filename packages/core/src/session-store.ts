@@ -91,7 +91,11 @@ export interface Lease {
   holderId: string
   /** Monotonically increasing per session; a higher token supersedes a lower one for mapping writes. */
   fencingToken: number
-  /** When the lease lapses unless renewed, epoch ms (store clock). */
+  /**
+   * When the lease lapses unless renewed, epoch ms on the store's clock: exactly the store's now + `leaseMs`
+   * at the `acquire` or `renew` that granted it, so a holder can read the store's time from it without a
+   * round trip of its own (the session manager dates a turn's events on the store's clock this way).
+   */
   expiresAt: number
 }
 
@@ -258,6 +262,14 @@ export interface SessionStore {
   readJournal(key: SessionKey): Promise<JournalEntry[]>
   /** Empties the journal. */
   clearJournal(key: SessionKey): Promise<void>
+  /**
+   * The store's clock, epoch ms: the clock its leases and timestamps use (Redis: the server's `TIME`; the
+   * memory store: its `now` option). Optional: the session manager makes age decisions (gc's grace for a
+   * sandbox being created) on it, shared by every process, rather than on one process's clock, and falls
+   * back to its own clock without it.
+   * @throws SandkeepError STORE_UNAVAILABLE, as every method
+   */
+  now?(): Promise<number>
   /** Releases connections. Further calls throw. */
   close(): Promise<void>
 }
