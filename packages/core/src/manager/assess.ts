@@ -44,7 +44,7 @@ export interface Assessed {
   contexts: readonly UsedContext[]
   /** The report; undefined when a step before it failed. */
   report: ResumeReport | undefined
-  /** When the sandbox was ready (the report made), epoch ms; 0 before. */
+  /** When the sandbox was ready (the report made), `performance.now()`; 0 before. */
   readyAt: number
   /** Why the assessment did not pass: HEALTH_CHECK_FAILED (the report is there), or the error of a step. */
   failure: { error: unknown } | undefined
@@ -97,7 +97,7 @@ export async function assess(
   })
   try {
     const report = await check(scope, climbed, handle, attempt, input, progress)
-    const readyAt = Date.now()
+    const readyAt = performance.now()
     const failed = requiredFailure(scope.key, report)
     return assessed({ report, readyAt, failure: failed ? { error: failed } : undefined })
   } catch (error) {

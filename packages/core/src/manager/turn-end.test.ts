@@ -1,5 +1,5 @@
 import { getEventListeners } from 'node:events'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { SandkeepError } from '../errors.js'
 import { createMemorySessionStore } from '../memory-store.js'
 import { createSessionManager } from '../session-manager.js'
@@ -113,5 +113,24 @@ describe('createSessionManager: turn end modes', () => {
       code: 'ABORTED',
     })
     expect(provider.calls).toHaveLength(0)
+  })
+
+  it("dates the turn on the store's clock: a jump of this process's clock changes nothing stored", async () => {
+    let storeNow = 1_800_000_000_000
+    const { sessions, id } = setup({ store: createMemorySessionStore({ now: () => storeNow }) })
+    try {
+      await sessions.withTurn(id, async (turn) => {
+        await turn.sandbox.runCode('x = 1')
+        // The process clock jumps two hours; the store's moves a second.
+        vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 2 * 3600_000 })
+        storeNow += 1000
+      })
+    } finally {
+      vi.useRealTimers()
+    }
+    const record = await sessions.getSession(id)
+    expect(record?.lastTurnEndedAt).toBeGreaterThanOrEqual(1_800_000_000_000)
+    expect(record?.lastTurnEndedAt).toBeLessThan(1_800_000_000_000 + 60_000)
+    expect(record?.runningSeconds).toBeLessThan(60)
   })
 })

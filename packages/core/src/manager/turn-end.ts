@@ -24,9 +24,12 @@ export interface TurnEndInput {
   assessed: Assessed | undefined
   /** The sandbox the resume asked the provider for, even if it failed (it may be running); null for none. */
   touched: string | null
-  /** When the resume started the sandbox running (its create or connect call), epoch ms; 0 without a resume. */
+  /**
+   * When the resume started the sandbox running (its create or connect call), epoch ms on the store's clock;
+   * 0 without a resume.
+   */
   runningSince: number
-  /** When the pause the resume ended began, epoch ms; null when it ended none. */
+  /** When the pause the resume ended began, epoch ms (the record's `pausedAt`); null when it ended none. */
   resumedFromPausedAt: number | null
   /** The resume met another tenant's sandbox: the end never touches it. */
   foreign: boolean
@@ -54,7 +57,7 @@ export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise
   const { ctx, key } = scope
   const { assessed } = input
   const handle = assessed?.handle
-  const workMs = assessed?.readyAt ? Date.now() - assessed.readyAt : 0
+  const workMs = assessed?.readyAt ? performance.now() - assessed.readyAt : 0
   let error: { code: string; message: string } | undefined
   const fail: Fail = (phase, cause) => {
     const failure = toSandkeepError(cause)
@@ -141,7 +144,7 @@ async function release(
     const result = await store.release(key, scope.lease(), {
       ...(manifest ? { manifest } : {}),
       ...(manifest && processesAtResume && basis !== undefined ? { manifestIfTurnCount: basis } : {}),
-      turnEndedAt: Date.now(),
+      turnEndedAt: scope.storeNow(),
       // The store counts overlapping turns' running time once, from the earliest start.
       ...(inHand && input.runningSince ? { runningFrom: input.runningSince } : {}),
       pausedSeconds:
@@ -250,7 +253,7 @@ async function endSandbox(
     }
     if (onTurnEnd === 'auto-pause') {
       await call(() => provider.setTimeout!(sandboxId, config.idleTimeoutMs))
-      if (writeState) await recordState(scope, 'paused', Date.now() + config.idleTimeoutMs)
+      if (writeState) await recordState(scope, 'paused', scope.storeNow() + config.idleTimeoutMs)
       return 'auto-pause'
     }
     if (onTurnEnd === 'kill') {

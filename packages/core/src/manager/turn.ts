@@ -15,7 +15,7 @@ import { createLeaseKeeper, type LeaseKeeper } from './lease-keeper.js'
 import { abortedError } from './records.js'
 import { createResumeAttempt, type ResumeAttempt } from './resume-attempt.js'
 import { climbLadder, startingPoint } from './resume-ladder.js'
-import type { TurnScope } from './scope.js'
+import { storeClock, type TurnScope } from './scope.js'
 import type { Speculation } from './speculation.js'
 import { finishTurn } from './turn-end.js'
 import { createTurnHandle, watchProcessCalls } from './turn-handle.js'
@@ -63,7 +63,7 @@ export class TurnImpl implements Turn {
   #ended = false
   /** The resume's dealings with the platform, once it began. */
   #attempt: ResumeAttempt | undefined
-  /** When the resume started the sandbox running (the create or connect call), epoch ms; 0 before. */
+  /** When the resume started the sandbox running (the create or connect call), epoch ms, store clock; 0 before. */
   #runningSince = 0
   /** The sandbox as the turn uses it, once the ladder got one. */
   #handle: SandboxHandle | undefined
@@ -80,7 +80,13 @@ export class TurnImpl implements Turn {
     this.conversationId = key.conversationId
     this.tenant = key.tenant
     this.#keeper = createLeaseKeeper(ctx, key, start.acquired.lease, start.callerSignal)
-    this.#scope = { ctx, key, lease: this.#keeper.lease, signal: this.#keeper.signal }
+    this.#scope = {
+      ctx,
+      key,
+      lease: this.#keeper.lease,
+      storeNow: storeClock(start.acquired.lease, ctx.config.leaseMs, start.beganAt + start.storeMs),
+      signal: this.#keeper.signal,
+    }
     this.journal = {
       record: async (step: JournalStep) => {
         this.#assertLive()
@@ -176,7 +182,7 @@ export class TurnImpl implements Turn {
     const start = await startingPoint(scope, acquired)
     const connectStarted = performance.now()
     // The sandbox runs (and costs) from the resume call on, not only once it is ready.
-    this.#runningSince = Date.now()
+    this.#runningSince = scope.storeNow()
     const climbed = await climbLadder(
       scope,
       { ...start, holders: acquired.holders, known, speculation },
