@@ -54,6 +54,7 @@ export type {
 // The session manager
 export { createSessionManager } from './session-manager.js'
 export type {
+  GcOptions,
   GcResult,
   OnTurnEnd,
   SessionManager,
