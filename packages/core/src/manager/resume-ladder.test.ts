@@ -275,4 +275,18 @@ describe('createSessionManager: every retry of the resume reaches report.retries
       expect(turn.report?.retries).toBe(1)
     })
   })
+
+  it('an abort while the sandbox is being created: ABORTED, and the sandbox is killed once made', async () => {
+    const { provider, sessions, id } = setup({}, { latencyMs: 40 })
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(new Error('stop')), 10)
+    await expect(
+      sessions.withTurn(id, async () => {}, { abortSignal: controller.signal }),
+    ).rejects.toMatchObject({ code: 'ABORTED' })
+    // The platform made it after the abort; the turn end waited for the kill.
+    expect(provider.callsOf('create')).toHaveLength(1)
+    expect(provider.callsOf('kill')).toHaveLength(1)
+    expect(provider.sandboxes.size).toBe(0)
+    expect(await sessions.getSession(id)).toBeNull()
+  })
 })

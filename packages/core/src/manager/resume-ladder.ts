@@ -6,7 +6,7 @@ import type { AcquireResult, SessionRecord } from '../session-store.js'
 import type { LastTurn } from './caches.js'
 import { sandboxCreateOptions } from './create-options.js'
 import { waitForCreation, wakeCreationWaiters } from './creation-wait.js'
-import { checkRecord } from './records.js'
+import { abortedError, checkRecord } from './records.js'
 import type { ResumeAttempt } from './resume-attempt.js'
 import type { TurnScope } from './scope.js'
 import { confirmedSpeculation, type Speculation } from './speculation.js'
@@ -173,17 +173,14 @@ async function createAndMap(
   attempt: ResumeAttempt,
 ): Promise<{ handle: SandboxHandle; adopted: boolean }> {
   const { ctx, key } = scope
-  const signal = attempt.signal
-  const handle = await attempt.call(() => ctx.provider.create(sandboxCreateOptions(ctx.config, key, signal)))
+  const handle = await createSandbox(scope, attempt)
   rememberVerified(ctx, handle.id, key.tenant)
   try {
     await mapSandbox(scope, handle.id, expected, ctx.config.sandbox.template ?? null)
     wakeCreationWaiters(ctx.caches, key)
   } catch (error) {
     // Someone else mapped the session first (or our lease lapsed): never leave our sandbox running unmapped.
-    await ctx.provider
-      .kill(handle.id)
-      .catch((killError: unknown) => ctx.emitError('kill-unmapped', killError, key))
+    await killUnmapped(scope, handle.id)
     if (!SandkeepError.hasCode(error, 'LEASE_LOST')) throw error
     // An overlapping turn recreated it first: use that one (our lease is still live, or this fails).
     const adopted = await adoptMapping(scope, expected, attempt)
@@ -191,6 +188,66 @@ async function createAndMap(
     return { handle: adopted, adopted: true }
   }
   return { handle, adopted: false }
+}
+
+/**
+ * `provider.create` for the session, never cut short by the turn's abort. A platform that received the
+ * create may make the sandbox whatever the caller does afterwards, and only its answer names the sandbox:
+ * so the call gets no signal (its retries stop once the signal fired), and an abort only stops the turn
+ * waiting. The sandbox, once made, is killed; the turn end waits for that kill.
+ * @throws SandkeepError ABORTED when the signal fires first; the create's error otherwise
+ */
+function createSandbox(scope: TurnScope, attempt: ResumeAttempt): Promise<SandboxHandle> {
+  const { ctx, key } = scope
+  const { signal } = attempt
+  const creating = ctx.call(
+    () => {
+      if (signal.aborted) throw abortedError(key, signal.reason)
+      return ctx.provider.create(sandboxCreateOptions(ctx.config, key))
+    },
+    { onRetry: attempt.onRetry },
+  )
+  return new Promise<SandboxHandle>((resolve, reject) => {
+    let settled = false
+    const abandon = () => {
+      if (settled) return
+      settled = true
+      reject(abortedError(key, signal.reason))
+      attempt.abandon(
+        creating.then(
+          (handle) => killUnmapped(scope, handle.id),
+          () => undefined,
+        ),
+      )
+    }
+    signal.addEventListener('abort', abandon, { once: true })
+    creating.then(
+      (handle) => {
+        signal.removeEventListener('abort', abandon)
+        if (settled) return
+        settled = true
+        resolve(handle)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', abandon)
+        if (settled) return
+        settled = true
+        reject(error)
+      },
+    )
+    if (signal.aborted) abandon()
+  })
+}
+
+/** Kills a sandbox no session maps (retried); a failure is reported, never thrown. */
+async function killUnmapped(scope: TurnScope, sandboxId: string): Promise<void> {
+  const { ctx, key } = scope
+  await ctx
+    .call(() => ctx.provider.kill(sandboxId))
+    .then(
+      () => undefined,
+      (error: unknown) => ctx.emitError('kill-unmapped', error, key),
+    )
 }
 
 /** Connects to the sandbox the session maps to now, when it differs from `stale`; null when there is none. */

@@ -37,6 +37,11 @@ export interface TurnEndInput {
   speculation: Speculation | undefined
   /** Interpreter contexts the turn ran code in (the assessment's first), for the manifest's sentinels. */
   contexts: readonly UsedContext[]
+  /**
+   * Settles once every sandbox the resume stopped waiting for (an abort during its creation) is killed; the
+   * end waits for it, so that an ended turn leaves no sandbox it asked for running unmapped.
+   */
+  abandoned: Promise<void> | undefined
   /** A call since the resume may have changed the process list (a start, kill, command or the SDK object). */
   processesMayHaveChanged: boolean
 }
@@ -80,6 +85,7 @@ export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise
   const action = await decideEnd(scope, { handle, foreign: input.foreign, touched }, outcome, sandboxId, fail)
   const pauseMs = performance.now() - pauseStarted
   rememberOutcome(scope, handle, input.foreign, action, outcome)
+  await input.abandoned
   if (action !== 'none' && action !== 'left-running-for-other-holders' && sandboxId) {
     ctx.events.emit('pause-end', {
       conversationId: key.conversationId,

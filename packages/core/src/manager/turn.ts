@@ -235,6 +235,7 @@ export class TurnImpl implements Turn {
       foreign: this.#foreign,
       speculation,
       contexts: this.#contexts,
+      abandoned: this.#attempt?.abandoned(),
       processesMayHaveChanged: this.#processesMayHaveChanged,
     })
     this.#endReport = endReport
