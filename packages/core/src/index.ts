@@ -68,6 +68,7 @@ export type {
 export {
   type AcquireResult,
   type ClaimResult,
+  type FileWitness,
   type Lease,
   type ReleaseInput,
   type ReleaseResult,

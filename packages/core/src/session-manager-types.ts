@@ -127,6 +127,8 @@ export interface SessionManagerEvents {
     ms: number
     /** Why the journal was replayed: a fresh sandbox, or a resume that lost memory (or, rarely, only files). */
     reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost'
+    /** Files kept as the sandbox had them instead of written from the journal (see `ResumeReport.keptFiles`). */
+    keptFiles?: string[]
   }
   'turn-end': { conversationId: string; tenant: string; report: ResumeReport | undefined; end: TurnEndReport }
   'pause-end': {

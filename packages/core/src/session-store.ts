@@ -33,6 +33,13 @@ export interface TurnManifest {
     path: string
     /** Its content. */
     value: string
+    /**
+     * Files sandkeep saw the conversation write in this sandbox (`writeFile` through the turn's handle, journal
+     * file steps), newest first, at most `MAX_MANIFEST_WITNESSES` (8, `@sandkeep/core/store`): when the
+     * marker is missing, one of them still there as written says the files were kept (code in the sandbox
+     * removed only the marker). Absent when there are none, and in manifests written before this field.
+     */
+    witnesses?: FileWitness[]
   } | null
   /** Background processes running at turn end; `null` when the process probe is off or unsupported. */
   processes: Array<{
@@ -43,6 +50,14 @@ export interface TurnManifest {
     /** Working directory, when known. */
     cwd?: string
   }> | null
+}
+
+/** A file sandkeep saw written, as its manifest remembers it. */
+export interface FileWitness {
+  /** The path as written (relative paths are under the sandbox's home). */
+  path: string
+  /** SHA-256 of the content written, hex. */
+  sha256: string
 }
 
 /** One session: a conversation mapped to a sandbox. Stored as JSON with a schema version. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { getEventListeners } from 'node:events'
 import { describe, expect, it, vi } from 'vitest'
 import { SandkeepError } from '../errors.js'
@@ -113,6 +114,27 @@ describe('createSessionManager: turn end modes', () => {
       code: 'ABORTED',
     })
     expect(provider.calls).toHaveLength(0)
+  })
+
+  it("records the files the turn wrote as the marker's witnesses: newest first, one per path", async () => {
+    const { sessions, id } = setup()
+    const sha = (text: string) => createHash('sha256').update(text).digest('hex')
+    const witnesses = async () => (await sessions.getSession(id))?.manifest?.filesystem?.witnesses
+    await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.writeFile('/home/user/a.txt', 'a1')
+      await turn.journal.record({ kind: 'file', path: 'b.txt', content: 'b' })
+      await turn.sandbox.writeFile('/home/user/a.txt', 'a2')
+      // Empty files prove nothing: not a witness.
+      await turn.sandbox.writeFile('/home/user/empty', '')
+    })
+    expect(await witnesses()).toEqual([
+      { path: '/home/user/a.txt', sha256: sha('a2') },
+      { path: 'b.txt', sha256: sha('b') },
+    ])
+    await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.writeFile('/home/user/c.txt', new TextEncoder().encode('c'))
+    })
+    expect((await witnesses())?.map((w) => w.path)).toEqual(['/home/user/c.txt', '/home/user/a.txt', 'b.txt'])
   })
 
   it("dates the turn on the store's clock: a jump of this process's clock changes nothing stored", async () => {

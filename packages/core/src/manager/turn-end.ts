@@ -5,7 +5,7 @@ import type { TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
 import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
 import type { OnTurnEnd } from '../session-manager-types.js'
-import type { SessionRecord, SessionSandboxState, TurnManifest } from '../session-store.js'
+import type { FileWitness, SessionRecord, SessionSandboxState, TurnManifest } from '../session-store.js'
 import type { Assessed } from './assess.js'
 import { countLiveTurn, rememberLastTurn } from './caches.js'
 import { wakeCreationWaiters } from './creation-wait.js'
@@ -37,6 +37,8 @@ export interface TurnEndInput {
   speculation: Speculation | undefined
   /** Interpreter contexts the turn ran code in (the assessment's first), for the manifest's sentinels. */
   contexts: readonly UsedContext[]
+  /** Files the turn wrote, oldest first, for the manifest's file witnesses. */
+  written: readonly FileWitness[]
   /**
    * Settles once every sandbox the resume stopped waiting for (an abort during its creation) is killed; the
    * end waits for it, so that an ended turn leaves no sandbox it asked for running unmapped.
@@ -121,6 +123,7 @@ async function writeTurnManifest(
       assessed.verified,
       signal,
       processesAtResume,
+      input.written,
     )
   } catch (cause) {
     fail('manifest', cause)

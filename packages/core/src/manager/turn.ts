@@ -1,12 +1,13 @@
 import { SandkeepError } from '../errors.js'
 import type { UsedContext } from '../fidelity.js'
+import { contentDigest } from '../file-digests.js'
 import type { JournalStep } from '../journal.js'
 import { validateJournalStep } from '../rehydrate.js'
 import type { ResumeReport, TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
 import type { SandboxHandle } from '../sandbox-provider.js'
 import type { Turn, TurnJournal } from '../session-manager-types.js'
-import type { AcquireResult } from '../session-store.js'
+import type { AcquireResult, FileWitness } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
 import { type Assessed, assess } from './assess.js'
 import type { LastTurn } from './caches.js'
@@ -57,6 +58,8 @@ export class TurnImpl implements Turn {
   readonly #scope: TurnScope
   /** Interpreter contexts the turn ran code in (the assessment's first), for the manifest's sentinels. */
   readonly #contexts: UsedContext[] = []
+  /** Files the turn wrote (its handle's writeFile, journal file steps), oldest first, for the manifest's witnesses. */
+  readonly #written: FileWitness[] = []
   #readyPromise: Promise<SandboxHandle> | undefined
   #endPromise: Promise<TurnEndReport> | undefined
   #endReport: TurnEndReport | undefined
@@ -90,7 +93,10 @@ export class TurnImpl implements Turn {
     this.journal = {
       record: async (step: JournalStep) => {
         this.#assertLive()
-        await ctx.store.appendJournal(key, validateJournalStep(step), { ttlMs: ctx.config.ttlMs })
+        const checked = validateJournalStep(step)
+        await ctx.store.appendJournal(key, checked, { ttlMs: ctx.config.ttlMs })
+        // A recorded file step describes a file the turn wrote.
+        if (checked.kind === 'file') this.#trackWrite(checked.path, checked.content)
       },
       list: async () => (await ctx.store.readJournal(key)).map((entry) => entry.step),
     }
@@ -104,6 +110,7 @@ export class TurnImpl implements Turn {
       leaseLost: () => this.#keeper.lost,
       trackContext: (language, contextId) =>
         this.#trackContext({ language: language ?? 'python', contextId: contextId ?? null }),
+      trackWrite: (path, data) => this.#trackWrite(path, data),
     })
   }
 
@@ -141,6 +148,14 @@ export class TurnImpl implements Turn {
     if (!this.#contexts.some((c) => c.language === entry.language && c.contextId === entry.contextId)) {
       this.#contexts.push(entry)
     }
+  }
+
+  #trackWrite(path: string, data: string | Uint8Array): void {
+    // An empty file proves little (any template may hold one); one too large to digest cheaply is left out.
+    const sha256 = data.length === 0 ? undefined : contentDigest(data)
+    const at = this.#written.findIndex((w) => w.path === path)
+    if (at >= 0) this.#written.splice(at, 1)
+    if (sha256) this.#written.push({ path, sha256 })
   }
 
   ready(): Promise<SandboxHandle> {
@@ -235,6 +250,7 @@ export class TurnImpl implements Turn {
       foreign: this.#foreign,
       speculation,
       contexts: this.#contexts,
+      written: this.#written,
       abandoned: this.#attempt?.abandoned(),
       processesMayHaveChanged: this.#processesMayHaveChanged,
     })
