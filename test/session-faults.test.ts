@@ -205,7 +205,7 @@ describe('auto-pause: the platform pauses after the idle timeout, sandkeep makes
 describe('gc on the real stack', () => {
   const rig = useRig({ pauseMode: 'memory' }, { createWaitMs: 0, leaseMs: 1000 })
 
-  it('kills sandboxes no session maps to and deletes sessions whose sandbox is gone', async () => {
+  it('kills sandboxes no session maps to and keeps sessions whose sandbox is gone (deletes them on request)', async () => {
     const kept = conversation()
     const lost = conversation()
     await rig().sessions.withTurn(kept, async (turn) => turn.sandbox.runCommand('true'), {
@@ -224,9 +224,13 @@ describe('gc on the real stack', () => {
     await new Promise((resolve) => setTimeout(resolve, 1100))
     const result = await rig().sessions.gc({ tenant: rig().tenant })
     expect(result.killedSandboxes).toEqual([orphanId])
-    expect(result.deletedSessions).toEqual([{ tenant: rig().tenant, conversationId: lost }])
+    expect(result.keptSessions).toEqual([{ tenant: rig().tenant, conversationId: lost }])
+    expect(result.deletedSessions).toEqual([])
     expect(rig().host.getSandbox(orphanId)).toBeUndefined()
     expect(await rig().sessions.getSession(kept, { tenant: rig().tenant })).not.toBeNull()
+    const deleted = await rig().sessions.gc({ tenant: rig().tenant, deleteSessions: true })
+    expect(deleted.deletedSessions).toEqual([{ tenant: rig().tenant, conversationId: lost }])
+    expect(await rig().sessions.getSession(lost, { tenant: rig().tenant })).toBeNull()
   })
 })
 

@@ -237,7 +237,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     endSession: async () => false,
     getSession: async () => null,
     listSessions: async () => ({ sessions: [] }),
-    gc: async () => ({ killedSandboxes: [], deletedSessions: [] }),
+    gc: async () => ({ killedSandboxes: [], keptSessions: [], deletedSessions: [] }),
     on: () => () => {},
     store: undefined as never,
     provider: { specificationVersion: 'v1', providerId: 'fake' } as never,

@@ -70,6 +70,17 @@ describe('stateLostNotice', () => {
     expect(notice).toMatch(/4 recorded setup steps were replayed/)
   })
 
+  it('names the files a replay kept as the sandbox had them', () => {
+    const notice = stateLostNotice({
+      ...base,
+      stateLost: true,
+      rehydratedSteps: 1,
+      keptFiles: ['report.md', 'a', 'b', 'c', 'd', 'e'],
+      survived: { memory: true, filesystem: false, processes: null },
+    })
+    expect(notice).toMatch(/kept as they are rather than replaced: report\.md, a, b, c, d and 1 more\./)
+  })
+
   it('names a recreated sandbox and replayed steps', () => {
     const notice = stateLostNotice({ ...base, outcome: 'recreated', stateLost: true, rehydratedSteps: 2 })
     expect(notice).toMatch(/replaced by a fresh one/)

@@ -40,6 +40,15 @@ function isLowSurrogate(code: number): boolean {
   return code >= 0xdc00 && code <= 0xdfff
 }
 
+/** The sentence naming the files a replay kept as the sandbox had them, or '' when there were none. */
+function keptFilesNotice(report: ResumeReport): string {
+  const kept = report.keptFiles ?? []
+  if (kept.length === 0) return ''
+  const shown = kept.slice(0, 5).join(', ')
+  const more = kept.length > 5 ? ` and ${kept.length - 5} more` : ''
+  return ` Found with other content than the recorded setup, so kept as they are rather than replaced: ${shown}${more}.`
+}
+
 /**
  * The note put in front of the model on the first tool result of a turn whose resume lost state, or
  * `undefined` when nothing was lost. Short and concrete: what is gone and what to do.
@@ -70,7 +79,7 @@ export function stateLostNotice(report: ResumeReport | undefined): string | unde
     if (report.survived.processes === false) lost.push('running processes')
     return (
       `Notice: the sandbox was resumed, but its pause since the previous turn did not keep its ${report.survived.memory === false ? 'memory or its files' : 'files'}: ` +
-      `${lost.join(', ')} from earlier turns are gone.${processes}${replayed} Recreate whatever you still need before relying on it.`
+      `${lost.join(', ')} from earlier turns are gone.${processes}${replayed}${keptFilesNotice(report)} Recreate whatever you still need before relying on it.`
     )
   }
   const lost = ['interpreter variables and imports']

@@ -121,29 +121,37 @@ describe('sandkeep sessions on Redis', () => {
     ])
     expect(idle.killedSandboxes).toEqual([])
 
-    // b's sandbox disappears behind sandkeep's back (killed on the platform): gc drops the dangling session.
+    // b's sandbox disappears behind sandkeep's back (killed on the platform): gc reports the session and keeps
+    // it with its journal (its next turn recreates the sandbox from it), or deletes it when asked to.
     const vanished = listed.sessions.find((session) => session.conversationId === 'kept-b')!.sandboxId
     const killed = await fetch(`${env.E2B_API_URL}/sandboxes/${vanished}`, {
       method: 'DELETE',
       headers: { 'X-API-KEY': env.E2B_API_KEY ?? '' },
     })
     expect(killed.status).toBe(204)
-    const dry = await json<{ dryRun: boolean; deletedSessions: Array<{ conversationId: string }> }>([
-      'sessions',
-      'gc',
-      '--dry-run',
-    ])
+    type Gc = {
+      dryRun: boolean
+      keptSessions: Array<{ conversationId: string }>
+      deletedSessions: Array<{ conversationId: string }>
+      killedSandboxes: string[]
+    }
+    const kept = await json<Gc>(['sessions', 'gc'])
+    expect(kept.keptSessions.map((session) => session.conversationId)).toEqual(['kept-b'])
+    expect(kept.deletedSessions).toEqual([])
+    expect((await json<{ sessions: Session[] }>(['sessions', 'list'])).sessions).toHaveLength(2)
+    const keptText = await runCli(['sessions', 'gc', '--tenant', tenant], { env })
+    expect(keptText.stdout).toBe(
+      `kill 0 orphaned sandboxes\nkeep 1 session whose sandbox is gone: ${tenant}/kept-b (the next turn recreates and replays the journal)\n`,
+    )
+    const dry = await json<Gc>(['sessions', 'gc', '--dry-run', '--delete-sessions'])
     expect(dry.dryRun).toBe(true)
     expect(dry.deletedSessions.map((session) => session.conversationId)).toEqual(['kept-b'])
     expect((await json<{ sessions: Session[] }>(['sessions', 'list'])).sessions).toHaveLength(2)
-    const collected = await json<{
-      deletedSessions: Array<{ conversationId: string }>
-      killedSandboxes: string[]
-    }>(['sessions', 'gc'])
+    const collected = await json<Gc>(['sessions', 'gc', '--delete-sessions'])
     expect(collected.deletedSessions.map((session) => session.conversationId)).toEqual(['kept-b'])
     // a's sandbox is mapped, so it is never an orphan.
     expect(collected.killedSandboxes).toEqual([])
-    const human = await runCli(['sessions', 'gc', '--tenant', tenant], { env })
+    const human = await runCli(['sessions', 'gc', '--tenant', tenant, '--delete-sessions'], { env })
     expect(human.stdout).toBe('kill 0 orphaned sandboxes\ndelete 0 sessions whose sandbox is gone\n')
 
     // --forget drops a record without asking the platform.

@@ -4,7 +4,8 @@ import { SandkeepError } from './errors.js'
 import { MARKER_PATH, SENTINEL_VARIABLE, type UsedContext } from './fidelity.js'
 import type { CodeLanguage } from './journal.js'
 import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
-import type { TurnManifest } from './session-store.js'
+import type { FileWitness, TurnManifest } from './session-store.js'
+import { MAX_MANIFEST_WITNESSES } from './store/limits.js'
 
 function setSentinelCode(language: CodeLanguage, value: string): string {
   const literal = JSON.stringify(value)
@@ -26,7 +27,8 @@ export interface VerifiedState {
  * was not verified at resume (a verified one still holds the value, so overlapping turns agree and nothing is
  * re-run), the marker file unless it was verified, and the process list. `processes` is the list as the
  * resume read it, given when nothing since could have changed it (no process started, killed or run): then
- * it is recorded as is instead of being listed again.
+ * it is recorded as is instead of being listed again. `written` are the files this turn wrote, oldest first:
+ * they become the marker's witnesses, ahead of those the previous manifest of this sandbox had.
  */
 export async function writeManifest(
   sandbox: SandboxHandle,
@@ -35,6 +37,7 @@ export async function writeManifest(
   verified: VerifiedState,
   signal: AbortSignal,
   processes?: readonly ProcessInfo[],
+  written: readonly FileWitness[] = [],
 ): Promise<TurnManifest> {
   const sameSandbox = previous?.sandboxId === sandbox.id ? previous : null
   const previousEntry = (context: UsedContext) =>
@@ -46,7 +49,7 @@ export async function writeManifest(
   const markerValue = markerKept?.value ?? sameSandbox?.filesystem?.value ?? token()
   const recordProcess = (p: ProcessInfo) =>
     p.cwd ? { pid: p.pid, command: p.command, cwd: p.cwd } : { pid: p.pid, command: p.command }
-  const [written, processList] = await Promise.all([
+  const [sentinels, processList] = await Promise.all([
     Promise.all(
       toSet.map(async (context) => {
         const value = previousEntry(context)?.value ?? token()
@@ -75,14 +78,25 @@ export async function writeManifest(
         ),
     markerKept ? Promise.resolve() : sandbox.writeFile(MARKER_PATH, markerValue, { signal }),
   ])
-  const memory = [...kept.map((c) => previousEntry(c)).filter((m) => m !== undefined), ...written]
+  const memory = [...kept.map((c) => previousEntry(c)).filter((m) => m !== undefined), ...sentinels]
+  const witnesses = newestWitnesses(written, sameSandbox?.filesystem?.witnesses ?? [])
   return {
     writtenAt: Date.now(),
     sandboxId: sandbox.id,
     memory: memory.length === 0 ? null : memory,
-    filesystem: { path: MARKER_PATH, value: markerValue },
+    filesystem: { path: MARKER_PATH, value: markerValue, ...(witnesses.length > 0 ? { witnesses } : {}) },
     processes: processList,
   }
+}
+
+/** This turn's writes (newest last) ahead of the earlier witnesses, one per path, at most the manifest's cap. */
+function newestWitnesses(written: readonly FileWitness[], earlier: readonly FileWitness[]): FileWitness[] {
+  const witnesses: FileWitness[] = []
+  for (const witness of [...[...written].reverse(), ...earlier]) {
+    if (witnesses.length >= MAX_MANIFEST_WITNESSES) break
+    if (!witnesses.some((w) => w.path === witness.path)) witnesses.push(witness)
+  }
+  return witnesses
 }
 
 function token(): string {

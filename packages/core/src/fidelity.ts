@@ -3,11 +3,12 @@
 // file (filesystem), and the list of background processes (processes).
 import { SandkeepError } from './errors.js'
 import { isPlatformError, type ProbeCellAnswer, probeCall, runProbeCell } from './fidelity-cell.js'
+import { fileDigests } from './file-digests.js'
 import type { HealthCheckResult } from './health.js'
 import type { CodeLanguage } from './journal.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js'
 import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
-import type { TurnManifest } from './session-store.js'
+import type { FileWitness, TurnManifest } from './session-store.js'
 import { shellQuote } from './shell.js'
 
 /** Global variable that holds the memory sentinel in each interpreter context. */
@@ -36,6 +37,8 @@ export interface FidelityOutcome {
   survived: { memory: boolean | null; filesystem: boolean | null; processes: boolean | null }
   /** Contexts whose sentinel was found: they keep their place in the next manifest. */
   keptContexts: UsedContext[]
+  /** True when the marker file was found intact (the turn end need not write it again). */
+  markerKept: boolean
   /** The process list the processes probe read, when it read one (declared process checks reuse it). */
   processList?: ProcessInfo[]
   /** True when the platform restarted recorded processes on resume (same commands, new pids): they may still be starting. */
@@ -130,6 +133,7 @@ export async function probeFidelity(
     checks: [memory.result, filesystem.result, processes.result],
     survived: { memory: memory.survived, filesystem: filesystem.survived, processes: processes.survived },
     keptContexts: memory.kept,
+    markerKept: filesystem.survived === true && filesystem.markerMissing !== true,
     ...(processes.list ? { processList: processes.list } : {}),
     processesRestarted: processes.restarted,
   }
@@ -243,6 +247,23 @@ async function probeFilesystem(
     }
     return { survived: null, result: { ...result, repairMs: performance.now() - repairStarted } }
   }
+  if (content === null) {
+    // Code in the sandbox may have removed the marker alone (a clean-up of dotfiles): files sandkeep saw
+    // written that are still there as written say the files were kept.
+    const kept = await keptWitnesses(sandbox, marker.witnesses ?? [], signal)
+    if (kept > 0) {
+      return {
+        survived: true,
+        markerMissing: true,
+        result: probed(
+          'filesystem',
+          'passed',
+          started,
+          `marker file is gone, but ${kept} of ${marker.witnesses!.length} file(s) written earlier are still there as written: files kept (the marker is written again at the turn end)`,
+        ),
+      }
+    }
+  }
   const survived = content === marker.value
   return {
     survived,
@@ -256,6 +277,30 @@ async function probeFilesystem(
           ? 'marker file is gone: files were lost'
           : 'marker file differs',
     ),
+  }
+}
+
+/** How many of the witnesses the sandbox still holds with the content they were written with. */
+async function keptWitnesses(
+  sandbox: SandboxHandle,
+  witnesses: readonly FileWitness[],
+  signal: AbortSignal,
+): Promise<number> {
+  if (witnesses.length === 0) return 0
+  try {
+    const digests = await fileDigests(
+      sandbox,
+      witnesses.map((w) => w.path),
+      signal,
+    )
+    return witnesses.filter((w) => {
+      const found = digests?.get(w.path)
+      return typeof found === 'object' && found.sha256 === w.sha256
+    }).length
+  } catch (error) {
+    if (signal.aborted) throw error
+    // Nothing could be looked at: no evidence either way, so the missing marker decides.
+    return 0
   }
 }
 

@@ -54,6 +54,7 @@ export type {
 // The session manager
 export { createSessionManager } from './session-manager.js'
 export type {
+  GcOptions,
   GcResult,
   OnTurnEnd,
   SessionManager,
@@ -67,6 +68,7 @@ export type {
 export {
   type AcquireResult,
   type ClaimResult,
+  type FileWitness,
   type Lease,
   type ReleaseInput,
   type ReleaseResult,

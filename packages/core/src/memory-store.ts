@@ -103,6 +103,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       sessions.run(() => sessions.appendJournal(key, step, journalOptions)),
     readJournal: (key) => sessions.run(() => sessions.readJournal(key)),
     clearJournal: (key) => sessions.run(() => sessions.clearJournal(key)),
+    now: () => sessions.run(() => sessions.now()),
     close: async () => sessions.close(),
   }
   memoryEntries.set(store, (key) => sessions.entry(key))
@@ -401,6 +402,11 @@ class MemorySessions {
   /** The stored entry of a session as it is, unchecked (for {@link memoryEntries}). */
   entry(key: SessionKey): Entry | undefined {
     return this.tenants.get(key.tenant)?.get(key.conversationId)
+  }
+
+  now(): number {
+    this.assertOpen()
+    return this.clock()
   }
 
   close(): void {

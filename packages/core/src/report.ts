@@ -52,6 +52,11 @@ export interface ResumeReport {
    * stop the replay); absent when every step replayed.
    */
   rehydrateFailures?: RehydrateFailures
+  /**
+   * Files the replay did not write because the sandbox (the conversation's own, resumed) held another
+   * version of them: kept as they were, since they may be newer than the journal's. Present only then.
+   */
+  keptFiles?: string[]
 }
 
 /** The journal steps a replay could not apply. */

@@ -127,6 +127,8 @@ export interface SessionManagerEvents {
     ms: number
     /** Why the journal was replayed: a fresh sandbox, or a resume that lost memory (or, rarely, only files). */
     reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost'
+    /** Files kept as the sandbox had them instead of written from the journal (see `ResumeReport.keptFiles`). */
+    keptFiles?: string[]
   }
   'turn-end': { conversationId: string; tenant: string; report: ResumeReport | undefined; end: TurnEndReport }
   'pause-end': {
@@ -145,11 +147,30 @@ export interface SessionManagerEvents {
   'session-lost': { conversationId: string; tenant: string; sandboxId: string; adopted: boolean }
 }
 
+/** Options of `gc`. */
+export interface GcOptions {
+  /** Only this tenant; default every tenant that has sandkeep sandboxes, plus `default`. */
+  tenant?: string
+  /** Report what would be done, do nothing. Default false. */
+  dryRun?: boolean
+  /**
+   * Delete the sessions whose sandbox is gone, with their journals (as `endSession` does), instead of keeping
+   * them to their TTL. A later turn of such a conversation starts as a new one: nothing is left to tell it
+   * that it had state. Default false.
+   */
+  deleteSessions?: boolean
+}
+
 /** Result of `gc`. */
 export interface GcResult {
   /** Sandboxes killed because no session maps to them. */
   killedSandboxes: string[]
-  /** Sessions deleted because their sandbox is gone. */
+  /**
+   * Sessions whose sandbox is gone, kept with their journal until their TTL: the next turn of each recreates
+   * the sandbox, replays the journal and says `stateLost`. Empty with `deleteSessions`.
+   */
+  keptSessions: Array<{ tenant: string; conversationId: string }>
+  /** Sessions whose sandbox is gone, deleted because `deleteSessions` asked for it. */
   deletedSessions: Array<{ tenant: string; conversationId: string }>
 }
 
@@ -165,8 +186,11 @@ export interface SessionManager {
   getSession(conversationId: string, options?: { tenant?: string }): Promise<SessionRecord | null>
   /** Lists a tenant's sessions, most recent first. */
   listSessions(options?: { tenant?: string; limit?: number; cursor?: string }): Promise<SessionPage>
-  /** Kills orphaned sandboxes and deletes sessions whose sandbox is gone. */
-  gc(options?: { tenant?: string; dryRun?: boolean }): Promise<GcResult>
+  /**
+   * Kills orphaned sandboxes, and reports the sessions whose sandbox is gone: kept for their next turn, or
+   * deleted with `deleteSessions`.
+   */
+  gc(options?: GcOptions): Promise<GcResult>
   /** Subscribes to an event; returns the unsubscribe function. */
   on<E extends keyof SessionManagerEvents>(
     event: E,

@@ -33,6 +33,13 @@ export interface TurnManifest {
     path: string
     /** Its content. */
     value: string
+    /**
+     * Files sandkeep saw the conversation write in this sandbox (`writeFile` through the turn's handle, journal
+     * file steps), newest first, at most `MAX_MANIFEST_WITNESSES` (8, `@sandkeep/core/store`): when the
+     * marker is missing, one of them still there as written says the files were kept (code in the sandbox
+     * removed only the marker). Absent when there are none, and in manifests written before this field.
+     */
+    witnesses?: FileWitness[]
   } | null
   /** Background processes running at turn end; `null` when the process probe is off or unsupported. */
   processes: Array<{
@@ -43,6 +50,14 @@ export interface TurnManifest {
     /** Working directory, when known. */
     cwd?: string
   }> | null
+}
+
+/** A file sandkeep saw written, as its manifest remembers it. */
+export interface FileWitness {
+  /** The path as written (relative paths are under the sandbox's home). */
+  path: string
+  /** SHA-256 of the content written, hex. */
+  sha256: string
 }
 
 /** One session: a conversation mapped to a sandbox. Stored as JSON with a schema version. */
@@ -91,7 +106,11 @@ export interface Lease {
   holderId: string
   /** Monotonically increasing per session; a higher token supersedes a lower one for mapping writes. */
   fencingToken: number
-  /** When the lease lapses unless renewed, epoch ms (store clock). */
+  /**
+   * When the lease lapses unless renewed, epoch ms on the store's clock: exactly the store's now + `leaseMs`
+   * at the `acquire` or `renew` that granted it, so a holder can read the store's time from it without a
+   * round trip of its own (the session manager dates a turn's events on the store's clock this way).
+   */
   expiresAt: number
 }
 
@@ -258,6 +277,14 @@ export interface SessionStore {
   readJournal(key: SessionKey): Promise<JournalEntry[]>
   /** Empties the journal. */
   clearJournal(key: SessionKey): Promise<void>
+  /**
+   * The store's clock, epoch ms: the clock its leases and timestamps use (Redis: the server's `TIME`; the
+   * memory store: its `now` option). Optional: the session manager makes age decisions (gc's grace for a
+   * sandbox being created) on it, shared by every process, rather than on one process's clock, and falls
+   * back to its own clock without it.
+   * @throws SandkeepError STORE_UNAVAILABLE, as every method
+   */
+  now?(): Promise<number>
   /** Releases connections. Further calls throw. */
   close(): Promise<void>
 }

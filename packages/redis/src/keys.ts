@@ -4,6 +4,7 @@
 //   <prefix>:{<tenant>:<hash>}:lease     hash: holders, fencing token counter, creation claim, journal bytes
 //   <prefix>:{<tenant>:<hash>}:journal   list: journal entries
 //   <prefix>:{<tenant>}:index            sorted set: the tenant's sessions by last activity
+//   <prefix>:clock                       never stored: names the Cluster node whose clock `now()` reads
 //
 // `<hash>` is a hash of the conversation id (the raw id lives only inside the record), so ids such as
 // `a:b`, `{x}` or `*` cannot add separators, change the Cluster hash tag or act as glob patterns. The hash
@@ -80,4 +81,9 @@ export function sessionKeysByMember(prefix: string, tenant: string, member: stri
 /** The listing index of a tenant. */
 export function tenantIndexKey(prefix: string, tenant: string): string {
   return `${prefix}:{${tenant}}:index`
+}
+
+/** The key the store clock is read through (never stored: it routes the reading to one Cluster node). */
+export function clockKey(prefix: string): string {
+  return `${prefix}:clock`
 }

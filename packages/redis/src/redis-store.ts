@@ -37,6 +37,7 @@ import {
 } from '@sandkeep/core/store'
 import type { RedisConnection } from './connection.js'
 import {
+  clockKey,
   type SessionKeys,
   sessionKeyCache,
   sessionKeys,
@@ -72,6 +73,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     appendJournal: (key, step, journalOptions) => sessions.appendJournal(key, step, journalOptions),
     readJournal: (key) => sessions.readJournal(key),
     clearJournal: (key) => sessions.clearJournal(key),
+    now: () => sessions.now(),
     close: () => sessions.connection.close(),
   }
 }
@@ -307,6 +309,20 @@ class RedisSessions {
     )
     if (!Array.isArray(entries)) throw corruptRecordError(where, 'LRANGE did not answer a list', key)
     return entries.map((text) => parseJournalEntry(String(text), where))
+  }
+
+  async now(): Promise<number> {
+    const key = clockKey(this.prefix)
+    const now = await this.connection.roundTrip('read the store clock', key, (redis) =>
+      commands.clock(redis, key),
+    )
+    if (now === undefined) {
+      throw new SandkeepError({
+        code: 'STORE_UNAVAILABLE',
+        message: 'Redis answered the store clock (TIME) with something that is not a time; check the server.',
+      })
+    }
+    return now
   }
 
   async clearJournal(keyInput: unknown): Promise<void> {

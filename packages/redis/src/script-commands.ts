@@ -113,6 +113,13 @@ export async function indexPrune(redis: RedisClient, index: string, gone: string
   return Number(await run(redis, 'index-prune-1', index, ...gone))
 }
 
+/** The store clock (the server's TIME), epoch ms, read through `key`; undefined when the reply is not a number. */
+export async function clock(redis: RedisClient, key: string): Promise<number | undefined> {
+  const reply: unknown = await run(redis, 'clock-1', key)
+  const now = Number(reply)
+  return Number.isFinite(now) && now > 0 ? now : undefined
+}
+
 /** Removes a holder whose acquire was given up on (sent after it on the same connection). */
 export function dropHolder(redis: RedisClient, keys: SessionKeys, holderId: string): Promise<unknown> {
   return run(redis, 'drop-holder-1', keys.lease, holderId)

@@ -1,25 +1,34 @@
-// `sandkeep sessions gc`: orphaned sandboxes and sessions whose sandbox is gone.
+// `sandkeep sessions gc`: orphaned sandboxes, and sessions whose sandbox is gone (kept, or deleted on request).
 import { flagOption } from '../args.js'
 import { type Command, ExitCode } from '../command.js'
 import { openManager, openSessionStore, spec, tenantFrom, withStore } from './sessions-common.js'
 
 /** `sandkeep sessions gc` */
 export const sessionsGcCommand: Command = {
-  spec: spec('gc', 'Kill sandboxes no session maps to, and delete sessions whose sandbox is gone.', {
-    description: `Kill sandboxes no session maps to, and delete sessions whose sandbox is gone.
+  spec: spec('gc', 'Kill sandboxes no session maps to; report sessions whose sandbox is gone.', {
+    description: `Kill sandboxes no session maps to, and report sessions whose sandbox is gone.
 
 Sandboxes are found by the metadata sandkeep puts on them (sandkeep.tenant). A sandbox younger than the
-manager's creation wait plus its lease (90 s by default) is left alone: its creator may not have mapped it
-yet. A session is only deleted once the platform confirms its sandbox is gone.`,
-    options: { 'dry-run': { type: 'boolean', description: 'Only report what would be done.' } },
+manager's creation wait plus its lease (90 s by default, by the store's clock) is left alone: its creator
+may not have mapped it yet. A session whose sandbox the platform confirms gone is kept with its journal
+until its TTL: its next turn recreates the sandbox and replays the journal. --delete-sessions deletes those
+sessions instead; their conversations then start over as new ones.`,
+    options: {
+      'dry-run': { type: 'boolean', description: 'Only report what would be done.' },
+      'delete-sessions': {
+        type: 'boolean',
+        description: 'Delete sessions whose sandbox is gone, journal and all, instead of keeping them.',
+      },
+    },
   }),
   async run(args, context) {
     const tenant = await tenantFrom(args, 'sessions gc')
     const store = await openSessionStore(args, context, 'sessions gc')
     const dryRun = flagOption(args, 'dry-run')
+    const deleteSessions = flagOption(args, 'delete-sessions')
     const result = await withStore(store, async () => {
       const manager = await openManager(store, context, 'sessions gc')
-      return manager.gc({ tenant, dryRun })
+      return manager.gc({ tenant, dryRun, deleteSessions })
     })
     if (flagOption(args, 'json')) {
       context.stdout.write(`${JSON.stringify({ dryRun, ...result })}\n`)
@@ -30,9 +39,13 @@ yet. A session is only deleted once the platform confirms its sandbox is gone.`,
       `${verb}kill ${result.killedSandboxes.length} orphaned sandbox${result.killedSandboxes.length === 1 ? '' : 'es'}` +
         `${result.killedSandboxes.length ? `: ${result.killedSandboxes.join(', ')}` : ''}\n`,
     )
+    const sessions = (list: Array<{ tenant: string; conversationId: string }>) =>
+      `${list.length} session${list.length === 1 ? '' : 's'} whose sandbox is gone` +
+      `${list.length ? `: ${list.map((session) => `${session.tenant}/${session.conversationId}`).join(', ')}` : ''}`
     context.stdout.write(
-      `${verb}delete ${result.deletedSessions.length} session${result.deletedSessions.length === 1 ? '' : 's'} whose sandbox is gone` +
-        `${result.deletedSessions.length ? `: ${result.deletedSessions.map((session) => `${session.tenant}/${session.conversationId}`).join(', ')}` : ''}\n`,
+      deleteSessions
+        ? `${verb}delete ${sessions(result.deletedSessions)}\n`
+        : `keep ${sessions(result.keptSessions)} (the next turn recreates and replays the journal)\n`,
     )
     return ExitCode.OK
   },

@@ -13,7 +13,7 @@ export const sessionsCommand: Command = {
   list   List a tenant's sessions, most recently active first.
   show   Show one session: its sandbox, state, counters, last manifest and journal.
   end    End a session: kill its sandbox and delete the mapping and journal.
-  gc     Kill sandboxes no session maps to, and delete sessions whose sandbox is gone.
+  gc     Kill sandboxes no session maps to; report (or delete) sessions whose sandbox is gone.
 
 Run sandkeep sessions <subcommand> --help for its options.`,
     options: {},

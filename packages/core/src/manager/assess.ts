@@ -8,6 +8,7 @@ import type { RehydrateFailures, ResumeReport } from '../report.js'
 import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
 import type { SessionRecord, TurnManifest } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
+import { filesToLeave } from './file-steps.js'
 import type { ResumeAttempt } from './resume-attempt.js'
 import type { Climbed } from './resume-ladder.js'
 import type { TurnScope } from './scope.js'
@@ -44,7 +45,7 @@ export interface Assessed {
   contexts: readonly UsedContext[]
   /** The report; undefined when a step before it failed. */
   report: ResumeReport | undefined
-  /** When the sandbox was ready (the report made), epoch ms; 0 before. */
+  /** When the sandbox was ready (the report made), `performance.now()`; 0 before. */
   readyAt: number
   /** Why the assessment did not pass: HEALTH_CHECK_FAILED (the report is there), or the error of a step. */
   failure: { error: unknown } | undefined
@@ -64,6 +65,8 @@ interface Restored {
   stateLost: boolean
   rehydratedSteps: number
   rehydrateFailures?: RehydrateFailures
+  /** Paths a replay left as the sandbox had them instead of writing the journal's version. */
+  keptFiles?: string[]
   rehydrateMs: number
   /** The process list the fidelity probe read, for the declared process checks. */
   processList?: ProcessInfo[]
@@ -97,7 +100,7 @@ export async function assess(
   })
   try {
     const report = await check(scope, climbed, handle, attempt, input, progress)
-    const readyAt = Date.now()
+    const readyAt = performance.now()
     const failed = requiredFailure(scope.key, report)
     return assessed({ report, readyAt, failure: failed ? { error: failed } : undefined })
   } catch (error) {
@@ -164,6 +167,7 @@ async function check(
     retries: attempt.retries,
     rehydratedSteps: restored.rehydratedSteps,
     ...(restored.rehydrateFailures ? { rehydrateFailures: restored.rehydrateFailures } : {}),
+    ...(restored.keptFiles ? { keptFiles: restored.keptFiles } : {}),
   }
 }
 
@@ -240,7 +244,7 @@ async function probeAndRehydrate(
   restored.survived = fidelity.survived
   // What the turn end need not write again: sentinels and the marker found intact, and the process
   // list (read now, or known empty: none was recorded for this very sandbox and none can appear alone).
-  progress.verified = { contexts: fidelity.keptContexts, marker: fidelity.survived.filesystem === true }
+  progress.verified = { contexts: fidelity.keptContexts, marker: fidelity.markerKept }
   progress.processesAtResume =
     fidelity.processList ??
     (manifest.sandboxId === handle.id && manifest.processes?.length === 0 ? [] : undefined)
@@ -254,7 +258,8 @@ async function probeAndRehydrate(
       // Files survived: commands and file writes left their effects on disk, so only code runs again.
       const codeOnly = fidelity.survived.filesystem === true
       const reason = fidelity.survived.memory === false ? 'memory-lost' : 'filesystem-lost'
-      await replayJournal(scope, handle, progress, reason, restored, codeOnly)
+      // The sandbox is the one the conversation used: a file there may be newer than the journal's.
+      await replayJournal(scope, handle, progress, reason, restored, { codeOnly, keepFiles: true })
       const steps = restored.rehydratedSteps
       restored.rehydrateMs += performance.now() - started
       const memory = fidelity.checks.find((c) => c.name === 'memory')
@@ -289,9 +294,17 @@ async function runBootstrap(scope: TurnScope, handle: SandboxHandle, progress: P
   addContexts(progress, outcome.contexts)
 }
 
+/** How a journal replay runs. */
+interface ReplayRule {
+  /** Only the code steps (the files were kept). */
+  codeOnly?: boolean
+  /** The sandbox is not new: a file step never replaces a file that is there (see file-steps.ts). */
+  keepFiles?: boolean
+}
+
 /**
- * Replays the journal (only its code steps with `codeOnly`) into `restored`: a failing step is reported
- * (`rehydrateFailures`, an `error` event) and the steps after it still run.
+ * Replays the journal by `rule` into `restored`: a failing step is reported (`rehydrateFailures`, an `error`
+ * event) and the steps after it still run; a file kept as the sandbox has it is named (`keptFiles`).
  */
 async function replayJournal(
   scope: TurnScope,
@@ -299,14 +312,37 @@ async function replayJournal(
   progress: Progress,
   reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost',
   restored: Restored,
-  codeOnly = false,
+  rule: ReplayRule = {},
 ): Promise<void> {
   const { ctx, key, signal } = scope
   const started = performance.now()
   const journal = (await ctx.store.readJournal(key)).map((entry) => entry.step)
   // Positions in the journal, so a failure names the step the way `turn.journal.list()` numbers it.
-  const positions = journal.flatMap((step, index) => (!codeOnly || step.kind === 'code' ? [index + 1] : []))
+  let positions = journal.flatMap((step, index) =>
+    !rule.codeOnly || step.kind === 'code' ? [index + 1] : [],
+  )
   if (positions.length === 0) return
+  let keptFiles: string[] = []
+  if (rule.keepFiles) {
+    try {
+      const files = await filesToLeave(
+        handle,
+        positions.map((position) => journal[position - 1]!),
+        signal,
+      )
+      keptFiles = files.kept
+      positions = positions.filter((position) => {
+        const step = journal[position - 1]!
+        return step.kind !== 'file' || !files.leave.has(step.path)
+      })
+    } catch (error) {
+      // Nothing is replayed over files that could not be looked at; the report still says state was lost.
+      if (signal.aborted) throw error
+      ctx.emitError('rehydrate', error, key)
+      return
+    }
+    if (keptFiles.length > 0) restored.keptFiles = keptFiles
+  }
   const steps = positions.map((position) => journal[position - 1]!)
   let outcome: ReplayOutcome
   try {
@@ -333,5 +369,6 @@ async function replayJournal(
     failed: outcome.failed,
     ms: performance.now() - started,
     reason,
+    ...(keptFiles.length > 0 ? { keptFiles } : {}),
   })
 }

@@ -4,12 +4,11 @@ import type { SessionKey } from '../validation.js'
 import { SANDKEEP_VERSION } from '../version.js'
 import type { ResolvedOptions } from './options.js'
 
-/** What `provider.create` gets for a session: the configured sandbox plus sandkeep's metadata. */
-export function sandboxCreateOptions(
-  config: ResolvedOptions,
-  key: SessionKey,
-  signal: AbortSignal,
-): CreateSandboxOptions {
+/**
+ * What `provider.create` gets for a session: the configured sandbox plus sandkeep's metadata. No abort
+ * signal: a create the platform received must be answered, or its sandbox could never be killed.
+ */
+export function sandboxCreateOptions(config: ResolvedOptions, key: SessionKey): CreateSandboxOptions {
   const { sandbox } = config
   return {
     ...(sandbox.template ? { template: sandbox.template } : {}),
@@ -22,6 +21,5 @@ export function sandboxCreateOptions(
     ...(sandbox.envs ? { envs: sandbox.envs } : {}),
     allowInternetAccess: sandbox.allowInternetAccess,
     ...(config.onTurnEnd === 'auto-pause' ? { lifecycle: { onTimeout: 'pause', autoResume: true } } : {}),
-    signal,
   }
 }

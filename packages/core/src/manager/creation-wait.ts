@@ -51,12 +51,12 @@ export async function waitForCreation(
 ): Promise<{ record: SessionRecord | null; create: boolean }> {
   const { ctx, key, lease, signal } = scope
   const { createWaitMs } = ctx.config
-  const deadline = Date.now() + createWaitMs
+  const deadline = performance.now() + createWaitMs
   for (let attempt = 0; ; attempt++) {
     const claim = await ctx.store.claimCreation(key, lease())
     const record = checkRecord(claim.record, key)
     if (claim.create || record?.sandboxId) return { record, create: claim.create }
-    if (Date.now() >= deadline) {
+    if (performance.now() >= deadline) {
       throw new SandkeepError({
         code: 'SESSION_BUSY',
         message: `Another turn has been creating this conversation's sandbox for over ${createWaitMs} ms; try again shortly.`,
@@ -71,7 +71,7 @@ export async function waitForCreation(
     await creationPause(
       ctx.caches,
       key,
-      Math.min(base / 2 + Math.random() * base, Math.max(0, deadline - Date.now())),
+      Math.min(base / 2 + Math.random() * base, Math.max(0, deadline - performance.now())),
       signal,
     )
   }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { createMemorySessionStore } from '../memory-store.js'
+import { hashConversationId } from '../sandbox-metadata.js'
 import { createSessionManager } from '../session-manager.js'
 import { createMockProvider } from '../test/mock-provider.js'
 import { record, setup } from './manager.test-support.js'
@@ -274,5 +275,82 @@ describe('createSessionManager: every retry of the resume reaches report.retries
       expect(provider.callsOf('getInfo').map((c) => c.sandboxId)).toEqual([adopted, adopted])
       expect(turn.report?.retries).toBe(1)
     })
+  })
+
+  it('an abort while the sandbox is being created: ABORTED, and the sandbox is killed once made', async () => {
+    const { provider, sessions, id } = setup({}, { latencyMs: 40 })
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(new Error('stop')), 10)
+    await expect(
+      sessions.withTurn(id, async () => {}, { abortSignal: controller.signal }),
+    ).rejects.toMatchObject({ code: 'ABORTED' })
+    // The platform made it after the abort; the turn end waited for the kill.
+    expect(provider.callsOf('create')).toHaveLength(1)
+    expect(provider.callsOf('kill')).toHaveLength(1)
+    expect(provider.sandboxes.size).toBe(0)
+    expect(await sessions.getSession(id)).toBeNull()
+  })
+
+  it('a session the store lost in another process: the sandbox found by its metadata is taken over', async () => {
+    const made = setup()
+    const { provider, store, id } = made
+    const lost = record(made.sessions, 'session-lost')
+    const first = await made.sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.writeFile('/home/user/notes.txt', 'kept')
+      return (await turn.ready()).id
+    })
+    await store.delete({ tenant: 'default', conversationId: id })
+    // Another process: nothing cached of the session.
+    const other = createSessionManager({
+      store,
+      provider,
+      retry: { retries: 1, minTimeoutMs: 1, maxTimeoutMs: 2 },
+    })
+    const otherLost = record(other, 'session-lost')
+    await other.withTurn(id, async (turn) => {
+      expect(turn.report).toMatchObject({ outcome: 'resumed', sandboxId: first, stateLost: true })
+      expect(await turn.sandbox.readFile('/home/user/notes.txt')).toBe('kept')
+    })
+    expect(lost).toEqual([])
+    expect(otherLost).toEqual([{ tenant: 'default', conversationId: id, sandboxId: first, adopted: true }])
+    // The sandbox created alongside the search was killed: one sandbox, mapped.
+    expect([...provider.sandboxes.keys()]).toEqual([first])
+    expect((await store.get({ tenant: 'default', conversationId: id }))?.sandboxId).toBe(first)
+  })
+
+  it('a sandbox of the conversation whose first turn never ended is not taken over', async () => {
+    const { provider, sessions, id } = setup()
+    // What a creator that died before mapping its sandbox leaves: the session's metadata, no marker.
+    const orphan = await provider.create({
+      metadata: { 'sandkeep.tenant': 'default', 'sandkeep.session': hashConversationId(id) },
+    })
+    await sessions.withTurn(id, async (turn) => {
+      expect(turn.report).toMatchObject({ outcome: 'created', stateLost: false })
+      expect(turn.report?.sandboxId).not.toBe(orphan.id)
+    })
+    // Left to gc: it maps to no session.
+    expect(provider.sandboxes.has(orphan.id)).toBe(true)
+  })
+
+  it('a paused sandbox of the conversation is taken over even without its marker (a turn paused it)', async () => {
+    const { provider, sessions, id } = setup()
+    const earlier = await provider.create({
+      metadata: { 'sandkeep.tenant': 'default', 'sandkeep.session': hashConversationId(id) },
+    })
+    await provider.pause!(earlier.id)
+    await sessions.withTurn(id, async (turn) => {
+      expect(turn.report).toMatchObject({ outcome: 'resumed', sandboxId: earlier.id, stateLost: true })
+    })
+    expect([...provider.sandboxes.keys()]).toEqual([earlier.id])
+  })
+
+  it('a failed search for the earlier sandbox is reported and the first turn goes on', async () => {
+    const { provider, sessions, id } = setup({ retry: { retries: 0, minTimeoutMs: 1, maxTimeoutMs: 1 } })
+    const errors = record(sessions, 'error')
+    provider.failNext('list', 'PROVIDER_ERROR')
+    await sessions.withTurn(id, async (turn) => {
+      expect(turn.report).toMatchObject({ outcome: 'created', stateLost: false })
+    })
+    expect(errors.map((e) => e.phase)).toEqual(['find-session-sandbox'])
   })
 })

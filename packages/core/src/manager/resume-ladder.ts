@@ -1,12 +1,13 @@
 import { SandkeepError } from '../errors.js'
+import { MARKER_PATH } from '../fidelity.js'
 import type { ResumeOutcome } from '../report.js'
 import { SANDKEEP_METADATA, sessionMetadata } from '../sandbox-metadata.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
+import type { SandboxHandle, SandboxInfo } from '../sandbox-provider.js'
 import type { AcquireResult, SessionRecord } from '../session-store.js'
 import type { LastTurn } from './caches.js'
 import { sandboxCreateOptions } from './create-options.js'
 import { waitForCreation, wakeCreationWaiters } from './creation-wait.js'
-import { checkRecord } from './records.js'
+import { abortedError, checkRecord } from './records.js'
 import type { ResumeAttempt } from './resume-attempt.js'
 import type { TurnScope } from './scope.js'
 import { confirmedSpeculation, type Speculation } from './speculation.js'
@@ -38,7 +39,10 @@ export interface Climbed {
   record: SessionRecord | null
   /** This turn joined a sandbox another turn (re)created meanwhile: that turn bootstraps and rehydrates it. */
   adopted: boolean
-  /** The store had no record of a session this process had used: its journal and manifest are gone. */
+  /**
+   * The store had no record of a session that had state (this process had used it, or its sandbox was found
+   * by its metadata): its journal and manifest are gone.
+   */
   sessionLost: boolean
 }
 
@@ -55,7 +59,8 @@ export async function startingPoint(scope: TurnScope, acquired: AcquireResult): 
 }
 
 /**
- * The resume ladder: adopt the sandbox of a session the store lost; create when nothing is mapped; otherwise
+ * The resume ladder: adopt the sandbox of a session the store lost (known to this process, or found by its
+ * metadata while creating); create when nothing is mapped; otherwise
  * connect (through a confirmed speculation, or after verifying the tenant), following a re-mapped id; recreate
  * a sandbox that is gone (or was killed). The sandbox it asks the provider for and the pause it ends are
  * noted on `attempt` as they happen, since the turn end needs them even when a later rung fails.
@@ -78,7 +83,11 @@ export async function climbLadder(
   const lost = sessionLost ? await adoptLostSession(scope, start.known!, start.speculation, attempt) : null
   if (lost) return climbed('resumed', lost)
   if (create || !mapped) {
-    const created = await createAndMap(scope, null, attempt)
+    // A session the store does not know may still have a sandbox: another process used it before the store
+    // lost it (a restart without persistence, a flush). Looked for alongside the creation, unless this
+    // process just looked.
+    const created = await createAndMap(scope, null, attempt, record === null && !sessionLost)
+    if (created.previous) return { ...climbed('resumed', created.handle), sessionLost: true }
     return climbed('created', created.handle, created.adopted)
   }
   const connected =
@@ -166,31 +175,162 @@ async function recordRemapping(
 
 /**
  * Creates a sandbox and maps the session to it; joins the one an overlapping turn mapped first (`adopted`).
+ * With `search`, the conversation's earlier sandbox, found by its metadata meanwhile, is mapped instead of
+ * the new one (`previous`), which is then killed.
  */
 async function createAndMap(
   scope: TurnScope,
   expected: string | null,
   attempt: ResumeAttempt,
-): Promise<{ handle: SandboxHandle; adopted: boolean }> {
+  search = false,
+): Promise<{ handle: SandboxHandle; adopted: boolean; previous: boolean }> {
   const { ctx, key } = scope
-  const signal = attempt.signal
-  const handle = await attempt.call(() => ctx.provider.create(sandboxCreateOptions(ctx.config, key, signal)))
+  const made = search
+    ? await createOrFindPrevious(scope, attempt)
+    : { handle: await createSandbox(scope, attempt), previous: false }
+  const { handle, previous } = made
   rememberVerified(ctx, handle.id, key.tenant)
   try {
     await mapSandbox(scope, handle.id, expected, ctx.config.sandbox.template ?? null)
     wakeCreationWaiters(ctx.caches, key)
   } catch (error) {
     // Someone else mapped the session first (or our lease lapsed): never leave our sandbox running unmapped.
-    await ctx.provider
-      .kill(handle.id)
-      .catch((killError: unknown) => ctx.emitError('kill-unmapped', killError, key))
+    // The conversation's earlier sandbox is not ours to kill: whoever mapped first mapped that one too.
+    if (!previous) await killUnmapped(scope, handle.id)
     if (!SandkeepError.hasCode(error, 'LEASE_LOST')) throw error
     // An overlapping turn recreated it first: use that one (our lease is still live, or this fails).
     const adopted = await adoptMapping(scope, expected, attempt)
     if (!adopted) throw error
-    return { handle: adopted, adopted: true }
+    return { handle: adopted, adopted: true, previous: false }
   }
-  return { handle, adopted: false }
+  return { handle, adopted: false, previous }
+}
+
+/**
+ * `provider.create` for the session, never cut short by the turn's abort. A platform that received the
+ * create may make the sandbox whatever the caller does afterwards, and only its answer names the sandbox:
+ * so the call gets no signal (its retries stop once the signal fired), and an abort only stops the turn
+ * waiting. The sandbox, once made, is killed; the turn end waits for that kill.
+ * @throws SandkeepError ABORTED when the signal fires first; the create's error otherwise
+ */
+function createSandbox(scope: TurnScope, attempt: ResumeAttempt): Promise<SandboxHandle> {
+  const { ctx, key } = scope
+  const { signal } = attempt
+  const creating = ctx.call(
+    () => {
+      if (signal.aborted) throw abortedError(key, signal.reason)
+      return ctx.provider.create(sandboxCreateOptions(ctx.config, key))
+    },
+    { onRetry: attempt.onRetry },
+  )
+  return new Promise<SandboxHandle>((resolve, reject) => {
+    let settled = false
+    const abandon = () => {
+      if (settled) return
+      settled = true
+      reject(abortedError(key, signal.reason))
+      attempt.abandon(
+        creating.then(
+          (handle) => killUnmapped(scope, handle.id),
+          () => undefined,
+        ),
+      )
+    }
+    signal.addEventListener('abort', abandon, { once: true })
+    creating.then(
+      (handle) => {
+        signal.removeEventListener('abort', abandon)
+        if (settled) return
+        settled = true
+        resolve(handle)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', abandon)
+        if (settled) return
+        settled = true
+        reject(error)
+      },
+    )
+    if (signal.aborted) abandon()
+  })
+}
+
+/** Kills a sandbox no session maps (retried); a failure is reported, never thrown. */
+async function killUnmapped(scope: TurnScope, sandboxId: string): Promise<void> {
+  const { ctx, key } = scope
+  await ctx
+    .call(() => ctx.provider.kill(sandboxId))
+    .then(
+      () => undefined,
+      (error: unknown) => ctx.emitError('kill-unmapped', error, key),
+    )
+}
+
+/**
+ * For a session the store has no record of: creates a sandbox and, at the same time, looks for one the
+ * conversation had, by its metadata (the platform's list, filtered by tenant and session). The common first
+ * turn finds nothing and so waits for the longer of the two calls, not their sum. The most recent one found
+ * is taken over when a turn ended in it (see servedTurn), and the new sandbox is killed; one whose first turn
+ * never ended holds nothing to keep, and is left to gc. A failed search is reported (`error`, phase
+ * `find-session-sandbox`), never fatal.
+ */
+async function createOrFindPrevious(
+  scope: TurnScope,
+  attempt: ResumeAttempt,
+): Promise<{ handle: SandboxHandle; previous: boolean }> {
+  const { ctx, key } = scope
+  const creating = createSandbox(scope, attempt)
+  const searching = sessionSandboxes(scope, attempt).catch((error: unknown) => {
+    if (attempt.signal.aborted) throw error
+    ctx.emitError('find-session-sandbox', error, key)
+    return [] as SandboxInfo[]
+  })
+  const [created, found] = await Promise.allSettled([creating, searching])
+  const fresh = created.status === 'fulfilled' ? created.value : undefined
+  try {
+    if (found.status === 'rejected') throw found.reason
+    const candidate = found.value.find((info) => info.sandboxId !== fresh?.id)
+    const previous = candidate === undefined ? undefined : await servedTurn(scope, candidate, attempt)
+    if (previous) {
+      if (fresh) attempt.abandon(killUnmapped(scope, fresh.id))
+      ctx.events.emit('session-lost', {
+        conversationId: key.conversationId,
+        tenant: key.tenant,
+        sandboxId: previous.id,
+        adopted: true,
+      })
+      return { handle: previous, previous: true }
+    }
+  } catch (error) {
+    if (fresh) attempt.abandon(killUnmapped(scope, fresh.id))
+    throw error
+  }
+  if (!fresh) throw (created as PromiseRejectedResult).reason
+  return { handle: fresh, previous: false }
+}
+
+/**
+ * Connects to a sandbox of this conversation found by its metadata, and answers it when a turn ended in it:
+ * it is paused (only a turn end, or the platform's idle pause after one, pauses it), or its marker is there.
+ * Undefined when it is gone, or running without a marker (its first turn never ended): connecting did not
+ * change its state, and gc kills it.
+ */
+async function servedTurn(
+  scope: TurnScope,
+  found: SandboxInfo,
+  attempt: ResumeAttempt,
+): Promise<SandboxHandle | undefined> {
+  attempt.touch(found.sandboxId)
+  let handle: SandboxHandle
+  try {
+    handle = await connect(scope, found.sandboxId, attempt)
+  } catch (error) {
+    if (SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) return undefined
+    throw error
+  }
+  if (found.state === 'paused' || !scope.ctx.config.fidelityProbes) return handle
+  // Whether it is there, not what it holds: code in the sandbox may have put a FIFO there, whose read never ends.
+  return (await handle.exists(MARKER_PATH)) ? handle : undefined
 }
 
 /** Connects to the sandbox the session maps to now, when it differs from `stale`; null when there is none. */
@@ -265,21 +405,27 @@ async function findSessionSandbox(
   gone: string,
   attempt: ResumeAttempt,
 ): Promise<string | undefined> {
+  return (await sessionSandboxes(scope, attempt)).find((info) => info.sandboxId !== gone)?.sandboxId
+}
+
+/**
+ * The running or paused sandboxes whose metadata names this tenant and conversation, most recently started
+ * first, each remembered as verified for the tenant; none without the provider's list capability.
+ */
+async function sessionSandboxes(scope: TurnScope, attempt: ResumeAttempt): Promise<SandboxInfo[]> {
   const { ctx, key } = scope
   const { provider } = ctx
-  if (typeof provider.list !== 'function') return undefined
+  if (typeof provider.list !== 'function') return []
   const metadata = sessionMetadata(key)
   const signal = attempt.signal
   const page = await attempt.call(() => provider.list!({ metadata, state: ['running', 'paused'], signal }))
-  const candidates = page.sandboxes
+  const found = page.sandboxes
     .filter(
       (info) =>
-        info.sandboxId !== gone &&
         info.metadata[SANDKEEP_METADATA.tenant] === metadata[SANDKEEP_METADATA.tenant] &&
         info.metadata[SANDKEEP_METADATA.session] === metadata[SANDKEEP_METADATA.session],
     )
     .sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0))
-  const found = candidates[0]?.sandboxId
-  if (found) rememberVerified(ctx, found, key.tenant)
+  for (const info of found) rememberVerified(ctx, info.sandboxId, key.tenant)
   return found
 }

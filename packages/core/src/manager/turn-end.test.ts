@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto'
 import { getEventListeners } from 'node:events'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { SandkeepError } from '../errors.js'
 import { createMemorySessionStore } from '../memory-store.js'
 import { createSessionManager } from '../session-manager.js'
@@ -113,5 +114,45 @@ describe('createSessionManager: turn end modes', () => {
       code: 'ABORTED',
     })
     expect(provider.calls).toHaveLength(0)
+  })
+
+  it("records the files the turn wrote as the marker's witnesses: newest first, one per path", async () => {
+    const { sessions, id } = setup()
+    const sha = (text: string) => createHash('sha256').update(text).digest('hex')
+    const witnesses = async () => (await sessions.getSession(id))?.manifest?.filesystem?.witnesses
+    await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.writeFile('/home/user/a.txt', 'a1')
+      await turn.journal.record({ kind: 'file', path: 'b.txt', content: 'b' })
+      await turn.sandbox.writeFile('/home/user/a.txt', 'a2')
+      // Empty files prove nothing: not a witness.
+      await turn.sandbox.writeFile('/home/user/empty', '')
+    })
+    expect(await witnesses()).toEqual([
+      { path: '/home/user/a.txt', sha256: sha('a2') },
+      { path: 'b.txt', sha256: sha('b') },
+    ])
+    await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.writeFile('/home/user/c.txt', new TextEncoder().encode('c'))
+    })
+    expect((await witnesses())?.map((w) => w.path)).toEqual(['/home/user/c.txt', '/home/user/a.txt', 'b.txt'])
+  })
+
+  it("dates the turn on the store's clock: a jump of this process's clock changes nothing stored", async () => {
+    let storeNow = 1_800_000_000_000
+    const { sessions, id } = setup({ store: createMemorySessionStore({ now: () => storeNow }) })
+    try {
+      await sessions.withTurn(id, async (turn) => {
+        await turn.sandbox.runCode('x = 1')
+        // The process clock jumps two hours; the store's moves a second.
+        vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 2 * 3600_000 })
+        storeNow += 1000
+      })
+    } finally {
+      vi.useRealTimers()
+    }
+    const record = await sessions.getSession(id)
+    expect(record?.lastTurnEndedAt).toBeGreaterThanOrEqual(1_800_000_000_000)
+    expect(record?.lastTurnEndedAt).toBeLessThan(1_800_000_000_000 + 60_000)
+    expect(record?.runningSeconds).toBeLessThan(60)
   })
 })

@@ -5,7 +5,7 @@ import type { TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
 import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
 import type { OnTurnEnd } from '../session-manager-types.js'
-import type { SessionRecord, SessionSandboxState, TurnManifest } from '../session-store.js'
+import type { FileWitness, SessionRecord, SessionSandboxState, TurnManifest } from '../session-store.js'
 import type { Assessed } from './assess.js'
 import { countLiveTurn, rememberLastTurn } from './caches.js'
 import { wakeCreationWaiters } from './creation-wait.js'
@@ -24,9 +24,12 @@ export interface TurnEndInput {
   assessed: Assessed | undefined
   /** The sandbox the resume asked the provider for, even if it failed (it may be running); null for none. */
   touched: string | null
-  /** When the resume started the sandbox running (its create or connect call), epoch ms; 0 without a resume. */
+  /**
+   * When the resume started the sandbox running (its create or connect call), epoch ms on the store's clock;
+   * 0 without a resume.
+   */
   runningSince: number
-  /** When the pause the resume ended began, epoch ms; null when it ended none. */
+  /** When the pause the resume ended began, epoch ms (the record's `pausedAt`); null when it ended none. */
   resumedFromPausedAt: number | null
   /** The resume met another tenant's sandbox: the end never touches it. */
   foreign: boolean
@@ -34,6 +37,13 @@ export interface TurnEndInput {
   speculation: Speculation | undefined
   /** Interpreter contexts the turn ran code in (the assessment's first), for the manifest's sentinels. */
   contexts: readonly UsedContext[]
+  /** Files the turn wrote, oldest first, for the manifest's file witnesses. */
+  written: readonly FileWitness[]
+  /**
+   * Settles once every sandbox the resume stopped waiting for (an abort during its creation) is killed; the
+   * end waits for it, so that an ended turn leaves no sandbox it asked for running unmapped.
+   */
+  abandoned: Promise<void> | undefined
   /** A call since the resume may have changed the process list (a start, kill, command or the SDK object). */
   processesMayHaveChanged: boolean
 }
@@ -54,7 +64,7 @@ export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise
   const { ctx, key } = scope
   const { assessed } = input
   const handle = assessed?.handle
-  const workMs = assessed?.readyAt ? Date.now() - assessed.readyAt : 0
+  const workMs = assessed?.readyAt ? performance.now() - assessed.readyAt : 0
   let error: { code: string; message: string } | undefined
   const fail: Fail = (phase, cause) => {
     const failure = toSandkeepError(cause)
@@ -77,6 +87,7 @@ export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise
   const action = await decideEnd(scope, { handle, foreign: input.foreign, touched }, outcome, sandboxId, fail)
   const pauseMs = performance.now() - pauseStarted
   rememberOutcome(scope, handle, input.foreign, action, outcome)
+  await input.abandoned
   if (action !== 'none' && action !== 'left-running-for-other-holders' && sandboxId) {
     ctx.events.emit('pause-end', {
       conversationId: key.conversationId,
@@ -112,6 +123,7 @@ async function writeTurnManifest(
       assessed.verified,
       signal,
       processesAtResume,
+      input.written,
     )
   } catch (cause) {
     fail('manifest', cause)
@@ -141,7 +153,7 @@ async function release(
     const result = await store.release(key, scope.lease(), {
       ...(manifest ? { manifest } : {}),
       ...(manifest && processesAtResume && basis !== undefined ? { manifestIfTurnCount: basis } : {}),
-      turnEndedAt: Date.now(),
+      turnEndedAt: scope.storeNow(),
       // The store counts overlapping turns' running time once, from the earliest start.
       ...(inHand && input.runningSince ? { runningFrom: input.runningSince } : {}),
       pausedSeconds:
@@ -250,7 +262,7 @@ async function endSandbox(
     }
     if (onTurnEnd === 'auto-pause') {
       await call(() => provider.setTimeout!(sandboxId, config.idleTimeoutMs))
-      if (writeState) await recordState(scope, 'paused', Date.now() + config.idleTimeoutMs)
+      if (writeState) await recordState(scope, 'paused', scope.storeNow() + config.idleTimeoutMs)
       return 'auto-pause'
     }
     if (onTurnEnd === 'kill') {

@@ -19,6 +19,8 @@ export interface HandleTurn {
   leaseLost(): SandkeepError | undefined
   /** Notes an interpreter context the turn's code ran in, for the manifest's memory sentinels. */
   trackContext(language: UsedContext['language'] | undefined, contextId: string | undefined): void
+  /** Notes a file the turn wrote (after the write succeeded), for the manifest's file witnesses. */
+  trackWrite(path: string, data: string | Uint8Array): void
 }
 
 /** Adds the turn's abort signal to a call's own one. */
@@ -86,7 +88,10 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
       }),
     readFile: readFile as SandboxHandle['readFile'],
     writeFile: (path, data, options) =>
-      use((handle) => handle.writeFile(path, data, withSignal(turn, options))),
+      use(async (handle) => {
+        await handle.writeFile(path, data, withSignal(turn, options))
+        turn.trackWrite(path, data)
+      }),
     listDir: (path, options) => use((handle) => handle.listDir(path, withSignal(turn, options))),
     exists: (path) => use((handle) => handle.exists(path)),
     remove: (path) => use((handle) => handle.remove(path)),

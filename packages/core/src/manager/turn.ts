@@ -1,12 +1,13 @@
 import { SandkeepError } from '../errors.js'
 import type { UsedContext } from '../fidelity.js'
+import { contentDigest } from '../file-digests.js'
 import type { JournalStep } from '../journal.js'
 import { validateJournalStep } from '../rehydrate.js'
 import type { ResumeReport, TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
 import type { SandboxHandle } from '../sandbox-provider.js'
 import type { Turn, TurnJournal } from '../session-manager-types.js'
-import type { AcquireResult } from '../session-store.js'
+import type { AcquireResult, FileWitness } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
 import { type Assessed, assess } from './assess.js'
 import type { LastTurn } from './caches.js'
@@ -15,7 +16,7 @@ import { createLeaseKeeper, type LeaseKeeper } from './lease-keeper.js'
 import { abortedError } from './records.js'
 import { createResumeAttempt, type ResumeAttempt } from './resume-attempt.js'
 import { climbLadder, startingPoint } from './resume-ladder.js'
-import type { TurnScope } from './scope.js'
+import { storeClock, type TurnScope } from './scope.js'
 import type { Speculation } from './speculation.js'
 import { finishTurn } from './turn-end.js'
 import { createTurnHandle, watchProcessCalls } from './turn-handle.js'
@@ -57,13 +58,15 @@ export class TurnImpl implements Turn {
   readonly #scope: TurnScope
   /** Interpreter contexts the turn ran code in (the assessment's first), for the manifest's sentinels. */
   readonly #contexts: UsedContext[] = []
+  /** Files the turn wrote (its handle's writeFile, journal file steps), oldest first, for the manifest's witnesses. */
+  readonly #written: FileWitness[] = []
   #readyPromise: Promise<SandboxHandle> | undefined
   #endPromise: Promise<TurnEndReport> | undefined
   #endReport: TurnEndReport | undefined
   #ended = false
   /** The resume's dealings with the platform, once it began. */
   #attempt: ResumeAttempt | undefined
-  /** When the resume started the sandbox running (the create or connect call), epoch ms; 0 before. */
+  /** When the resume started the sandbox running (the create or connect call), epoch ms, store clock; 0 before. */
   #runningSince = 0
   /** The sandbox as the turn uses it, once the ladder got one. */
   #handle: SandboxHandle | undefined
@@ -80,11 +83,20 @@ export class TurnImpl implements Turn {
     this.conversationId = key.conversationId
     this.tenant = key.tenant
     this.#keeper = createLeaseKeeper(ctx, key, start.acquired.lease, start.callerSignal)
-    this.#scope = { ctx, key, lease: this.#keeper.lease, signal: this.#keeper.signal }
+    this.#scope = {
+      ctx,
+      key,
+      lease: this.#keeper.lease,
+      storeNow: storeClock(start.acquired.lease, ctx.config.leaseMs, start.beganAt + start.storeMs),
+      signal: this.#keeper.signal,
+    }
     this.journal = {
       record: async (step: JournalStep) => {
         this.#assertLive()
-        await ctx.store.appendJournal(key, validateJournalStep(step), { ttlMs: ctx.config.ttlMs })
+        const checked = validateJournalStep(step)
+        await ctx.store.appendJournal(key, checked, { ttlMs: ctx.config.ttlMs })
+        // A recorded file step describes a file the turn wrote.
+        if (checked.kind === 'file') this.#trackWrite(checked.path, checked.content)
       },
       list: async () => (await ctx.store.readJournal(key)).map((entry) => entry.step),
     }
@@ -98,6 +110,7 @@ export class TurnImpl implements Turn {
       leaseLost: () => this.#keeper.lost,
       trackContext: (language, contextId) =>
         this.#trackContext({ language: language ?? 'python', contextId: contextId ?? null }),
+      trackWrite: (path, data) => this.#trackWrite(path, data),
     })
   }
 
@@ -135,6 +148,14 @@ export class TurnImpl implements Turn {
     if (!this.#contexts.some((c) => c.language === entry.language && c.contextId === entry.contextId)) {
       this.#contexts.push(entry)
     }
+  }
+
+  #trackWrite(path: string, data: string | Uint8Array): void {
+    // An empty file proves little (any template may hold one); one too large to digest cheaply is left out.
+    const sha256 = data.length === 0 ? undefined : contentDigest(data)
+    const at = this.#written.findIndex((w) => w.path === path)
+    if (at >= 0) this.#written.splice(at, 1)
+    if (sha256) this.#written.push({ path, sha256 })
   }
 
   ready(): Promise<SandboxHandle> {
@@ -176,7 +197,7 @@ export class TurnImpl implements Turn {
     const start = await startingPoint(scope, acquired)
     const connectStarted = performance.now()
     // The sandbox runs (and costs) from the resume call on, not only once it is ready.
-    this.#runningSince = Date.now()
+    this.#runningSince = scope.storeNow()
     const climbed = await climbLadder(
       scope,
       { ...start, holders: acquired.holders, known, speculation },
@@ -229,6 +250,8 @@ export class TurnImpl implements Turn {
       foreign: this.#foreign,
       speculation,
       contexts: this.#contexts,
+      written: this.#written,
+      abandoned: this.#attempt?.abandoned(),
       processesMayHaveChanged: this.#processesMayHaveChanged,
     })
     this.#endReport = endReport

@@ -64,6 +64,7 @@ export {
   MAX_LEASE_MS,
   MAX_LIST_LIMIT,
   MAX_MANIFEST_BYTES,
+  MAX_MANIFEST_WITNESSES,
   MAX_SESSION_TTL_MS,
   type StoreLimits,
   utf8Bytes,

@@ -18,6 +18,8 @@ export const DEFAULT_MAX_JOURNAL_BYTES = 1024 * 1024
 export const MAX_JOURNAL_STEP_BYTES = 256 * 1024
 /** Largest manifest a store accepts, in UTF-8 bytes of its JSON. */
 export const MAX_MANIFEST_BYTES = 256 * 1024
+/** Most file witnesses a manifest's marker keeps (`TurnManifest['filesystem'].witnesses`). */
+export const MAX_MANIFEST_WITNESSES = 8
 /** Largest holder id, in UTF-8 bytes. */
 export const MAX_HOLDER_ID_BYTES = 128
 /** Largest provider id, in UTF-8 bytes. */

@@ -1,7 +1,7 @@
 // The turn manifest a store keeps: checked deeply on the way in, and again when a stored one is read.
-import type { TurnManifest } from '../session-store.js'
+import type { FileWitness, TurnManifest } from '../session-store.js'
 import { invalidArgument, validateInteger, validateSandboxId } from '../validation.js'
-import { MAX_MANIFEST_BYTES, utf8Bytes } from './limits.js'
+import { MAX_MANIFEST_BYTES, MAX_MANIFEST_WITNESSES, utf8Bytes } from './limits.js'
 import { isPlainObject } from './shape.js'
 
 function text(name: string, value: unknown): string {
@@ -41,10 +41,29 @@ function processEntry(entry: Record<string, unknown>): NonNullable<TurnManifest[
   return process
 }
 
+const SHA256_HEX = /^[0-9a-f]{64}$/
+
+function witnessEntry(entry: Record<string, unknown>): FileWitness {
+  const sha256 = text('filesystem.witnesses[].sha256', entry.sha256)
+  if (!SHA256_HEX.test(sha256)) {
+    throw invalidArgument('manifest.filesystem.witnesses[].sha256', 'must be 64 lowercase hex digits.')
+  }
+  return { path: text('filesystem.witnesses[].path', entry.path), sha256 }
+}
+
 function filesystemOf(value: unknown): TurnManifest['filesystem'] {
   if (value === null || value === undefined) return null
   if (!isPlainObject(value)) throw invalidArgument('manifest.filesystem', 'must be an object or null.')
-  return { path: text('filesystem.path', value.path), value: text('filesystem.value', value.value) }
+  const filesystem: NonNullable<TurnManifest['filesystem']> = {
+    path: text('filesystem.path', value.path),
+    value: text('filesystem.value', value.value),
+  }
+  const witnesses = entries('filesystem.witnesses', value.witnesses, witnessEntry)
+  if (witnesses && witnesses.length > MAX_MANIFEST_WITNESSES) {
+    throw invalidArgument('manifest.filesystem.witnesses', `holds at most ${MAX_MANIFEST_WITNESSES} entries.`)
+  }
+  if (witnesses) filesystem.witnesses = witnesses
+  return filesystem
 }
 
 /**

@@ -16,6 +16,7 @@ const STORE_METHODS: readonly string[] = [
   'appendJournal',
   'readJournal',
   'clearJournal',
+  'now',
   'close',
 ]
 // Holders whose release this process has not seen yet; bounded so turns that never end cannot grow it forever.

@@ -5,6 +5,7 @@
 import type { StoreConformanceTestApi } from '../test-api.js'
 import { accountingConformance } from './accounting.js'
 import { acquireConformance } from './acquire.js'
+import { clockConformance } from './clock.js'
 import {
   createStoreConformanceContext,
   type MakeSessionStore,
@@ -45,6 +46,7 @@ export const storeConformanceAreas = {
   list: listConformance,
   journal: journalConformance,
   ttl: ttlConformance,
+  clock: clockConformance,
   validation: validationConformance,
   corruption: corruptionConformance,
 } satisfies Record<string, (context: StoreConformanceContext) => void>

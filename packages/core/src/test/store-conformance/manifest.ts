@@ -78,5 +78,19 @@ export const manifestConformance = defineArea(
       })
       expect(dEnd.record?.manifest).toBeNull()
     })
+
+    test("keeps the marker's file witnesses as written", async () => {
+      const store = await open()
+      const key = newKey()
+      const { lease } = await createSession(store, key, 'sbx-1')
+      const manifest = manifestFor('sbx-1', 'w')
+      manifest.filesystem!.witnesses = [
+        { path: 'report.md', sha256: 'a'.repeat(64) },
+        { path: '/home/user/data/é.csv', sha256: '0123456789abcdef'.repeat(4) },
+      ]
+      const written = await store.release(key, lease, { turnEndedAt: Date.now(), manifest })
+      expect(written.record?.manifest).toEqual(manifest)
+      expect((await store.get(key))?.manifest).toEqual(manifest)
+    })
   },
 )

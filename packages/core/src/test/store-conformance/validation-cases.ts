@@ -68,6 +68,14 @@ export const badReleases: unknown[] = [
   { turnEndedAt: 1, manifest: 'yes' },
   { turnEndedAt: 1, manifest: { writtenAt: 1, sandboxId: 's', memory: 'lots' } },
   { turnEndedAt: 1, manifest: { writtenAt: 1, sandboxId: '' } },
+  {
+    turnEndedAt: 1,
+    manifest: {
+      writtenAt: 1,
+      sandboxId: 's',
+      filesystem: { path: '/m', value: 'v', witnesses: [{ path: 'a', sha256: 'not hex' }] },
+    },
+  },
   { turnEndedAt: 1, manifestIfTurnCount: -1 },
   { turnEndedAt: 1, runningFrom: -5 },
   { turnEndedAt: 1, runningFrom: 'earlier' },
