@@ -38,6 +38,10 @@ export interface FakeSessions {
   loseStateOnNextResume(): void
   /** Delay of each resume, ms. */
   resumeDelayMs: number
+  /** When set, a turn end that pauses waits for this promise first (the sandbox stays running until then). */
+  endGate: Promise<void> | undefined
+  /** Turn ends that started and have not finished. */
+  endsInFlight: number
   cleanup(): Promise<void>
 }
 
@@ -145,6 +149,8 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     state: 'paused',
     journal: [],
     resumeDelayMs: 0,
+    endGate: undefined,
+    endsInFlight: 0,
     loseStateOnNextResume: () => {
       loseState = true
     },
@@ -158,6 +164,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     let report: ResumeReport | undefined
     let readyPromise: Promise<SandboxHandle> | undefined
     let endReport: TurnEndReport | undefined
+    let ending: Promise<TurnEndReport> | undefined
     const controller = new AbortController()
     const turn: Turn = {
       conversationId,
@@ -206,16 +213,23 @@ export async function createFakeSessions(): Promise<FakeSessions> {
         })()
         return readyPromise
       },
-      end: async () => {
-        if (endReport) return endReport
-        open -= 1
-        fake.ends += 1
-        const action =
-          report === undefined ? 'none' : open === 0 ? 'paused' : 'left-running-for-other-holders'
-        if (open === 0) fake.state = 'paused'
-        endReport = { action, last: open === 0, timings: { workMs: 0, storeMs: 0, pauseMs: 0 } }
-        controller.abort()
-        return endReport
+      end: () => {
+        ending ??= (async () => {
+          open -= 1
+          fake.ends += 1
+          const last = open === 0
+          const action = report === undefined ? 'none' : last ? 'paused' : 'left-running-for-other-holders'
+          if (last && report !== undefined && fake.endGate) {
+            fake.endsInFlight += 1
+            await fake.endGate
+            fake.endsInFlight -= 1
+          }
+          if (last) fake.state = 'paused'
+          endReport = { action, last, timings: { workMs: 0, storeMs: 0, pauseMs: 0 } }
+          controller.abort()
+          return endReport
+        })()
+        return ending
       },
       [Symbol.asyncDispose]: async () => {
         await turn.end()
