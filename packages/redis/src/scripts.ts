@@ -21,6 +21,7 @@ export const SCRIPT_FILES = [
   'index-touch-1',
   'index-prune-1',
   'drop-holder-1',
+  'release-hold-1',
 ] as const
 
 export type ScriptFile = (typeof SCRIPT_FILES)[number]
