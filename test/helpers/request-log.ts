@@ -27,7 +27,10 @@ export interface RequestLog {
 }
 
 /** Starts the proxy on a free loopback port, forwarding to `target` (e.g. `host.apiUrl`). */
-export async function startRequestLog(target: string, options: { delayMs?: number } = {}): Promise<RequestLog> {
+export async function startRequestLog(
+  target: string,
+  options: { delayMs?: number } = {},
+): Promise<RequestLog> {
   const upstream = new URL(target)
   const agent = new Agent({ keepAlive: true })
   const requests: LoggedRequest[] = []
