@@ -42,6 +42,8 @@ export interface FakeSessions {
   endGate: Promise<void> | undefined
   /** Turn ends that started and have not finished. */
   endsInFlight: number
+  /** Whether the last turn that ended ran something in the sandbox (what `prewarm: 'auto'` follows). */
+  lastTurnUsedSandbox: boolean
   cleanup(): Promise<void>
 }
 
@@ -151,6 +153,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     resumeDelayMs: 0,
     endGate: undefined,
     endsInFlight: 0,
+    lastTurnUsedSandbox: false,
     loseStateOnNextResume: () => {
       loseState = true
     },
@@ -158,9 +161,23 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     sessions: undefined as unknown as SessionManager,
   }
 
+  // Calls on the sandbox so far, to tell whether a turn used it.
+  let sandboxCalls = 0
+  const counted = new Proxy(handle, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target)
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        sandboxCalls += 1
+        return value.apply(target, args)
+      }
+    },
+  })
+
   const beginTurn = async (conversationId: string, options?: TurnOptions): Promise<Turn> => {
     fake.begins.push({ conversationId, options })
     open += 1
+    const callsAtBegin = sandboxCalls
     let report: ResumeReport | undefined
     let readyPromise: Promise<SandboxHandle> | undefined
     let endReport: TurnEndReport | undefined
@@ -170,7 +187,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
       conversationId,
       tenant: options?.tenant ?? 'default',
       get sandbox() {
-        return handle
+        return counted
       },
       get report() {
         return report
@@ -209,7 +226,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
             retries: 0,
             rehydratedSteps: 0,
           }
-          return handle
+          return counted
         })()
         return readyPromise
       },
@@ -225,6 +242,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
             fake.endsInFlight -= 1
           }
           if (last) fake.state = 'paused'
+          fake.lastTurnUsedSandbox = sandboxCalls > callsAtBegin
           endReport = { action, last, timings: { workMs: 0, storeMs: 0, pauseMs: 0 } }
           controller.abort()
           return endReport
@@ -234,6 +252,9 @@ export async function createFakeSessions(): Promise<FakeSessions> {
       [Symbol.asyncDispose]: async () => {
         await turn.end()
       },
+    }
+    if (options?.prewarm === true || (options?.prewarm === 'auto' && fake.lastTurnUsedSandbox)) {
+      turn.ready().catch(() => {})
     }
     return turn
   }

@@ -89,12 +89,38 @@ describe('sandkeepTurn', () => {
     expect(fake.state).toBe('paused')
   })
 
-  it('a call that uses no tool touches no session', async () => {
-    const turn = newTurn()
+  it("resume: 'lazy': a call that uses no tool touches no session", async () => {
+    const turn = newTurn({ resume: 'lazy' })
     const { model } = scriptedModel([{ text: 'hello' }])
     await turn.generateText({ model, prompt: 'hi' })
     expect(await turn.ended).toBeUndefined()
     expect(fake.begins).toHaveLength(0)
+  })
+
+  it("resume: 'auto' (the default) takes the lease as the call starts and resumes early only after a turn that used the sandbox", async () => {
+    const quiet = newTurn()
+    await quiet.generateText({ model: scriptedModel([{ text: 'hello' }]).model, prompt: 'hi' })
+    expect(await quiet.ended).toBeUndefined()
+    expect(fake.begins.map((b) => b.options)).toMatchObject([{ lazy: true, prewarm: 'auto' }])
+    expect(fake.resumes).toBe(0)
+
+    const working = newTurn()
+    await working.generateText({
+      model: scriptedModel([
+        { toolCalls: [{ toolName: 'runCommand', input: { command: 'true' } }] },
+        { text: 'ok' },
+      ]).model,
+      prompt: 'go',
+      stopWhen: stepCountIs(3),
+    })
+    expect((await working.ended)?.action).toBe('paused')
+    expect(fake.resumes).toBe(1)
+
+    // The previous turn used the sandbox: this one resumes with no tool call at all.
+    const next = newTurn()
+    await next.generateText({ model: scriptedModel([{ text: 'hello again' }]).model, prompt: 'hi' })
+    expect((await next.ended)?.action).toBe('paused')
+    expect(fake.resumes).toBe(2)
   })
 
   it('parallel tool calls in one step share one turn', async () => {

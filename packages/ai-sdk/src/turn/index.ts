@@ -47,7 +47,9 @@ export interface SandkeepTurnOptions extends SandboxSessionOptions {
    * When the sandbox resumes. `'eager'`: as the wrapped call starts, in parallel with the model's first
    * step, so the resume and its checks are done by the time the model calls a tool (a call whose model uses
    * no tool still resumes, and pauses, the sandbox). `'lazy'`: at the model's first tool call; a call that
-   * uses no tool makes no store or sandbox call. Default `'lazy'`.
+   * uses no tool makes no store or sandbox call. `'auto'`: eager when this conversation's previous turn used
+   * the sandbox (the session record says), lazy otherwise; the lease is taken as the call starts. Default
+   * `'auto'`.
    */
   resume?: SandkeepTurnResume
   /**
@@ -139,7 +141,7 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
   const wrap = (name: string, callOptions: LooseOptions) => {
     const signal = control.callSignal(control.claim(name), callOptions.abortSignal)
     // The resume runs while the model thinks; its failure reaches the first tool call that needs it.
-    if (resume === 'eager') sandbox.ready().catch(() => {})
+    if (resume !== 'lazy') sandbox.prewarm(resume === 'eager' ? true : 'auto')
     return {
       ...callOptions,
       experimental_sandbox: callOptions.experimental_sandbox ?? sandbox,
@@ -215,7 +217,7 @@ function checkTurnOptions(options: SandkeepTurnOptions): {
   if (typeof options !== 'object' || options === null) {
     throw invalid('sandkeepTurn needs an options object: { sessions, conversationId, tenant? }.')
   }
-  const { resume = 'lazy', awaitEnd = false, maxDurationMs = 900_000 } = options
+  const { resume = 'auto', awaitEnd = false, maxDurationMs = 900_000 } = options
   if (!RESUME_MODES.includes(resume)) {
     throw invalid(`sandkeepTurn: resume must be 'eager', 'lazy' or 'auto', got ${String(resume)}.`)
   }
