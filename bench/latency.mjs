@@ -238,17 +238,19 @@ export async function runLatency({
     for (const variant of variants) await runTurn(variant, 0, true, 0, warmUp)
 
     const samples = []
+    const measured = variants.filter((variant) => !variant.noToolOnly)
     for (const rtt of rtts) {
       proxy.setRtt(rtt)
       for (let round = 0; round < turns; round++) {
         const durations = drawRound()
-        for (let k = 0; k < variants.length; k++) {
-          const variant = variants[(round + k) % variants.length]
+        for (let k = 0; k < measured.length; k++) {
+          const variant = measured[(round + k) % measured.length]
           samples.push({ variant: variant.name, ...(await runTurn(variant, round, true, rtt, durations)) })
         }
       }
     }
-    // A model that answers without a tool: what each variant costs then (only the eager one resumes).
+    // A model that answers without a tool: what each variant costs then (eager resumes; auto resumes on the
+    // first such turn, which follows a turn that used the sandbox, and not on the next).
     const noTool = []
     proxy.setRtt(rtts.at(-1))
     for (let round = 0; round < noToolTurns; round++) {
@@ -261,7 +263,7 @@ export async function runLatency({
       }
     }
 
-    const figures = summarize({ rtts, variants, samples, noTool, log })
+    const figures = summarize({ rtts, variants: measured, noToolVariants: variants, samples, noTool, log })
     log(
       `\n${turns} turns per variant and RTT (streamText and generateText alternating), round-robin; model thinks ` +
         `${thinkMs} ms before its first tool call and ${stepThinkMs} ms before the next step; resume ` +
@@ -341,7 +343,9 @@ async function setUpVariants({ via, store, eagerSupported, closers }) {
     },
   })
 
-  const modes = eagerSupported ? ['lazy', 'eager'] : ['lazy']
+  // In the tool-using rounds 'auto' is 'eager' (every previous turn used the sandbox): it is measured only
+  // where the two differ, on a model that uses no tool.
+  const modes = eagerSupported ? ['lazy', 'eager', 'auto'] : ['lazy']
   for (const mode of modes) {
     const sessions = createSessionManager({ store, provider: createE2BProvider(via) })
     const conversationId = `latency-${mode}-${randomUUID()}`
@@ -354,6 +358,7 @@ async function setUpVariants({ via, store, eagerSupported, closers }) {
     variants.push({
       name: `sandkeep ${mode}`,
       pauses: true,
+      noToolOnly: mode === 'auto',
       sandboxId: async () => {
         sandboxId ??= (await sessions.getSession(conversationId)).sandboxId
         return sandboxId
@@ -383,7 +388,8 @@ async function rawTurn({ kind, useTool, thinkMs, stepThinkMs, sandbox, pause }) 
 async function sandkeepTurnSample({ kind, useTool, thinkMs, stepThinkMs, sessions, conversationId, mode }) {
   const marks = { firstTool: 0, lastStep: 0 }
   const startedAt = performance.now()
-  const turn = sandkeepTurn({ sessions, conversationId, ...(mode === 'eager' ? { resume: 'eager' } : {}) })
+  // A build without the option resumes lazily and ignores it.
+  const turn = sandkeepTurn({ sessions, conversationId, resume: mode })
   const model = thinkingModel({ thinkMs, stepThinkMs, useTool, onFinalStep: (at) => (marks.lastStep = at) })
   const tools = {
     runCode: timed(turn.tools.runCode, (at) => {
@@ -398,8 +404,9 @@ async function sandkeepTurnSample({ kind, useTool, thinkMs, stepThinkMs, session
   const replyAt = performance.now()
   const end = await turn.ended
   const endedAt = performance.now()
-  const expected = useTool || mode === 'eager' ? 'paused' : undefined
-  if (end?.action !== expected || end?.error)
+  const expected =
+    useTool || mode === 'eager' ? ['paused'] : mode === 'auto' ? ['paused', undefined] : [undefined]
+  if (!expected.includes(end?.action) || end?.error)
     throw new Error(`sandkeep ${mode} turn ended with ${JSON.stringify(end)}`)
   return sampleOf({ kind, startedAt, marks, doneMs, replyAt, endedAt })
 }
@@ -434,7 +441,7 @@ async function runningSeconds(admin, sandboxId, since) {
   return (paused.at - resumed.at) / 1000
 }
 
-function summarize({ rtts, variants, samples, noTool, log }) {
+function summarize({ rtts, variants, noToolVariants, samples, noTool, log }) {
   const fmt = (value) => (value === null || !Number.isFinite(value) ? '—' : value.toFixed(0))
   const fmtS = (value) => (value === null || !Number.isFinite(value) ? '—' : value.toFixed(2))
   const stat = (values) => {
@@ -529,7 +536,7 @@ function summarize({ rtts, variants, samples, noTool, log }) {
     ),
   )
 
-  const noToolRows = variants
+  const noToolRows = noToolVariants
     .filter((variant) => variant.pauses)
     .map((variant) => {
       const mine = noTool.filter((sample) => sample.variant === variant.name)
