@@ -31,7 +31,8 @@ async function chat(conversationId: string, message: string): Promise<Array<Reco
 async function pausedRecord(conversationId: string) {
   for (const deadline = Date.now() + 15_000; ; ) {
     const record = await app.sessions.getSession(conversationId)
-    if (record?.state === 'paused' || Date.now() > deadline) return record
+    const sandbox = record?.sandboxId ? app.host.getSandbox(record.sandboxId) : undefined
+    if (sandbox?.state === 'paused' || Date.now() > deadline) return record
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
