@@ -10,7 +10,6 @@
 import { writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
-import { runLatency } from './latency.mjs'
 import { runOverhead } from './overhead.mjs'
 import { runSeedWorkload } from './seed-workload.mjs'
 
@@ -79,6 +78,8 @@ if (only === undefined || only === 'latency') {
   console.log(
     '\n## Latency a user waits for, the platform at a network distance (delaying proxy + addLatency)\n',
   )
+  // Imported only here: it loads the AI SDK, which the other benches' process should not carry.
+  const { runLatency } = await import('./latency.mjs')
   figures.latency = await runLatency({
     rtts: values.rtts.split(',').map(Number),
     turns: Number(values['latency-turns']),

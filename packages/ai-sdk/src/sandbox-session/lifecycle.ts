@@ -50,7 +50,9 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
     })
 
   async function readyHandle(signal: AbortSignal): Promise<SandboxHandle> {
-    const begun = await raceAbort(lazy.begin(), signal)
+    // Begun by a call that needs the sandbox: the resume follows at once, so it may start with the lease
+    // (the manager then connects while the lease is taken).
+    const begun = await raceAbort(lazy.begin(true), signal)
     return raceAbort(begun.ready(), signal)
   }
 
