@@ -1,41 +1,16 @@
-// What the user waits for, on the real stack (local-e2b through the unmodified E2B SDK, Redis): the reply is
-// done before the pause (and the next turn, from another manager, waits for that pause), an eager turn
-// resumes while the model thinks and pauses even when no tool runs, and `resume: 'auto'` follows the
-// previous turn's use of the sandbox.
-import { randomUUID } from 'node:crypto'
-import { createSessionManager, type SessionManager, type SessionStore } from '@sandkeep/core'
+import { createSessionManager } from '@sandkeep/core'
 import { createE2BProvider } from '@sandkeep/e2b'
-import type { LocalE2BHost } from '@sandkeep/local-e2b'
 import { createRedisSessionStore } from '@sandkeep/redis'
 import { stepCountIs } from 'ai'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { type ScriptStep, scriptedModel } from '../src/mock-model.test-support.js'
 import { sandkeepTurn } from '../src/turn/index.js'
-import { startLocalSessions, stopLocalSessions } from './helpers.js'
+import { useRedisSessions } from './helpers.js'
 
-let host: LocalE2BHost
-let sessions: SessionManager
-let store: SessionStore
-const prefix = `skaitest:${randomUUID().slice(0, 12)}`
-const tenant = `latency-${randomUUID().slice(0, 8)}`
-const conversations: string[] = []
+const rig = useRedisSessions('latency')
+const { tenant, newConversation } = rig
 
-beforeAll(async () => {
-  ;({ host, sessions, store } = await startLocalSessions({
-    store: createRedisSessionStore({ prefix }),
-    onTurnEnd: 'pause',
-  }))
-}, 120_000)
-
-afterAll(() => stopLocalSessions({ host, sessions, store }, conversations, tenant), 120_000)
-
-function newConversation(): string {
-  const id = `conv-${randomUUID()}`
-  conversations.push(id)
-  return id
-}
-
-const events = (type: string, sandboxId: string) => host.events.list({ type, sandboxId })
+const events = (type: string, sandboxId: string) => rig.host.events.list({ type, sandboxId })
 
 /** Polls `condition` every 20 ms, at most `timeoutMs`; false when it never held. */
 async function eventually(condition: () => boolean, timeoutMs = 15_000): Promise<boolean> {
@@ -47,7 +22,7 @@ async function eventually(condition: () => boolean, timeoutMs = 15_000): Promise
 }
 
 /** Turn 1 of a conversation: sets a variable through the runCode tool; returns the sandbox id. */
-async function seed(conversationId: string, manager = sessions): Promise<string> {
+async function seed(conversationId: string, manager = rig.sessions): Promise<string> {
   const { model } = scriptedModel([
     { toolCalls: [{ toolName: 'runCode', input: { code: 'x = 41' } }] },
     { text: 'set' },
@@ -63,44 +38,48 @@ describe('the reply does not wait for the pause', () => {
     const conversationId = newConversation()
     const sandboxId = await seed(conversationId)
     const pausesBefore = events('sandbox-pause', sandboxId).length
-    host.faults.addLatency('pause', 3_000, { sandboxId, count: 1 })
+    rig.host.faults.addLatency('pause', 3_000, { sandboxId, count: 1 })
     const { model } = scriptedModel([
       { toolCalls: [{ toolName: 'runCode', input: { code: 'x + 1' } }] },
       { text: 'x + 1 is 42' },
     ])
-    const turn = sandkeepTurn({ sessions, conversationId, tenant })
+    const turn = sandkeepTurn({ sessions: rig.sessions, conversationId, tenant })
     const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
     let text = ''
     for await (const delta of result.textStream) text += delta
     // The pause is being held back 3 s by the host: a stream that waited for it would close after it.
     expect(text).toBe('x + 1 is 42')
     expect(events('sandbox-pause', sandboxId)).toHaveLength(pausesBefore)
-    expect(host.getSandbox(sandboxId)?.state).toBe('running')
+    expect(rig.host.getSandbox(sandboxId)?.state).toBe('running')
     const end = await turn.ended
     expect(end?.action).toBe('paused')
     expect(events('sandbox-pause', sandboxId)).toHaveLength(pausesBefore + 1)
-    expect(host.getSandbox(sandboxId)?.state).toBe('paused')
+    expect(rig.host.getSandbox(sandboxId)?.state).toBe('paused')
   }, 120_000)
 
   it('a turn begun by another manager meanwhile waits for the pause, then resumes the paused sandbox', async () => {
     const conversationId = newConversation()
     const sandboxId = await seed(conversationId)
-    const otherStore = createRedisSessionStore({ prefix })
+    const otherStore = createRedisSessionStore({ prefix: rig.prefix })
     const other = createSessionManager({
       store: otherStore,
-      provider: createE2BProvider({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }),
+      provider: createE2BProvider({
+        apiKey: rig.host.apiKey,
+        apiUrl: rig.host.apiUrl,
+        sandboxUrl: rig.host.sandboxUrl,
+      }),
       onTurnEnd: 'pause',
     })
     try {
-      host.faults.addLatency('pause', 2_000, { sandboxId, count: 1 })
+      rig.host.faults.addLatency('pause', 2_000, { sandboxId, count: 1 })
       const { model } = scriptedModel([
         { toolCalls: [{ toolName: 'runCode', input: { code: 'x = x + 1' } }] },
         { text: 'incremented' },
       ])
-      const turn = sandkeepTurn({ sessions, conversationId, tenant })
+      const turn = sandkeepTurn({ sessions: rig.sessions, conversationId, tenant })
       await turn.generateText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
       // The first turn's pause is still held back: the next message arrives from another process now.
-      expect(host.getSandbox(sandboxId)?.state).toBe('running')
+      expect(rig.host.getSandbox(sandboxId)?.state).toBe('running')
       const next = await other.withTurn(
         conversationId,
         async (t) => ({ value: (await t.sandbox.runCode('x')).text, report: t.report }),
@@ -112,7 +91,7 @@ describe('the reply does not wait for the pause', () => {
       expect(next.report).toMatchObject({ outcome: 'resumed', sandboxId, stateLost: false })
       expect(next.report?.survived.memory).toBe(true)
       expect((await turn.ended)?.action).toBe('paused')
-      const order = host.events
+      const order = rig.host.events
         .list({ sandboxId })
         .filter((e) => e.type === 'sandbox-pause' || e.type === 'sandbox-resume')
         .map((e) => e.type)
@@ -145,7 +124,7 @@ describe('resume: eager and auto', () => {
       [{ text: 'nothing to run' }],
       () => events('sandbox-resume', sandboxId).length > resumes,
     )
-    const turn = sandkeepTurn({ sessions, conversationId, tenant, resume: 'eager' })
+    const turn = sandkeepTurn({ sessions: rig.sessions, conversationId, tenant, resume: 'eager' })
     const result = await turn.generateText({ model, prompt: 'hi' })
     expect(result.text).toBe('nothing to run')
     expect(seen).toEqual([true])
@@ -153,7 +132,7 @@ describe('resume: eager and auto', () => {
     expect(end?.action).toBe('paused')
     expect(turn.report).toMatchObject({ outcome: 'resumed', sandboxId })
     expect(events('sandbox-pause', sandboxId)).toHaveLength(pauses + 1)
-    expect(host.getSandbox(sandboxId)?.state).toBe('paused')
+    expect(rig.host.getSandbox(sandboxId)?.state).toBe('paused')
   }, 120_000)
 
   it("resume: 'auto' is eager after a turn that used the sandbox, lazy after one that did not", async () => {
@@ -166,25 +145,25 @@ describe('resume: eager and auto', () => {
       [{ toolCalls: [{ toolName: 'runCode', input: { code: 'x + 1' } }] }, { text: '42' }],
       () => events('sandbox-resume', sandboxId).length > resumes,
     )
-    const second = sandkeepTurn({ sessions, conversationId, tenant, resume: 'auto' })
+    const second = sandkeepTurn({ sessions: rig.sessions, conversationId, tenant, resume: 'auto' })
     await second.generateText({ model: eager.model, prompt: 'go', stopWhen: stepCountIs(3) })
     expect(eager.seen).toEqual([true])
     expect((await second.ended)?.action).toBe('paused')
 
     // Turn 3: also eager (turn 2 used the sandbox), but its model runs nothing.
-    const idle = sandkeepTurn({ sessions, conversationId, tenant, resume: 'auto' })
+    const idle = sandkeepTurn({ sessions: rig.sessions, conversationId, tenant, resume: 'auto' })
     await idle.generateText({ model: scriptedModel([{ text: 'just chatting' }]).model, prompt: 'hi' })
     expect((await idle.ended)?.action).toBe('paused')
     expect(idle.report?.outcome).toBe('resumed')
 
     // Turn 4: turn 3 did not use the sandbox, so nothing resumes before a tool call, and none comes.
     resumes = events('sandbox-resume', sandboxId).length
-    const lazy = sandkeepTurn({ sessions, conversationId, tenant, resume: 'auto' })
+    const lazy = sandkeepTurn({ sessions: rig.sessions, conversationId, tenant, resume: 'auto' })
     await lazy.generateText({ model: scriptedModel([{ text: 'still chatting' }]).model, prompt: 'hi' })
     const end = await lazy.ended
     expect(end?.action ?? 'none').toBe('none')
     expect(lazy.report).toBeUndefined()
     expect(events('sandbox-resume', sandboxId)).toHaveLength(resumes)
-    expect(host.getSandbox(sandboxId)?.state).toBe('paused')
+    expect(rig.host.getSandbox(sandboxId)?.state).toBe('paused')
   }, 180_000)
 })

@@ -25,6 +25,18 @@ const newTurn = (extra: Record<string, unknown> = {}) =>
     ...extra,
   })
 
+/** Streams a turn whose model runs one command, then answers; reads the text stream to its end. */
+async function streamToTheEnd(turn: ReturnType<typeof newTurn>): Promise<string> {
+  const { model } = scriptedModel([
+    { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo streamed' } }] },
+    { text: 'all done now' },
+  ])
+  const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
+  let text = ''
+  for await (const delta of result.textStream) text += delta
+  return text
+}
+
 describe('sandkeepTurn', () => {
   it('generateText: resumes on the first tool call and pauses when the call finishes', async () => {
     const turn = newTurn()
@@ -152,16 +164,8 @@ describe('sandkeepTurn', () => {
     const gate = Promise.withResolvers<void>()
     fake.endGate = gate.promise
     const turn = newTurn()
-    const { model } = scriptedModel([
-      { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo streamed' } }] },
-      { text: 'all done now' },
-    ])
-    const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
-    let text = ''
-    // With the end awaited in the stream's flush, this loop would wait on the gate, which opens below.
-    for await (const delta of result.textStream) text += delta
-    expect(text).toBe('all done now')
-    expect(await result.text).toBe('all done now')
+    // With the end awaited in the stream's flush, this would wait on the gate, which opens below.
+    expect(await streamToTheEnd(turn)).toBe('all done now')
     expect(fake.endsInFlight).toBe(1)
     expect(fake.state).toBe('running')
     gate.resolve()
@@ -172,14 +176,7 @@ describe('sandkeepTurn', () => {
 
   it('streamText with awaitEnd: the sandbox is paused by the time the stream has been read to the end', async () => {
     const turn = newTurn({ awaitEnd: true })
-    const { model } = scriptedModel([
-      { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo streamed' } }] },
-      { text: 'all done now' },
-    ])
-    const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
-    let text = ''
-    for await (const delta of result.textStream) text += delta
-    expect(text).toBe('all done now')
+    expect(await streamToTheEnd(turn)).toBe('all done now')
     expect(fake.state).toBe('paused')
     expect(fake.ends).toBe(1)
   })

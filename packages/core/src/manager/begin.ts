@@ -31,7 +31,7 @@ async function begin(ctx: ManagerContext, conversationId: string, turnOptions?: 
   if (parsed.signal?.aborted) throw abortedError(key, parsed.signal.reason)
   const holderId = randomUUID()
   // A turn end of this process still pausing the sandbox: connecting now would race that pause.
-  await waitForLocalEnds(ctx.caches, key, parsed.signal)
+  await waitForLocalEnds(ctx, key, parsed.signal)
   const known = ctx.caches.lastTurns.get(sessionCacheKey(key))
   const connectsAnyway = !parsed.lazy || parsed.prewarm === true
   let speculation = connectsAnyway ? speculate(ctx, key, parsed.signal) : undefined

@@ -24,19 +24,26 @@ export function holdEnd(caches: SessionCaches, key: SessionKey): () => void {
 }
 
 /**
- * Waits until no turn end of this process holds `key`'s session (none usually: then it returns at once). Its
- * pause is under way and bounded by the provider's call timeout, so the wait is not bounded here.
- * @throws the signal's reason when it fires
+ * Waits until no turn end of this process holds `key`'s session (none usually: then it returns at once), at
+ * most until `deadline` (epoch ms; default `createWaitMs` from now).
+ * @throws SandkeepError SESSION_BUSY past the deadline; the signal's reason when it fires
  */
 export async function waitForLocalEnds(
-  caches: SessionCaches,
+  ctx: ManagerContext,
   key: SessionKey,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  deadline = Date.now() + ctx.config.createWaitMs,
 ): Promise<void> {
   for (;;) {
-    const holds = caches.endHolds.get(sessionCacheKey(key))
+    const holds = ctx.caches.endHolds.get(sessionCacheKey(key))
     if (!holds || holds.size === 0) return
-    await raceSignal(Promise.all(holds), signal)
+    const left = deadline - Date.now()
+    if (left <= 0) throw stillHeld(key, ctx.config.createWaitMs)
+    const stop = new AbortController()
+    const stopped = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal
+    await Promise.race([Promise.all(holds), sleep(left, stopped, 'resolve')])
+    stop.abort()
+    if (signal?.aborted) throw signal.reason
   }
 }
 
@@ -58,7 +65,7 @@ export async function acquireAfterHold(
   for (let attempt = 0; ; attempt++) {
     if (Date.now() >= deadline) throw last
     if (ctx.caches.endHolds.has(sessionCacheKey(key))) {
-      await waitForLocalEnds(ctx.caches, key, signal)
+      await waitForLocalEnds(ctx, key, signal, deadline)
     } else {
       // The hold ends when its pause returns: usually within seconds, never later than its lease.
       const base = Math.min(25 * 2 ** attempt, 500)
@@ -74,21 +81,12 @@ export async function acquireAfterHold(
   }
 }
 
-function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise
-  if (signal.aborted) return Promise.reject(signal.reason)
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
+function stillHeld(key: SessionKey, waitedMs: number): SandkeepError {
+  return new SandkeepError({
+    code: 'SESSION_BUSY',
+    message: `The previous turn of this conversation has been pausing its sandbox for over ${waitedMs} ms; try again shortly.`,
+    tenant: key.tenant,
+    conversationId: key.conversationId,
+    retryable: true,
   })
 }
