@@ -1,9 +1,11 @@
 // Cost of a sandkeep turn seen through the AI SDK, against a local-e2b host and Redis (127.0.0.1:6379).
 // Each turn is a real streamText loop whose (mock) model calls runCommand once, then answers:
-//   resume+tool  = tool-call part -> tool-result part (lease, connect/resume, health, the command)
-//   end          = last text part -> stream closed (the turn's end, the pause included, runs before close)
-//   turn         = streamText() -> stream closed
-//   raw          = the same work without the AI SDK: sessions.withTurn + runCommand('true')
+//   resume+tool  = tool-call part -> tool-result part (lease, connect/resume, health, the command), with
+//                  resume: 'lazy' so the resume starts at the tool call
+//   end          = last text part -> stream closed (the turn's end, and its pause, follow the close)
+//   reply        = streamText() -> stream closed
+//   turn         = streamText() -> turn.ended (the pause done)
+//   raw          = the same work without the AI SDK: sessions.withTurn + runCommand('true'), pause included
 // It needs the whole stack (the E2B provider, a local-e2b host, the Redis store), which @sandkeep/ai-sdk does
 // not depend on, so it lives with the other full-stack benches; `pnpm bench` runs it. Imports the BUILT
 // packages (`pnpm build`). Usage: node bench/ai-sdk-turn.mjs [--turns 30] [--json]
@@ -66,11 +68,11 @@ const sessions = createSessionManager({
 })
 const conversationId = `bench-${randomUUID()}`
 const rawConversationId = `bench-raw-${randomUUID()}`
-const samples = { resumeAndTool: [], end: [], turn: [], raw: [] }
+const samples = { resumeAndTool: [], end: [], reply: [], turn: [], raw: [] }
 
 async function aiTurn(record) {
   const started = performance.now()
-  const turn = sandkeepTurn({ sessions, conversationId })
+  const turn = sandkeepTurn({ sessions, conversationId, resume: 'lazy' })
   const result = turn.streamText({ model: oneCommandModel(), prompt: 'go', stopWhen: stepCountIs(3) })
   let toolCallAt = 0
   let lastTextAt = 0
@@ -84,10 +86,12 @@ async function aiTurn(record) {
   }
   const closed = performance.now()
   const end = await turn.ended
+  const ended = performance.now()
   if (end?.action !== 'paused') throw new Error(`turn ended with ${JSON.stringify(end)}`)
   if (record) {
     samples.end.push(closed - lastTextAt)
-    samples.turn.push(closed - started)
+    samples.reply.push(closed - started)
+    samples.turn.push(ended - started)
   }
 }
 

@@ -1,8 +1,12 @@
 // Root benchmarks (`pnpm bench` runs the packages' benches first, then this). Uses the BUILT packages: run
 // `pnpm build` before. Options: --iterations N (overhead turns per variant, default 200), --rows N (seed data
 // set rows, default 200000), --think-ms N (user think time between seed turns, default 2000), --only
-// overhead|seed, --host process|in-process (where the local-e2b host of the overhead bench runs, default its
-// own process), --json FILE (write the figures as JSON too).
+// overhead|seed|latency, --host process|in-process (where the local-e2b host of the overhead bench runs,
+// default its own process), --json FILE (write the figures as JSON too). The latency bench: --rtts 0,20,60
+// (round-trip times through the delaying proxy), --latency-turns N (turns per variant and RTT, default 4),
+// --model-think-ms N (before the first tool call, default 1000), --step-think-ms N (before each later step,
+// default 300), --resume-ms LOW-HIGH (default 300-1000), --pause-ms LOW-HIGH (default 1000-4000),
+// --no-tool-turns N (turns whose model uses no tool, at the largest RTT, default 2), --seed N.
 import { writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
@@ -17,8 +21,30 @@ const { values } = parseArgs({
     only: { type: 'string' },
     host: { type: 'string', default: 'process' },
     json: { type: 'string' },
+    rtts: { type: 'string', default: '0,20,60' },
+    'latency-turns': { type: 'string', default: '4' },
+    'model-think-ms': { type: 'string', default: '1000' },
+    'step-think-ms': { type: 'string', default: '300' },
+    'resume-ms': { type: 'string', default: '300-1000' },
+    'pause-ms': { type: 'string', default: '1000-4000' },
+    'no-tool-turns': { type: 'string', default: '2' },
+    seed: { type: 'string', default: '24' },
   },
 })
+const only = values.only
+if (only !== undefined && !['overhead', 'seed', 'latency'].includes(only)) {
+  console.error(`--only must be overhead, seed or latency, got ${only}`)
+  process.exit(2)
+}
+/** A `LOW-HIGH` range of ms. */
+function range(text, name) {
+  const match = /^(\d+)-(\d+)$/.exec(text)
+  if (!match || Number(match[1]) > Number(match[2])) {
+    console.error(`--${name} must be LOW-HIGH in ms (e.g. 300-1000), got ${text}`)
+    process.exit(2)
+  }
+  return [Number(match[1]), Number(match[2])]
+}
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 const figures = {
   date: new Date().toISOString(),
@@ -32,7 +58,7 @@ console.log(
     .join(' ')} at start`,
 )
 
-if (values.only !== 'seed') {
+if (only === undefined || only === 'overhead') {
   console.log('\n## Per-turn overhead: sandkeep begin + end vs the raw SDK connect + pause (local-e2b)\n')
   figures.overhead = await runOverhead({
     iterations: Number(values.iterations),
@@ -40,11 +66,29 @@ if (values.only !== 'seed') {
     hostMode: values.host,
   })
 }
-if (values.only !== 'overhead') {
+if (only === undefined || only === 'seed') {
   console.log('\n## Seed workload: install a package, load a data set, then 5 turns\n')
   figures.seed = await runSeedWorkload({
     rows: Number(values.rows),
     thinkMs: Number(values['think-ms']),
+    redisUrl,
+  })
+}
+if (only === undefined || only === 'latency') {
+  console.log(
+    '\n## Latency a user waits for, the platform at a network distance (delaying proxy + addLatency)\n',
+  )
+  // Imported only here: it loads the AI SDK, which the other benches' process should not carry.
+  const { runLatency } = await import('./latency.mjs')
+  figures.latency = await runLatency({
+    rtts: values.rtts.split(',').map(Number),
+    turns: Number(values['latency-turns']),
+    thinkMs: Number(values['model-think-ms']),
+    stepThinkMs: Number(values['step-think-ms']),
+    resumeMs: range(values['resume-ms'], 'resume-ms'),
+    pauseMs: range(values['pause-ms'], 'pause-ms'),
+    noToolTurns: Number(values['no-tool-turns']),
+    seed: Number(values.seed),
     redisUrl,
   })
 }

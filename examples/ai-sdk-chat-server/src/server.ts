@@ -1,7 +1,9 @@
 // A chat endpoint on node:http. Each POST /chat is one turn of a conversation: sandkeepTurn wraps one
-// streamText call, so the conversation's sandbox is resumed at the model's first tool call and paused when
-// the response stream ends (or the client goes away). The reply is the AI SDK UI message stream (SSE) that
-// useChat reads.
+// streamText call, so the conversation's sandbox is resumed while the model thinks (after a turn that used
+// it; otherwise at the model's first tool call) and paused once the response stream has ended (or the client
+// went away): the response does not wait for the pause, and the next request of the conversation waits for
+// it. The reply is the AI SDK UI message stream (SSE) that useChat reads. A long-lived Node server needs
+// nothing more; a serverless function would pass `turn.ended` to its host's `waitUntil`.
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { sandkeepTurn } from '@sandkeep/ai-sdk'
 import type { SessionManager } from '@sandkeep/core'

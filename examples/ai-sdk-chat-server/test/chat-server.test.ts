@@ -27,6 +27,16 @@ async function chat(conversationId: string, message: string): Promise<Array<Reco
     .map((line) => JSON.parse(line.slice(6)) as Record<string, unknown>)
 }
 
+/** The session record once the turn's end (which follows the reply) paused the sandbox; bounded to 15 s. */
+async function pausedRecord(conversationId: string) {
+  for (const deadline = Date.now() + 15_000; ; ) {
+    const record = await app.sessions.getSession(conversationId)
+    const sandbox = record?.sandboxId ? app.host.getSandbox(record.sandboxId) : undefined
+    if (sandbox?.state === 'paused' || Date.now() > deadline) return record
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
 describe('ai-sdk-chat-server example', () => {
   it('runs each request as one turn and keeps the sandbox state between requests, paused in between', async () => {
     const transcript = await loadTranscript(defaultTranscriptPath)
@@ -36,8 +46,8 @@ describe('ai-sdk-chat-server example', () => {
     expect(outputs).toHaveLength(2)
     expect(JSON.stringify(outputs[1]?.output)).toContain('12 rows')
 
-    // Between requests the conversation's sandbox is paused on the host.
-    const record = await app.sessions.getSession(conversationId)
+    // Between requests the conversation's sandbox is paused on the host (the pause follows the reply).
+    const record = await pausedRecord(conversationId)
     expect(record?.state).toBe('paused')
     expect(app.host.getSandbox(record!.sandboxId!)?.state).toBe('paused')
 

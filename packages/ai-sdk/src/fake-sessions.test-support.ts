@@ -38,6 +38,12 @@ export interface FakeSessions {
   loseStateOnNextResume(): void
   /** Delay of each resume, ms. */
   resumeDelayMs: number
+  /** When set, a turn end that pauses waits for this promise first (the sandbox stays running until then). */
+  endGate: Promise<void> | undefined
+  /** Turn ends that started and have not finished. */
+  endsInFlight: number
+  /** Whether the last turn that ended ran something in the sandbox (what `prewarm: 'auto'` follows). */
+  lastTurnUsedSandbox: boolean
   cleanup(): Promise<void>
 }
 
@@ -145,6 +151,9 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     state: 'paused',
     journal: [],
     resumeDelayMs: 0,
+    endGate: undefined,
+    endsInFlight: 0,
+    lastTurnUsedSandbox: false,
     loseStateOnNextResume: () => {
       loseState = true
     },
@@ -152,18 +161,33 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     sessions: undefined as unknown as SessionManager,
   }
 
+  // Calls on the sandbox so far, to tell whether a turn used it.
+  let sandboxCalls = 0
+  const counted = new Proxy(handle, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target)
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        sandboxCalls += 1
+        return value.apply(target, args)
+      }
+    },
+  })
+
   const beginTurn = async (conversationId: string, options?: TurnOptions): Promise<Turn> => {
     fake.begins.push({ conversationId, options })
     open += 1
+    const callsAtBegin = sandboxCalls
     let report: ResumeReport | undefined
     let readyPromise: Promise<SandboxHandle> | undefined
     let endReport: TurnEndReport | undefined
+    let ending: Promise<TurnEndReport> | undefined
     const controller = new AbortController()
     const turn: Turn = {
       conversationId,
       tenant: options?.tenant ?? 'default',
       get sandbox() {
-        return handle
+        return counted
       },
       get report() {
         return report
@@ -202,24 +226,35 @@ export async function createFakeSessions(): Promise<FakeSessions> {
             retries: 0,
             rehydratedSteps: 0,
           }
-          return handle
+          return counted
         })()
         return readyPromise
       },
-      end: async () => {
-        if (endReport) return endReport
-        open -= 1
-        fake.ends += 1
-        const action =
-          report === undefined ? 'none' : open === 0 ? 'paused' : 'left-running-for-other-holders'
-        if (open === 0) fake.state = 'paused'
-        endReport = { action, last: open === 0, timings: { workMs: 0, storeMs: 0, pauseMs: 0 } }
-        controller.abort()
-        return endReport
+      end: () => {
+        ending ??= (async () => {
+          open -= 1
+          fake.ends += 1
+          const last = open === 0
+          const action = report === undefined ? 'none' : last ? 'paused' : 'left-running-for-other-holders'
+          if (last && report !== undefined && fake.endGate) {
+            fake.endsInFlight += 1
+            await fake.endGate
+            fake.endsInFlight -= 1
+          }
+          if (last) fake.state = 'paused'
+          fake.lastTurnUsedSandbox = sandboxCalls > callsAtBegin
+          endReport = { action, last, timings: { workMs: 0, storeMs: 0, pauseMs: 0 } }
+          controller.abort()
+          return endReport
+        })()
+        return ending
       },
       [Symbol.asyncDispose]: async () => {
         await turn.end()
       },
+    }
+    if (options?.prewarm === true || (options?.prewarm === 'auto' && fake.lastTurnUsedSandbox)) {
+      turn.ready().catch(() => {})
     }
     return turn
   }

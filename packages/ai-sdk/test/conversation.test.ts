@@ -1,41 +1,17 @@
-// Real AI SDK loops (generateText, streamText) with MockLanguageModelV4 scripting the tool calls, against a
-// real local-e2b host driven through the unmodified E2B SDK and a real Redis, through sandkeep's manager.
-import { randomUUID } from 'node:crypto'
-import type { SessionManager, SessionStore } from '@sandkeep/core'
-import type { LocalE2BHost } from '@sandkeep/local-e2b'
-import { createRedisSessionStore } from '@sandkeep/redis'
 import { stepCountIs, tool } from 'ai'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { type ScriptStep, scriptedModel, toolResultsIn } from '../src/mock-model.test-support.js'
 import { sandkeepTurn } from '../src/turn/index.js'
-import { startLocalSessions, stopLocalSessions } from './helpers.js'
+import { useRedisSessions } from './helpers.js'
 
-let host: LocalE2BHost
-let sessions: SessionManager
-let store: SessionStore
-const tenant = `ai-sdk-${randomUUID().slice(0, 8)}`
-const conversations: string[] = []
-
-beforeAll(async () => {
-  ;({ host, sessions, store } = await startLocalSessions({
-    store: createRedisSessionStore({ prefix: `skaitest:${randomUUID().slice(0, 12)}` }),
-    onTurnEnd: 'pause',
-  }))
-}, 120_000)
-
-afterAll(() => stopLocalSessions({ host, sessions, store }, conversations, tenant), 120_000)
-
-function newConversation(): string {
-  const id = `conv-${randomUUID()}`
-  conversations.push(id)
-  return id
-}
+const rig = useRedisSessions('ai-sdk')
+const { tenant, newConversation } = rig
 
 /** Runs one turn of `conversationId` with the scripted model, through generateText or streamText. */
 async function runTurn(mode: 'generateText' | 'streamText', conversationId: string, steps: ScriptStep[]) {
   const { model, prompts } = scriptedModel(steps)
-  const turn = sandkeepTurn({ sessions, conversationId, tenant })
+  const turn = sandkeepTurn({ sessions: rig.sessions, conversationId, tenant })
   let text: string
   if (mode === 'generateText') {
     text = (await turn.generateText({ model, prompt: 'go', stopWhen: stepCountIs(steps.length + 1) })).text
@@ -50,7 +26,7 @@ async function runTurn(mode: 'generateText' | 'streamText', conversationId: stri
 
 function sandboxState(sandboxId: string | undefined) {
   expect(sandboxId).toBeDefined()
-  return host.getSandbox(sandboxId!)?.state
+  return rig.host.getSandbox(sandboxId!)?.state
 }
 
 describe.each(['generateText', 'streamText'] as const)('a 3-turn conversation through %s', (mode) => {
@@ -98,7 +74,7 @@ describe.each(['generateText', 'streamText'] as const)('a 3-turn conversation th
     ])
     expect(third.end?.action).toBe('paused')
     expect(sandboxState(sandboxId)).toBe('paused')
-    expect(host.getSandbox(sandboxId!)?.pauseCount).toBe(3)
+    expect(rig.host.getSandbox(sandboxId!)?.pauseCount).toBe(3)
   }, 240_000)
 })
 
@@ -109,7 +85,7 @@ describe('turn boundaries and results against local-e2b', () => {
       { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo started > started.txt; sleep 60' } }] },
       { text: 'never reached' },
     ])
-    const turn = sandkeepTurn({ sessions, conversationId, tenant })
+    const turn = sandkeepTurn({ sessions: rig.sessions, conversationId, tenant })
     const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
     for await (const part of result.fullStream) {
       if (part.type === 'tool-call') {
@@ -157,7 +133,7 @@ describe('turn boundaries and results against local-e2b', () => {
       { text: 'stored' },
     ])
     const oldId = first.report!.sandboxId
-    await host.faults.expire(oldId)
+    await rig.host.faults.expire(oldId)
 
     const second = await runTurn('generateText', conversationId, [
       {
@@ -186,7 +162,7 @@ describe('turn boundaries and results against local-e2b', () => {
       },
       { text: 'ok' },
     ])
-    await host.faults.dropMemory(first.report!.sandboxId)
+    await rig.host.faults.dropMemory(first.report!.sandboxId)
     const second = await runTurn('streamText', conversationId, [
       {
         toolCalls: [{ toolName: 'readFile', input: { path: 'kept.txt' } }],
@@ -227,7 +203,7 @@ describe('turn boundaries and results against local-e2b', () => {
         return stdout
       },
     })
-    const turn = sandkeepTurn({ sessions, conversationId, tenant })
+    const turn = sandkeepTurn({ sessions: rig.sessions, conversationId, tenant })
     await turn.generateText({ model, prompt: 'go', tools: { stamp }, stopWhen: stepCountIs(5) })
     expect(toolResultsIn(prompts[1])[0]?.output).toBe('via experimental_sandbox\n')
     expect(toolResultsIn(prompts[2])[1]?.output).toMatchObject({
@@ -235,7 +211,7 @@ describe('turn boundaries and results against local-e2b', () => {
       stdout: 'via experimental_sandbox\nsame\n',
     })
     const sandboxId = turn.report?.sandboxId
-    expect(host.listSandboxes().filter((s) => s.sandboxId === sandboxId)).toHaveLength(1)
+    expect(rig.host.listSandboxes().filter((s) => s.sandboxId === sandboxId)).toHaveLength(1)
     expect((await turn.ended)?.action).toBe('paused')
     expect(sandboxState(sandboxId)).toBe('paused')
   }, 120_000)

@@ -1,4 +1,5 @@
 // A local-e2b host and a session manager on it, shared by the integration tests of this package.
+import { randomUUID } from 'node:crypto'
 import {
   createMemorySessionStore,
   createSessionManager,
@@ -8,6 +9,8 @@ import {
 } from '@sandkeep/core'
 import { createE2BProvider } from '@sandkeep/e2b'
 import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'
+import { createRedisSessionStore } from '@sandkeep/redis'
+import { afterAll, beforeAll } from 'vitest'
 
 /** What {@link startLocalSessions} started. */
 export interface LocalSessions {
@@ -41,4 +44,51 @@ export async function stopLocalSessions(
   }
   await local.store?.close()
   await local.host?.close()
+}
+
+/** What {@link useRedisSessions} gives a test file: the rig (once started), and fresh conversations. */
+export interface RedisSessionsRig extends LocalSessions {
+  /** The Redis key prefix of the store, for a second store on the same sessions. */
+  readonly prefix: string
+  /** The tenant the file's conversations use. */
+  readonly tenant: string
+  /** A fresh conversation id, ended after the file's tests. */
+  newConversation(): string
+}
+
+/**
+ * Starts a local-e2b host and a manager on the real Redis (a random prefix, pausing at turn end) before the
+ * file's tests, and ends the conversations it handed out, the store and the host after them.
+ */
+export function useRedisSessions(tenantPrefix: string): RedisSessionsRig {
+  const prefix = `skaitest:${randomUUID().slice(0, 12)}`
+  const tenant = `${tenantPrefix}-${randomUUID().slice(0, 8)}`
+  const conversations: string[] = []
+  let local: LocalSessions | undefined
+  beforeAll(async () => {
+    local = await startLocalSessions({ store: createRedisSessionStore({ prefix }), onTurnEnd: 'pause' })
+  }, 120_000)
+  afterAll(() => stopLocalSessions(local ?? {}, conversations, tenant), 120_000)
+  const started = () => {
+    if (!local) throw new Error('useRedisSessions: the rig starts in beforeAll')
+    return local
+  }
+  return {
+    prefix,
+    tenant,
+    get host() {
+      return started().host
+    },
+    get sessions() {
+      return started().sessions
+    },
+    get store() {
+      return started().store
+    },
+    newConversation() {
+      const id = `conv-${randomUUID()}`
+      conversations.push(id)
+      return id
+    },
+  }
 }

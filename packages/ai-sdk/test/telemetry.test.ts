@@ -67,7 +67,8 @@ describe('OpenTelemetry: one generateText turn', () => {
       { text: 'x is 42.' },
     ])
     const request = tracer.startSpan('chat-request')
-    const turn = sandkeepTurn({ sessions, conversationId })
+    // A lazy turn begins in the tool that first uses the sandbox (an eager one begins with the call).
+    const turn = sandkeepTurn({ sessions, conversationId, resume: 'lazy' })
     const result = await context.with(trace.setSpan(context.active(), request), () =>
       turn.generateText({
         model,
@@ -117,6 +118,29 @@ describe('OpenTelemetry: one generateText turn', () => {
       'sandkeep.sandbox.id': resume?.attributes['sandkeep.sandbox.id'],
     })
     expect(JSON.stringify(spans.map((span) => span.attributes))).not.toContain(conversationId)
+  }, 120_000)
+
+  it('a turn that resumes as the call starts (resume: auto after a turn that used the sandbox) hangs under the caller', async () => {
+    exporter.reset()
+    const { model } = scriptedModel([{ text: 'no tool needed' }])
+    const request = tracer.startSpan('chat-request')
+    const turn = sandkeepTurn({ sessions, conversationId, resume: 'auto' })
+    await context.with(trace.setSpan(context.active(), request), () =>
+      turn.generateText({
+        model,
+        prompt: 'hi',
+        experimental_telemetry: { isEnabled: true, integrations: [new OpenTelemetry({ tracer })] },
+      }),
+    )
+    expect((await turn.ended)?.action).toBe('paused')
+    request.end()
+    const spans = exporter.getFinishedSpans()
+    const tree = render(spans)
+    const turnSpans = spans.filter((span) => span.name === 'sandkeep.turn')
+    expect(turnSpans, tree).toHaveLength(1)
+    expect(turnSpans[0]?.parentSpanContext?.spanId, tree).toBe(request.spanContext().spanId)
+    const resume = spans.find((span) => span.name === 'sandkeep.resume')
+    expect(resume?.parentSpanContext?.spanId, tree).toBe(turnSpans[0]?.spanContext().spanId)
   }, 120_000)
 
   it('the next turn resumes the paused sandbox with one sandkeep.health span per check under the resume', async () => {

@@ -18,6 +18,27 @@ const PORT_START_GRACE_MS = 3_000
 
 type ProbeOutcome = { ok: boolean; message?: string }
 
+/** What the first probe of a declared check found, made ahead of the run (see {@link probeDeclaredChecks}). */
+export type FirstProbes = ReadonlyMap<HealthCheck, { outcome: ProbeOutcome; probeMs: number }>
+
+/** One run of the declared checks. */
+export interface DeclaredCheckRun {
+  /** The sandbox repairs and custom checks use. */
+  sandbox: SandboxHandle
+  /** The sandbox the built-in probes (process, port, code, file) use, which only read; default `sandbox`. */
+  probeSandbox?: SandboxHandle
+  signal: AbortSignal
+  /** A process list read a moment ago (by the fidelity probe): the process checks' first probe. */
+  processList?: ProcessInfo[]
+  /** The platform restarted processes on resume (new pids): they may not listen yet. */
+  processesRestarted?: boolean
+  /**
+   * First probes made side by side with the fidelity probes: used instead of probing again, unless a process
+   * was (re)started since (by the platform or a repair here), which makes them stale.
+   */
+  firstProbes?: FirstProbes
+}
+
 /**
  * Runs declared checks, each probe and each repair bounded by the check's `timeoutMs`. Process checks run
  * first (in parallel), then every other check (in parallel): ports, code and files usually depend on a
@@ -25,17 +46,12 @@ type ProbeOutcome = { ok: boolean; message?: string }
  * port to open (polling within its timeout) instead of failing at once; when only the platform restarted
  * processes on resume, that wait ends as soon as none of them runs any more. Results keep the declared order.
  * A failing probe runs its repair, then probes again until it passes or its time is up.
- * `probeSandbox` serves the built-in probes (process, port, code, file), which only read; repairs and custom
- * checks use `sandbox`.
  */
 export async function runDeclaredChecks(
-  sandbox: SandboxHandle,
   checks: readonly HealthCheck[],
-  signal: AbortSignal,
-  processList?: ProcessInfo[],
-  processesRestarted = false,
-  probeSandbox: SandboxHandle = sandbox,
+  run: DeclaredCheckRun,
 ): Promise<HealthCheckResult[]> {
+  const { sandbox, probeSandbox = sandbox, signal, processList, processesRestarted = false } = run
   const handles = { sandbox, probeSandbox }
   const results = new Map<HealthCheck, HealthCheckResult>()
   const processes = checks.filter((c) => c.kind === 'process')
@@ -43,7 +59,12 @@ export async function runDeclaredChecks(
   // The first probe of process checks reuses a list read a moment ago by the built-in probe.
   const listed = processList
   await Promise.all(
-    processes.map(async (c) => results.set(c, await runCheck(handles, c, signal, false, listed))),
+    processes.map(async (c) =>
+      results.set(
+        c,
+        await runCheck(handles, c, signal, { processList: listed, first: run.firstProbes?.get(c) }),
+      ),
+    ),
   )
   // Processes just (re)started, by a repair here or by the platform on resume, may not listen yet.
   const repairedHere = [...results.values()].some((r) => r.status === 'repaired')
@@ -53,10 +74,47 @@ export async function runDeclaredChecks(
   const platformOnly = !repairedHere && processList !== undefined ? processList : undefined
   await Promise.all(
     others.map(async (c) =>
-      results.set(c, await runCheck(handles, c, signal, restarted, undefined, platformOnly)),
+      results.set(
+        c,
+        await runCheck(handles, c, signal, {
+          waitForPort: restarted,
+          restartedProcesses: platformOnly,
+          first: restarted ? undefined : run.firstProbes?.get(c),
+        }),
+      ),
     ),
   )
   return checks.map((c) => results.get(c) as HealthCheckResult)
+}
+
+/**
+ * The first probe of each declared check, side by side, for a caller that runs them together with other
+ * probes of the sandbox (the fidelity probes) so that a resume where nothing was lost costs one round trip.
+ * Process checks share one process list, read only with `listProcesses` (otherwise the fidelity probe reads
+ * it). Never rejects: a failed or timed-out probe is a failed outcome, as in a run.
+ */
+export async function probeDeclaredChecks(
+  checks: readonly HealthCheck[],
+  run: Pick<DeclaredCheckRun, 'sandbox' | 'probeSandbox' | 'signal'> & { listProcesses: boolean },
+): Promise<FirstProbes> {
+  const { sandbox, probeSandbox = sandbox, signal } = run
+  const handles = { sandbox, probeSandbox }
+  const probed = checks.filter((c) => c.kind !== 'process' || run.listProcesses)
+  let list: Promise<ProcessInfo[]> | undefined
+  const processList = () => {
+    list ??= probeSandbox.listProcesses()
+    return list
+  }
+  const entries = await Promise.all(
+    probed.map(async (check) => {
+      const started = performance.now()
+      const outcome = await bounded(check.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS, signal, async (bound) =>
+        probe(handles, check, bound, check.kind === 'process' ? await processList() : undefined),
+      )
+      return [check, { outcome, probeMs: performance.now() - started }] as const
+    }),
+  )
+  return new Map(entries)
 }
 
 /** The handle repairs and custom checks use, and the one the built-in (read-only) probes use. */
@@ -65,48 +123,29 @@ interface CheckHandles {
   probeSandbox: SandboxHandle
 }
 
+/** How one check runs: what its first probe may reuse, and whether to wait for a restarted server. */
+interface CheckRun {
+  /** Poll a port probe for a while: its process was just (re)started. */
+  waitForPort?: boolean
+  /** A process list to answer a process check's first probe. */
+  processList?: ProcessInfo[] | undefined
+  /** Processes the platform restarted: a port wait ends when none of them runs any more. */
+  restartedProcesses?: ProcessInfo[] | undefined
+  /** The first probe, made already. */
+  first?: { outcome: ProbeOutcome; probeMs: number } | undefined
+}
+
 async function runCheck(
   handles: CheckHandles,
   check: HealthCheck,
   turnSignal: AbortSignal,
-  waitForPort: boolean,
-  processList?: ProcessInfo[],
-  restartedProcesses?: ProcessInfo[],
+  run: CheckRun,
 ): Promise<HealthCheckResult> {
   const timeoutMs = check.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS
   const required = check.required === true
   const started = performance.now()
-  const first = await bounded(timeoutMs, turnSignal, async (signal) => {
-    let outcome = await probe(handles, check, signal, processList)
-    // A server a process check (or the platform) just restarted needs a moment to listen; but a restarted
-    // process may also die at once (its files were wiped), so the wait is a grace period, after which the
-    // check's own repair gets its turn instead of the whole timeout going to a server nobody is starting.
-    const grace = Math.min(PORT_START_GRACE_MS, timeoutMs / 2)
-    const waitUntil = performance.now() + grace
-    for (
-      let attempt = 0;
-      !outcome.ok && waitForPort && check.kind === 'port' && !signal.aborted && performance.now() < waitUntil;
-      attempt++
-    ) {
-      await sleep(Math.min(50 * 2 ** attempt, 500), signal, 'resolve')
-      if (signal.aborted) break
-      outcome = await probe(handles, check, signal)
-      if (!outcome.ok && restartedProcesses && !(await anyStillRunning(handles, restartedProcesses))) {
-        return {
-          ok: false,
-          message: `${outcome.message ?? 'no answer'}; the processes restarted on resume exited`,
-        }
-      }
-    }
-    if (!outcome.ok && waitForPort && check.kind === 'port') {
-      return {
-        ok: false,
-        message: `${outcome.message ?? 'no answer'} ${Math.round(grace)} ms after a restart`,
-      }
-    }
-    return outcome
-  })
-  const probeMs = performance.now() - started
+  const first = run.first?.outcome ?? (await firstProbe(handles, check, turnSignal, timeoutMs, run))
+  const probeMs = run.first?.probeMs ?? performance.now() - started
   if (first.ok) {
     return { name: check.name, kind: check.kind, status: 'passed', required, probeMs, ...messageOf(first) }
   }
@@ -139,6 +178,49 @@ async function runCheck(
       ? `${first.message ?? 'probe failed'}; repaired`
       : `${first.message ?? 'probe failed'}; still failing after repair${repaired.message ? `: ${repaired.message}` : ''}`,
   }
+}
+
+/**
+ * A check's first probe, bounded by its timeout. A server a process check (or the platform) just restarted
+ * needs a moment to listen; but a restarted process may also die at once (its files were wiped), so the wait
+ * is a grace period, after which the check's own repair gets its turn instead of the whole timeout going to
+ * a server nobody is starting.
+ */
+function firstProbe(
+  handles: CheckHandles,
+  check: HealthCheck,
+  turnSignal: AbortSignal,
+  timeoutMs: number,
+  run: CheckRun,
+): Promise<ProbeOutcome> {
+  const { waitForPort = false, processList, restartedProcesses } = run
+  return bounded(timeoutMs, turnSignal, async (signal) => {
+    let outcome = await probe(handles, check, signal, processList)
+    const grace = Math.min(PORT_START_GRACE_MS, timeoutMs / 2)
+    const waitUntil = performance.now() + grace
+    for (
+      let attempt = 0;
+      !outcome.ok && waitForPort && check.kind === 'port' && !signal.aborted && performance.now() < waitUntil;
+      attempt++
+    ) {
+      await sleep(Math.min(50 * 2 ** attempt, 500), signal, 'resolve')
+      if (signal.aborted) break
+      outcome = await probe(handles, check, signal)
+      if (!outcome.ok && restartedProcesses && !(await anyStillRunning(handles, restartedProcesses))) {
+        return {
+          ok: false,
+          message: `${outcome.message ?? 'no answer'}; the processes restarted on resume exited`,
+        }
+      }
+    }
+    if (!outcome.ok && waitForPort && check.kind === 'port') {
+      return {
+        ok: false,
+        message: `${outcome.message ?? 'no answer'} ${Math.round(grace)} ms after a restart`,
+      }
+    }
+    return outcome
+  })
 }
 
 /** Whether any of `processes` (by pid) is still running; `true` when the list cannot be read. */

@@ -37,6 +37,7 @@ import {
   type SessionKey,
   type StoreLimits,
   serializeJournalEntry,
+  sessionHeld,
   storeClosed,
   utf8Bytes,
   validateTenant,
@@ -95,6 +96,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
     claimCreation: (key, lease) => sessions.run(() => sessions.claimCreation(key, lease)),
     setSandbox: (key, lease, input) => sessions.run(() => sessions.setSandbox(key, lease, input)),
     release: (key, lease, input) => sessions.run(() => sessions.release(key, lease, input)),
+    releaseHold: (key, lease) => sessions.run(() => sessions.releaseHold(key, lease)),
     setState: (key, state, stateOptions) => sessions.run(() => sessions.setState(key, state, stateOptions)),
     get: (key) => sessions.run(() => sessions.get(key)),
     delete: (key) => sessions.run(() => sessions.delete(key)),
@@ -164,6 +166,7 @@ class MemorySessions {
       holders: new Map(),
       counter: 0,
       claim: null,
+      hold: null,
       runFrom: null,
       journal: [],
       journalBytes: 0,
@@ -199,6 +202,9 @@ class MemorySessions {
     const now = this.clock()
     const entry = this.findOrCreate(key, now)
     prune(entry, now)
+    if (entry.hold !== null && entry.hold !== holderId) {
+      throw sessionHeld(key, entry.holders.get(entry.hold)!.expiresAt - now)
+    }
     // A new run of overlapping turns: forget the start of a previous one whose last holder never released.
     if (entry.holders.size === 0) entry.runFrom = null
     const fencingToken = Math.max(entry.counter, entry.record?.mappingToken ?? 0) + 1
@@ -297,9 +303,13 @@ class MemorySessions {
     const entry = this.find(key, now)
     if (!entry) return { last: true, record: null }
     prune(entry, now)
-    if (entry.holders.get(lease.holderId)?.token === lease.fencingToken) entry.holders.delete(lease.holderId)
-    if (entry.claim === lease.holderId && !entry.holders.has(lease.holderId)) entry.claim = null
-    const last = entry.holders.size === 0
+    const mine = entry.holders.get(lease.holderId)?.token === lease.fencingToken
+    const others = entry.holders.size - (mine ? 1 : 0)
+    const held = mine && others === 0 && checked.holdIfLast
+    if (held) entry.hold = lease.holderId
+    else if (mine) entry.holders.delete(lease.holderId)
+    if (entry.claim === lease.holderId && (held || !entry.holders.has(lease.holderId))) entry.claim = null
+    const last = others === 0
     const runFrom =
       checked.runningFrom === undefined
         ? entry.runFrom
@@ -310,7 +320,17 @@ class MemorySessions {
       touch(entry, checked.turnEndedAt)
     }
     entry.expiresAt = now + checked.ttlMs
-    return { last, record: copy(entry.record) }
+    return { last, record: copy(entry.record), ...(held ? { held } : {}) }
+  }
+
+  releaseHold(keyInput: unknown, leaseInput: unknown): void {
+    const key = checkStoreKey(keyInput)
+    const lease = checkLease(leaseInput)
+    this.assertOpen()
+    const entry = this.find(key, this.clock())
+    if (!entry || entry.hold !== lease.holderId) return
+    entry.hold = null
+    if (entry.holders.get(lease.holderId)?.token === lease.fencingToken) entry.holders.delete(lease.holderId)
   }
 
   setState(keyInput: unknown, stateInput: unknown, options: unknown): SessionRecord | null {

@@ -51,7 +51,10 @@ export interface SessionManagerOptions {
   leaseMs?: number
   /** Session TTL in the store, ms. Default 30 days. */
   ttlMs?: number
-  /** How long a holder waits for another's creation, ms. Default 60 000. */
+  /**
+   * How long a turn waits for another turn of the same session: its creation of the sandbox, or the pause
+   * at its end (the next turn never uses a sandbox that is being paused), ms. Default 60 000.
+   */
   createWaitMs?: number
   /** Retries of transient provider failures. Default `{ retries: 4, minTimeoutMs: 100, maxTimeoutMs: 3000 }`. */
   retry?: { retries?: number; minTimeoutMs?: number; maxTimeoutMs?: number }
@@ -70,6 +73,14 @@ export interface TurnOptions {
   abortSignal?: AbortSignal
   /** When true, the sandbox is resumed on first use; a turn that never uses it makes no provider call. */
   lazy?: boolean
+  /**
+   * Resume in the background as soon as the lease is taken, while the caller does something else (the model
+   * thinks): `true`, or `'auto'` when the session's previous turn used the sandbox (the record's
+   * `lastTurnUsedSandbox`). `beginTurn` then resolves once the lease is taken, as a lazy turn's does; the
+   * sandbox's calls and `ready()` wait for the resume. A prewarmed turn that never uses the sandbox is ended
+   * like any other (paused again). Default false.
+   */
+  prewarm?: boolean | 'auto'
 }
 
 /** A turn's journal. */
@@ -108,7 +119,7 @@ export interface Turn extends AsyncDisposable {
 
 /** Events emitted by the session manager, with their payloads. */
 export interface SessionManagerEvents {
-  'turn-start': { conversationId: string; tenant: string; holderId: string; lazy: boolean }
+  'turn-start': { conversationId: string; tenant: string; holderId: string; lazy: boolean; prewarm: boolean }
   'resume-end': { conversationId: string; tenant: string; report: ResumeReport }
   'health-check': {
     conversationId: string

@@ -96,6 +96,12 @@ export interface SessionRecord {
   mappingToken: number
   /** What the latest turn left behind; `null` before the first turn ended. */
   manifest: TurnManifest | null
+  /**
+   * Whether the latest turn that released its lease used the sandbox (ran something in it, not only resumed
+   * it); `null` when no turn said (before the first one ended, or a record written before this field).
+   * The manager's `prewarm: 'auto'` resumes early when it is true.
+   */
+  lastTurnUsedSandbox: boolean | null
   /** Free-form, JSON-safe data for integrations (never secrets). */
   extra?: Record<string, unknown>
 }
@@ -186,6 +192,15 @@ export interface ReleaseInput {
    * with `pausedAt` set when the state is `'paused'`. Omitted = leave the state.
    */
   stateIfLast?: SessionSandboxState
+  /** Written to the record's `lastTurnUsedSandbox`; omitted = leave it. */
+  usedSandbox?: boolean
+  /**
+   * When this holder turns out to be the last live one, keep its lease instead of removing it (the release
+   * is otherwise done: counters, manifest, `stateIfLast`): the session stays held while the caller pauses
+   * the sandbox, `acquire` refuses other holders with SESSION_BUSY meanwhile, and `releaseHold` (or the
+   * lease lapsing, as the caller stops renewing it) lets them in. Ignored when not last.
+   */
+  holdIfLast?: boolean
   /** Session TTL to set, ms; default the store's `ttlMs`. */
   ttlMs?: number
 }
@@ -196,6 +211,11 @@ export interface ReleaseResult {
   last: boolean
   /** The record after the write; `null` when the session was deleted meanwhile. */
   record: SessionRecord | null
+  /**
+   * True when `holdIfLast` kept the caller's lease: it must call `releaseHold` once its pause is done.
+   * Omitted otherwise.
+   */
+  held?: boolean
 }
 
 /** One page of {@link SessionStore.list}. */
@@ -222,6 +242,8 @@ export interface SessionStore {
    * Begins a turn in one atomic step: prunes lapsed holders, adds this holder with a lease of `leaseMs`,
    * issues the next fencing token, reads the record, and grants the creation claim when no sandbox is mapped
    * and no live holder holds the claim. Refreshes the session TTL.
+   * @throws SandkeepError SESSION_BUSY (retryable, `retryAfterMs` = the hold's remaining lease) while another
+   *   holder's release holds the session (`holdIfLast`: its sandbox is being paused); nothing is written
    */
   acquire(
     key: SessionKey,
@@ -252,6 +274,12 @@ export interface SessionStore {
    * counters (the turn did happen) and reports `last` from the live holders.
    */
   release(key: SessionKey, lease: Lease, input: ReleaseInput): Promise<ReleaseResult>
+  /**
+   * Ends the hold a `release` with `holdIfLast` kept: removes the holder, so other turns may begin. A no-op
+   * when the hold already lapsed or ended. Optional: a store without holds never answers `held`, and the
+   * manager then pauses after a plain release.
+   */
+  releaseHold?(key: SessionKey, lease: Lease): Promise<void>
   /**
    * Updates the recorded sandbox state (after a pause that happened outside `release`, or a failed one) and
    * refreshes the session TTL (`ttlMs`, default the store's).

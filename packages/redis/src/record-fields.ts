@@ -20,6 +20,7 @@ export const RECORD_FIELDS = [
   'pausedAt',
   'mappingToken',
   'manifest',
+  'lastTurnUsedSandbox',
 ] as const
 
 /** A script's positional record reply as a field map (null values left out). */

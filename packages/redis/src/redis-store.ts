@@ -33,6 +33,7 @@ import {
   SandkeepError,
   type SessionKey,
   type StoreLimits,
+  sessionHeld,
   validateTenant,
 } from '@sandkeep/core/store'
 import type { RedisConnection } from './connection.js'
@@ -66,6 +67,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     claimCreation: (key, lease) => sessions.claimCreation(key, lease),
     setSandbox: (key, lease, input) => sessions.setSandbox(key, lease, input),
     release: (key, lease, input) => sessions.release(key, lease, input),
+    releaseHold: (key, lease) => sessions.releaseHold(key, lease),
     setState: (key, state, stateOptions) => sessions.setState(key, state, stateOptions),
     get: (key) => sessions.get(key),
     delete: (key) => sessions.delete(key),
@@ -132,6 +134,7 @@ class RedisSessions {
         this.dropGivenUpHolder(session.keys, input.holderId, error)
         throw error
       })
+    if (reply.held) throw sessionHeld(key, reply.retryAfterMs)
     return {
       lease: { holderId: input.holderId, fencingToken: reply.fencingToken, expiresAt: reply.expiresAt },
       record: reply.record,
@@ -184,6 +187,14 @@ class RedisSessions {
     const checked = checkReleaseInput(input, this.limits.defaultTtlMs)
     return this.connection.roundTrip('end the turn', session.keys.record, (redis) =>
       commands.release(redis, session, { key, lease, checked }, this.singleSlot),
+    )
+  }
+
+  async releaseHold(keyInput: unknown, leaseInput: unknown): Promise<void> {
+    const { session } = this.session(keyInput)
+    const lease = checkLease(leaseInput)
+    await this.connection.roundTrip('end the hold', session.keys.lease, (redis) =>
+      commands.releaseHold(redis, session.keys, lease),
     )
   }
 

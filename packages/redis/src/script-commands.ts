@@ -120,21 +120,32 @@ export async function clock(redis: RedisClient, key: string): Promise<number | u
   return Number.isFinite(now) && now > 0 ? now : undefined
 }
 
+/** Ends a hold kept by a release with holdIfLast; false when there was none of this holder's. */
+export async function releaseHold(redis: RedisClient, keys: SessionKeys, lease: Lease): Promise<boolean> {
+  return Number(await run(redis, 'release-hold-1', keys.lease, lease.holderId, lease.fencingToken)) === 1
+}
+
 /** Removes a holder whose acquire was given up on (sent after it on the same connection). */
 export function dropHolder(redis: RedisClient, keys: SessionKeys, holderId: string): Promise<unknown> {
   return run(redis, 'drop-holder-1', keys.lease, holderId)
 }
 
-/** What `acquire-3` answers. */
-export interface AcquireReply {
-  record: SessionRecord | null
-  create: boolean
-  holders: number
-  fencingToken: number
-  expiresAt: number
-}
+/** What `acquire-3` answers: the turn begun, or the time left on another holder's hold. */
+export type AcquireReply =
+  | {
+      held: false
+      record: SessionRecord | null
+      create: boolean
+      holders: number
+      fencingToken: number
+      expiresAt: number
+    }
+  | { held: true; retryAfterMs: number }
 
-/** Begins a turn: adds the holder, issues a fencing token, grants the creation claim when it is free. */
+/**
+ * Begins a turn: adds the holder, issues a fencing token, grants the creation claim when it is free; or
+ * answers the hold another holder's release keeps while it pauses.
+ */
 export async function acquire(
   redis: RedisClient,
   session: Session,
@@ -143,8 +154,10 @@ export async function acquire(
 ): Promise<AcquireReply> {
   const args = [key.tenant, key.conversationId, input.holderId, input.leaseMs, input.ttlMs]
   const reply = await runChecked(redis, 'acquire-3', session, sessionKeys(session), args)
+  if (reply[0] === 'held') return { held: true, retryAfterMs: Number(reply[1]) }
   const [, record, create, holders, fencingToken, expiresAt] = reply
   return {
+    held: false,
     record: recordOf(record, session),
     create: create === 1,
     holders: Number(holders),
@@ -217,7 +230,7 @@ export async function release(
   session: Session,
   end: { key: SessionKey; lease: Lease; checked: CheckedReleaseInput },
   singleSlot: boolean,
-): Promise<{ last: boolean; record: SessionRecord | null }> {
+): Promise<{ last: boolean; record: SessionRecord | null; held?: true }> {
   const { key, lease, checked } = end
   const manifest = checked.manifest
   const args: ScriptArgument[] = [
@@ -234,10 +247,16 @@ export async function release(
     checked.ttlMs,
     checked.manifestIfTurnCount ?? '',
     checked.runningFrom ?? '',
+    checked.usedSandbox === undefined ? '' : checked.usedSandbox ? '1' : '0',
+    checked.holdIfLast ? '1' : '',
   ]
   const reply = await runListed(redis, session, 'release', args, checked.turnEndedAt, singleSlot)
-  const [, last, record] = reply
-  return { last: last === 1, record: recordOf(record, session) }
+  const [, last, record, held] = reply
+  return {
+    last: last === 1,
+    record: recordOf(record, session),
+    ...(held === 1 ? { held: true as const } : {}),
+  }
 }
 
 /** Records a sandbox state; null when there is no record. */

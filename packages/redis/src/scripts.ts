@@ -22,6 +22,7 @@ export const SCRIPT_FILES = [
   'index-prune-1',
   'drop-holder-1',
   'clock-1',
+  'release-hold-1',
 ] as const
 
 export type ScriptFile = (typeof SCRIPT_FILES)[number]

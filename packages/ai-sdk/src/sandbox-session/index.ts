@@ -5,7 +5,7 @@ import type { Experimental_SandboxSession } from 'ai'
 import { commandOperations } from './commands.js'
 import { fileOperations } from './files.js'
 import { createSessionLifecycle } from './lifecycle.js'
-import { resolveSessionOptions } from './options.js'
+import { checkPrewarm, resolveSessionOptions } from './options.js'
 import { resolveSandboxPath } from './paths.js'
 import { spawnProcess } from './spawn.js'
 import type { SandboxSessionOptions, SandkeepSandboxSession, SessionContext, SpawnOptions } from './types.js'
@@ -64,6 +64,7 @@ export function createSandboxSession(options: SandboxSessionOptions): SandkeepSa
     },
     signal: lifecycle.signal,
     ready: (readyOptions) => lifecycle.operation(readyOptions?.abortSignal, async (handle) => handle),
+    prewarm: (mode = true) => lifecycle.prewarm(checkPrewarm(mode)),
     ...fileOperations(context),
     ...commandOperations(context),
     spawn: ((spawnOptions: SpawnOptions) =>

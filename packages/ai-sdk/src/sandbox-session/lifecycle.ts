@@ -22,6 +22,8 @@ export interface SessionLifecycle {
   recordSetupStep(step: JournalStep): Promise<void>
   /** The state-lost notice on the first call after a resume that lost state, then `undefined`. */
   takeStateNotice(): string | undefined
+  /** Begins the turn now with its resume in the background (`'auto'`: if the previous turn used the sandbox). */
+  prewarm(mode: true | 'auto'): void
   end(): Promise<TurnEndReport | undefined>
 }
 
@@ -48,7 +50,9 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
     })
 
   async function readyHandle(signal: AbortSignal): Promise<SandboxHandle> {
-    const begun = await raceAbort(lazy.begin(), signal)
+    // Begun by a call that needs the sandbox: the resume follows at once, so it may start with the lease
+    // (the manager then connects while the lease is taken).
+    const begun = await raceAbort(lazy.begin(true), signal)
     return raceAbort(begun.ready(), signal)
   }
 
@@ -75,7 +79,10 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
       lifetime.abort(turnEnded())
       if (inFlight.size > 0) await settleWithin([...inFlight], settings.endGraceMs)
       const begun = await lazy.begun()
-      return begun ? begun.end() : undefined
+      if (!begun) return undefined
+      const report = await begun.end()
+      // A turn begun ahead (prewarm 'auto') whose sandbox was never resumed did nothing worth a report.
+      return begun.report === undefined && report.action === 'none' && !report.error ? undefined : report
     })()
     return endPromise
   }
@@ -93,6 +100,14 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
       if (ended) throw turnEnded()
       const begun = await lazy.begin()
       await begun.journal.record(step)
+    },
+    prewarm: (mode) => {
+      if (ended || lifetime.signal.aborted) return
+      // A failed begin is forgotten (the first call that needs the sandbox tries again, and says why).
+      lazy
+        .begin(mode)
+        .then((turn) => (mode === true ? turn.ready() : undefined))
+        .catch(() => {})
     },
     takeStateNotice: () => {
       const report = lazy.turn?.report
@@ -112,12 +127,14 @@ function lazyTurn({ sessions, conversationId, tenant, abortSignal }: SessionSett
     get turn(): Turn | undefined {
       return turn
     },
-    begin(): Promise<Turn> {
+    /** Begins the turn once; `prewarm` (on the first call only) starts its resume in the background. */
+    begin(prewarm?: true | 'auto'): Promise<Turn> {
       if (turnPromise === undefined) {
         turnPromise = sessions
           .beginTurn(conversationId, {
             tenant,
             lazy: true,
+            ...(prewarm === undefined ? {} : { prewarm }),
             ...(abortSignal === undefined ? {} : { abortSignal }),
           })
           .then((begun) => {

@@ -76,3 +76,9 @@ function defaultDescription(workingDirectory: string): string {
     `if they did not, the first tool result of the turn says so.`
   )
 }
+
+/** A session's prewarm mode. @throws SandkeepError INVALID_ARGUMENT for anything but `true` or `'auto'` */
+export function checkPrewarm(mode: unknown): true | 'auto' {
+  if (mode !== true && mode !== 'auto') throw invalid(`prewarm takes true or 'auto', got ${String(mode)}.`)
+  return mode
+}

@@ -98,6 +98,14 @@ export interface SandkeepSandboxSession extends Experimental_SandboxSession, Asy
   readonly signal: AbortSignal
   /** Begins the turn now (no-op when begun) and resolves when the sandbox is ready. */
   ready(options?: { abortSignal?: AbortSignal }): Promise<SandboxHandle>
+  /**
+   * Begins the turn now and starts the resume in the background, while the caller does something else (the
+   * model's first call): `true` (default), or `'auto'` to resume only when the conversation's previous turn
+   * used the sandbox. Returns at once; calls on the session wait for the resume, and a failed one reaches
+   * the first of them. A no-op once the turn has begun or the session has ended.
+   * @throws SandkeepError INVALID_ARGUMENT for another mode
+   */
+  prewarm(mode?: true | 'auto'): void
   /** The underlying sandkeep turn once begun. */
   readonly turn: Turn | undefined
   /** Runs a code cell in the sandbox's persistent interpreter (variables survive across calls and turns). */

@@ -25,6 +25,18 @@ const newTurn = (extra: Record<string, unknown> = {}) =>
     ...extra,
   })
 
+/** Streams a turn whose model runs one command, then answers; reads the text stream to its end. */
+async function streamToTheEnd(turn: ReturnType<typeof newTurn>): Promise<string> {
+  const { model } = scriptedModel([
+    { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo streamed' } }] },
+    { text: 'all done now' },
+  ])
+  const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
+  let text = ''
+  for await (const delta of result.textStream) text += delta
+  return text
+}
+
 describe('sandkeepTurn', () => {
   it('generateText: resumes on the first tool call and pauses when the call finishes', async () => {
     const turn = newTurn()
@@ -39,17 +51,88 @@ describe('sandkeepTurn', () => {
       { toolName: 'runCode', output: { result: '42', stdout: '', stderr: '' } },
     ])
     expect(fake.begins).toHaveLength(1)
-    expect(fake.state).toBe('paused')
     expect((await turn.ended)?.action).toBe('paused')
+    expect(fake.state).toBe('paused')
     expect(turn.abortSignal.aborted).toBe(true)
   })
 
-  it('a call that uses no tool touches no session', async () => {
+  it('generateText resolves before the pause is done; turn.ended resolves after it', async () => {
+    const gate = Promise.withResolvers<void>()
+    fake.endGate = gate.promise
     const turn = newTurn()
+    const { model } = scriptedModel([
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo hi' } }] },
+      { text: 'done' },
+    ])
+    // With the end awaited, this call would wait on the gate, which only opens below.
+    const result = await turn.generateText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
+    expect(result.text).toBe('done')
+    let ended = false
+    void turn.ended.then(() => {
+      ended = true
+    })
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(fake.endsInFlight).toBe(1)
+    expect(fake.state).toBe('running')
+    expect(ended).toBe(false)
+    gate.resolve()
+    expect((await turn.ended)?.action).toBe('paused')
+    expect(fake.state).toBe('paused')
+  })
+
+  it('awaitEnd: generateText resolves only once the pause is done', async () => {
+    const gate = Promise.withResolvers<void>()
+    fake.endGate = gate.promise
+    const turn = newTurn({ awaitEnd: true })
+    const { model } = scriptedModel([
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo hi' } }] },
+      { text: 'done' },
+    ])
+    let settled = false
+    const call = turn.generateText({ model, prompt: 'go', stopWhen: stepCountIs(3) }).finally(() => {
+      settled = true
+    })
+    for (let i = 0; i < 200 && fake.endsInFlight === 0; i++) await new Promise((r) => setTimeout(r, 10))
+    expect(fake.endsInFlight).toBe(1)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(settled).toBe(false)
+    gate.resolve()
+    expect((await call).text).toBe('done')
+    expect(fake.state).toBe('paused')
+  })
+
+  it("resume: 'lazy': a call that uses no tool touches no session", async () => {
+    const turn = newTurn({ resume: 'lazy' })
     const { model } = scriptedModel([{ text: 'hello' }])
     await turn.generateText({ model, prompt: 'hi' })
     expect(await turn.ended).toBeUndefined()
     expect(fake.begins).toHaveLength(0)
+  })
+
+  it("resume: 'auto' (the default) takes the lease as the call starts and resumes early only after a turn that used the sandbox", async () => {
+    const quiet = newTurn()
+    await quiet.generateText({ model: scriptedModel([{ text: 'hello' }]).model, prompt: 'hi' })
+    expect(await quiet.ended).toBeUndefined()
+    expect(fake.begins.map((b) => b.options)).toMatchObject([{ lazy: true, prewarm: 'auto' }])
+    expect(fake.resumes).toBe(0)
+
+    const working = newTurn()
+    await working.generateText({
+      model: scriptedModel([
+        { toolCalls: [{ toolName: 'runCommand', input: { command: 'true' } }] },
+        { text: 'ok' },
+      ]).model,
+      prompt: 'go',
+      stopWhen: stepCountIs(3),
+    })
+    expect((await working.ended)?.action).toBe('paused')
+    expect(fake.resumes).toBe(1)
+
+    // The previous turn used the sandbox: this one resumes with no tool call at all.
+    const next = newTurn()
+    await next.generateText({ model: scriptedModel([{ text: 'hello again' }]).model, prompt: 'hi' })
+    expect((await next.ended)?.action).toBe('paused')
+    expect(fake.resumes).toBe(2)
   })
 
   it('parallel tool calls in one step share one turn', async () => {
@@ -73,22 +156,63 @@ describe('sandkeepTurn', () => {
       { exitCode: 0, stdout: 'two\n', stderr: '' },
       { path: `${fake.home}/p.txt`, bytes: 5 },
     ])
+    await turn.ended
     expect(fake.state).toBe('paused')
   })
 
-  it('streamText: the sandbox is paused by the time the stream has been read to the end', async () => {
+  it('streamText: the stream closes before the pause is done; turn.ended resolves after it', async () => {
+    const gate = Promise.withResolvers<void>()
+    fake.endGate = gate.promise
     const turn = newTurn()
-    const { model } = scriptedModel([
-      { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo streamed' } }] },
-      { text: 'all done now' },
-    ])
-    const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
-    let text = ''
-    for await (const delta of result.textStream) text += delta
-    expect(text).toBe('all done now')
+    // With the end awaited in the stream's flush, this would wait on the gate, which opens below.
+    expect(await streamToTheEnd(turn)).toBe('all done now')
+    expect(fake.endsInFlight).toBe(1)
+    expect(fake.state).toBe('running')
+    gate.resolve()
+    expect((await turn.ended)?.action).toBe('paused')
     expect(fake.state).toBe('paused')
     expect(fake.ends).toBe(1)
-    expect(await result.text).toBe('all done now')
+  })
+
+  it('streamText with awaitEnd: the sandbox is paused by the time the stream has been read to the end', async () => {
+    const turn = newTurn({ awaitEnd: true })
+    expect(await streamToTheEnd(turn)).toBe('all done now')
+    expect(fake.state).toBe('paused')
+    expect(fake.ends).toBe(1)
+  })
+
+  it("resume: 'eager' begins the turn and resumes as the call starts, before any tool call", async () => {
+    const turn = newTurn({ resume: 'eager' })
+    const { model } = scriptedModel([
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'echo hi' } }] },
+      { text: 'done' },
+    ])
+    const result = turn.streamText({ model, prompt: 'go', stopWhen: stepCountIs(3) })
+    const reader = result.fullStream.getReader()
+    const first = await reader.read()
+    expect(first.value?.type).not.toBe('tool-call')
+    expect(fake.begins).toHaveLength(1)
+    for (let i = 0; i < 200 && fake.resumes === 0; i++) await new Promise((r) => setTimeout(r, 10))
+    expect(fake.resumes).toBe(1)
+    while (!(await reader.read()).done) {}
+    expect((await turn.ended)?.action).toBe('paused')
+    expect(fake.begins).toHaveLength(1)
+    expect(fake.resumes).toBe(1)
+  })
+
+  it("resume: 'eager' with a model that uses no tool still pauses what it resumed", async () => {
+    const turn = newTurn({ resume: 'eager' })
+    const { model } = scriptedModel([{ text: 'hello' }])
+    await turn.generateText({ model, prompt: 'hi' })
+    expect((await turn.ended)?.action).toBe('paused')
+    expect(fake.resumes).toBe(1)
+    expect(fake.state).toBe('paused')
+  })
+
+  it('refuses a bad resume or awaitEnd before any I/O', () => {
+    expect(() => newTurn({ resume: 'sometimes' })).toThrow(/resume must be/)
+    expect(() => newTurn({ awaitEnd: 'yes' })).toThrow(/awaitEnd must be/)
+    expect(fake.begins).toHaveLength(0)
   })
 
   it('streamText: a consumer that cancels mid-way (during a tool call) still pauses, promptly', async () => {
@@ -294,6 +418,7 @@ describe('sandkeepTurn', () => {
     const results = []
     for await (const part of streamed.fullStream) if (part.type === 'tool-result') results.push(part.output)
     expect(results).toEqual([{ exitCode: 0, stdout: 'from agent', stderr: '' }])
+    await turn2.ended
     expect(fake.state).toBe('paused')
   })
 

@@ -38,8 +38,27 @@ type LooseAgent = {
   stream(options: LooseOptions): PromiseLike<object>
 }
 
-/** Options of {@link sandkeepTurn}: the session's, plus the tools' and a safety limit. */
+/** When a {@link sandkeepTurn} resumes the sandbox. */
+export type SandkeepTurnResume = 'eager' | 'lazy' | 'auto'
+
+/** Options of {@link sandkeepTurn}: the session's, plus the tools', when to resume, and a safety limit. */
 export interface SandkeepTurnOptions extends SandboxSessionOptions {
+  /**
+   * When the sandbox resumes. `'eager'`: as the wrapped call starts, in parallel with the model's first
+   * step, so the resume and its checks are done by the time the model calls a tool (a call whose model uses
+   * no tool still resumes, and pauses, the sandbox). `'lazy'`: at the model's first tool call; a call that
+   * uses no tool makes no store or sandbox call. `'auto'`: eager when this conversation's previous turn used
+   * the sandbox (the session record says), lazy otherwise; the lease is taken as the call starts. Default
+   * `'auto'`.
+   */
+  resume?: SandkeepTurnResume
+  /**
+   * `true`: `generateText` resolves, and a stream closes, only after the turn's end (the pause) is done,
+   * so whoever read the result finds the sandbox paused. Default `false`: they are done right after the
+   * model's last step and the end follows; `turn.ended` resolves when it is done (on a serverless host,
+   * keep the function alive for it: `waitUntil(turn.ended)`).
+   */
+  awaitEnd?: boolean
   /** Options of the sandbox tools added to the call, or `false` to add none. Default `{}`. */
   tools?: Omit<SandboxToolsOptions, 'session'> | false
   /**
@@ -50,8 +69,9 @@ export interface SandkeepTurnOptions extends SandboxSessionOptions {
 }
 
 /**
- * One turn of a conversation around one AI SDK call. The sandbox resumes on the first tool execution and
- * is paused again when the call finishes, fails, is aborted, or its stream is cancelled.
+ * One turn of a conversation around one AI SDK call. The sandbox resumes on the first tool execution (or,
+ * with `resume: 'eager'`, as the call starts) and is paused again once the call finishes, fails, is
+ * aborted, or its stream is cancelled.
  */
 export interface SandkeepTurn extends AsyncDisposable {
   /** The turn's sandbox; the wrapped call gets it as `experimental_sandbox`. */
@@ -62,7 +82,11 @@ export interface SandkeepTurn extends AsyncDisposable {
   readonly abortSignal: AbortSignal
   /** What the resume found, once the sandbox was used. */
   readonly report: ResumeReport | undefined
-  /** Resolves when the turn has ended, with what the end did (`undefined` when the sandbox was never used). */
+  /**
+   * Resolves when the turn has ended (the sandbox paused, kept or killed), with what the end did
+   * (`undefined` when the sandbox was never used). Unless `awaitEnd`, this is after the wrapped call's
+   * result: a serverless host keeps the function alive for it (`waitUntil(turn.ended)`).
+   */
   readonly ended: Promise<TurnEndReport | undefined>
   /** `generateText` as one turn: the sandbox tools are added and the turn ends when the call settles. */
   generateText<TOOLS extends ToolSet = {}, OUTPUT extends OutputInterface = OutputInterface<string, string>>(
@@ -102,24 +126,28 @@ export interface SandkeepTurn extends AsyncDisposable {
  * @throws SandkeepError INVALID_ARGUMENT for bad ids or options, before any I/O.
  */
 export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
+  const { resume, awaitEnd, maxDurationMs } = checkTurnOptions(options)
   const sandbox = createSandboxSession(options)
   const tools = options.tools === false ? {} : sandboxTools({ ...options.tools, session: sandbox })
-  const maxDurationMs = options.maxDurationMs ?? 900_000
-  if (typeof maxDurationMs !== 'number' || !Number.isFinite(maxDurationMs) || maxDurationMs < 0) {
-    throw new SandkeepError({
-      code: 'INVALID_ARGUMENT',
-      message: `sandkeepTurn: maxDurationMs must be a number of ms >= 0, got ${String(maxDurationMs)}.`,
-    })
-  }
   const control = createTurnControl(sandbox, maxDurationMs)
   const end = () => control.end()
   const onCancel = () => void end().catch(() => {})
+  /** Ends the turn once the call is over: awaited with `awaitEnd`, otherwise left to run (see `ended`). */
+  const finish = async () => {
+    const ending = end().catch(() => undefined)
+    if (awaitEnd) await ending
+  }
   /** The options of the wrapped call: the turn's signal and sandbox (unless the caller passed one). */
-  const wrap = (name: string, callOptions: LooseOptions) => ({
-    ...callOptions,
-    experimental_sandbox: callOptions.experimental_sandbox ?? sandbox,
-    abortSignal: control.callSignal(control.claim(name), callOptions.abortSignal),
-  })
+  const wrap = (name: string, callOptions: LooseOptions) => {
+    const signal = control.callSignal(control.claim(name), callOptions.abortSignal)
+    // The resume runs while the model thinks; its failure reaches the first tool call that needs it.
+    if (resume !== 'lazy') sandbox.prewarm(resume === 'eager' ? true : 'auto')
+    return {
+      ...callOptions,
+      experimental_sandbox: callOptions.experimental_sandbox ?? sandbox,
+      abortSignal: signal,
+    }
+  }
   const withTools = (callOptions: LooseOptions) => ({
     tools: { ...tools, ...(callOptions.tools as ToolSet | undefined) },
   })
@@ -137,7 +165,7 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
       try {
         return await callGenerateText({ ...wrapped, ...withTools(callOptions) })
       } finally {
-        await end().catch(() => {})
+        await finish()
       }
     }) as unknown as SandkeepTurn['generateText'],
     streamText: ((callOptions: LooseOptions) => {
@@ -145,7 +173,7 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
       const result = callStreamText({
         ...wrapped,
         ...withTools(callOptions),
-        experimental_transform: withEndTransform(callOptions.experimental_transform, end),
+        experimental_transform: withEndTransform(callOptions.experimental_transform, finish),
       })
       return guardStreamResult(result, onCancel)
     }) as unknown as SandkeepTurn['streamText'],
@@ -154,7 +182,7 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
       try {
         return await agent.generate(wrapped)
       } finally {
-        await end().catch(() => {})
+        await finish()
       }
     }) as unknown as SandkeepTurn['agentGenerate'],
     agentStream: (async (agent: LooseAgent, callOptions: LooseOptions) => {
@@ -162,11 +190,11 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
       try {
         const result = await agent.stream({
           ...wrapped,
-          experimental_transform: withEndTransform(callOptions.experimental_transform, end),
+          experimental_transform: withEndTransform(callOptions.experimental_transform, finish),
         })
         return guardStreamResult(result, onCancel)
       } catch (error) {
-        await end().catch(() => {})
+        await finish()
         throw error
       }
     }) as unknown as SandkeepTurn['agentStream'],
@@ -175,4 +203,29 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
       await end()
     },
   }
+}
+
+const RESUME_MODES: readonly SandkeepTurnResume[] = ['eager', 'lazy', 'auto']
+
+/** The turn's own options, checked before any I/O, with their defaults. */
+function checkTurnOptions(options: SandkeepTurnOptions): {
+  resume: SandkeepTurnResume
+  awaitEnd: boolean
+  maxDurationMs: number
+} {
+  const invalid = (message: string) => new SandkeepError({ code: 'INVALID_ARGUMENT', message })
+  if (typeof options !== 'object' || options === null) {
+    throw invalid('sandkeepTurn needs an options object: { sessions, conversationId, tenant? }.')
+  }
+  const { resume = 'auto', awaitEnd = false, maxDurationMs = 900_000 } = options
+  if (!RESUME_MODES.includes(resume)) {
+    throw invalid(`sandkeepTurn: resume must be 'eager', 'lazy' or 'auto', got ${String(resume)}.`)
+  }
+  if (typeof awaitEnd !== 'boolean') {
+    throw invalid(`sandkeepTurn: awaitEnd must be true or false, got ${String(awaitEnd)}.`)
+  }
+  if (typeof maxDurationMs !== 'number' || !Number.isFinite(maxDurationMs) || maxDurationMs < 0) {
+    throw invalid(`sandkeepTurn: maxDurationMs must be a number of ms >= 0, got ${String(maxDurationMs)}.`)
+  }
+  return { resume, awaitEnd, maxDurationMs }
 }

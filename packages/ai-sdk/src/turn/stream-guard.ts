@@ -15,7 +15,8 @@ const responseMethods = new Set<PropertyKey>(['toUIMessageStreamResponse', 'toTe
 
 /**
  * The caller's `experimental_transform` (none, one or a list) with, at the end of the pipeline, a transform
- * whose flush or cancel calls `end` (awaited, so a consumer that reads to the end finds the sandbox paused).
+ * whose flush or cancel calls `end`; the stream closes when `end` resolves (the turn decides whether that
+ * waits for the pause).
  */
 export function withEndTransform(transform: unknown, end: () => Promise<unknown>): unknown[] {
   const endTransform: StreamTextTransform<ToolSet> = () =>

@@ -32,6 +32,34 @@ describe('createSessionManager: health and rehydration', () => {
     expect(provider.callsOf('create')).toHaveLength(1)
   })
 
+  it('probes a declared check alongside the built-in probes, and again after a replay when memory was lost', async () => {
+    const { provider, sessions, id } = setup(
+      { healthChecks: [codeCheck({ name: 'model', code: 'model' })] },
+      {},
+    )
+    await sessions.withTurn(id, async (turn) => {
+      await turn.sandbox.runCode('model = 5')
+      await turn.journal.record({ kind: 'code', code: 'model = 5' })
+    })
+    const probesOf = () => provider.callsOf('runCode').filter((c) => c.detail === 'model')
+    provider.clearCalls()
+    await sessions.withTurn(id, async (turn) => {
+      expect(turn.report?.stateLost).toBe(false)
+      expect(turn.report?.checks.find((c) => c.name === 'model')?.status).toBe('passed')
+    })
+    // Nothing lost: the early probe's answer is the check's.
+    expect(probesOf()).toHaveLength(1)
+    provider.dropMemory((await sessions.getSession(id))!.sandboxId!)
+    provider.clearCalls()
+    await sessions.withTurn(id, async (turn) => {
+      expect(turn.report?.survived.memory).toBe(false)
+      expect(turn.report?.rehydratedSteps).toBe(1)
+      // Probed early (memory gone: false), then again after the replay, which put `model` back.
+      expect(turn.report?.checks.find((c) => c.name === 'model')?.status).toBe('passed')
+    })
+    expect(probesOf()).toHaveLength(2)
+  })
+
   it('a steady turn end writes nothing in the sandbox; what the resume verified carries over', async () => {
     const { provider, sessions, id } = setup()
     await sessions.withTurn(id, async (turn) => {

@@ -2,7 +2,7 @@ import { SandkeepError } from '../errors.js'
 import { probeFidelity, type UsedContext } from '../fidelity.js'
 import type { VerifiedState } from '../fidelity-manifest.js'
 import type { HealthCheckResult } from '../health.js'
-import { runDeclaredChecks } from '../health-runner.js'
+import { type FirstProbes, probeDeclaredChecks, runDeclaredChecks } from '../health-runner.js'
 import { type ReplayOutcome, replayFailedError, replaySteps } from '../rehydrate.js'
 import type { RehydrateFailures, ResumeReport } from '../report.js'
 import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
@@ -123,20 +123,27 @@ async function check(
   // The built-in declared probes only read (a port probe's command leaves no process behind).
   const probeHandle = climbed.handle
   const healthStarted = performance.now()
+  const early = firstProbes(scope, climbed, {
+    sandbox: handle,
+    probeSandbox: probeHandle,
+    signal: attempt.signal,
+  })
   const restored = await restore(scope, climbed, handle, progress)
   const checks = restored.checks
   if (outcome === 'created') {
     checks.push(...skippedChecks(scope))
   } else if (config.healthChecks.length > 0) {
+    // First probes made alongside the built-in ones say nothing once something was lost or replayed.
+    const first = early && nothingLost(restored) ? await early : undefined
     checks.push(
-      ...(await runDeclaredChecks(
-        handle,
-        config.healthChecks,
-        attempt.signal,
-        restored.processList,
-        restored.processesRestarted,
-        probeHandle,
-      )),
+      ...(await runDeclaredChecks(config.healthChecks, {
+        sandbox: handle,
+        probeSandbox: probeHandle,
+        signal: attempt.signal,
+        ...(restored.processList ? { processList: restored.processList } : {}),
+        processesRestarted: restored.processesRestarted,
+        ...(first ? { firstProbes: first } : {}),
+      })),
     )
   }
   const healthMs = performance.now() - healthStarted - restored.rehydrateMs
@@ -169,6 +176,33 @@ async function check(
     ...(restored.rehydrateFailures ? { rehydrateFailures: restored.rehydrateFailures } : {}),
     ...(restored.keptFiles ? { keptFiles: restored.keptFiles } : {}),
   }
+}
+
+/**
+ * The declared checks' first probes of a sandbox that resumed, sent side by side with the built-in probes
+ * (restore), so that a resume where nothing was lost pays one round trip for all of them. The process checks
+ * read the built-in probe's process list when it reads one, so they join only when it does not.
+ */
+function firstProbes(
+  scope: TurnScope,
+  climbed: Climbed,
+  handles: { sandbox: SandboxHandle; probeSandbox: SandboxHandle; signal: AbortSignal },
+): Promise<FirstProbes> | undefined {
+  const { config } = scope.ctx
+  const { outcome, record } = climbed
+  if (outcome === 'created' || outcome === 'recreated' || config.healthChecks.length === 0) return undefined
+  const probesList = config.fidelityProbes && (record?.manifest?.processes?.length ?? 0) > 0
+  return probeDeclaredChecks(config.healthChecks, { ...handles, listProcesses: !probesList })
+}
+
+/** Nothing lost, replayed or restarted: what the sandbox answered before the restore still holds. */
+function nothingLost(restored: Restored): boolean {
+  return (
+    !restored.stateLost &&
+    restored.rehydratedSteps === 0 &&
+    !restored.processesRestarted &&
+    restored.survived.processes !== false
+  )
 }
 
 /** HEALTH_CHECK_FAILED when a required check still failed after its repair. */

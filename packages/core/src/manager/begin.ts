@@ -1,15 +1,20 @@
 import { randomUUID } from 'node:crypto'
+import { SandkeepError } from '../errors.js'
 import type { Turn, TurnOptions } from '../session-manager-types.js'
 import type { AcquireResult } from '../session-store.js'
 import { invalidArgument, validateSessionKey } from '../validation.js'
 import { countLiveTurn, sessionCacheKey } from './caches.js'
 import type { ManagerContext } from './context.js'
+import { acquireAfterHold, waitForLocalEnds } from './end-wait.js'
 import { validateTurnOptions } from './options.js'
 import { abortedError } from './records.js'
 import { dropSpeculation, speculate } from './speculation.js'
 import { TurnImpl } from './turn.js'
 
-/** `sessions.beginTurn`: takes the lease (connecting speculatively meanwhile) and, unless lazy, resumes. */
+/**
+ * `sessions.beginTurn`: takes the lease (connecting speculatively meanwhile; after the pause of a turn end
+ * that still holds the session) and, unless lazy, resumes; a prewarmed turn starts its resume and returns.
+ */
 export function beginTurn(
   ctx: ManagerContext,
   conversationId: string,
@@ -25,17 +30,25 @@ async function begin(ctx: ManagerContext, conversationId: string, turnOptions?: 
   const key = validateSessionKey(conversationId, parsed.tenant)
   if (parsed.signal?.aborted) throw abortedError(key, parsed.signal.reason)
   const holderId = randomUUID()
+  // A turn end of this process still pausing the sandbox: connecting now would race that pause.
+  await waitForLocalEnds(ctx, key, parsed.signal)
   const known = ctx.caches.lastTurns.get(sessionCacheKey(key))
-  const speculation = parsed.lazy ? undefined : speculate(ctx, key, parsed.signal)
+  const connectsAnyway = !parsed.lazy || parsed.prewarm === true
+  let speculation = connectsAnyway ? speculate(ctx, key, parsed.signal) : undefined
+  const leaseOptions = { holderId, leaseMs: config.leaseMs, ttlMs: config.ttlMs }
   countLiveTurn(ctx.caches, key, 1)
   let acquired: AcquireResult
   try {
-    acquired = await store.acquire(key, { holderId, leaseMs: config.leaseMs, ttlMs: config.ttlMs })
+    acquired = await store.acquire(key, leaseOptions)
   } catch (error) {
     countLiveTurn(ctx.caches, key, -1)
     // No lease, no record: nothing confirms the speculation.
     await dropSpeculation(ctx, speculation, key)
-    throw error
+    if (!SandkeepError.hasCode(error, 'SESSION_BUSY')) throw error
+    // Another process's turn end holds the session while it pauses: the turn begins after it.
+    acquired = await acquireAfterHold(ctx, key, leaseOptions, error as SandkeepError, parsed.signal)
+    countLiveTurn(ctx.caches, key, 1)
+    speculation = undefined
   }
   const storeMs = performance.now() - beganAt
   const turn = new TurnImpl({
@@ -49,12 +62,17 @@ async function begin(ctx: ManagerContext, conversationId: string, turnOptions?: 
     speculation,
     lazy: parsed.lazy,
   })
+  const prewarm =
+    parsed.prewarm === true || (parsed.prewarm === 'auto' && acquired.record?.lastTurnUsedSandbox === true)
   ctx.events.emit('turn-start', {
     conversationId: key.conversationId,
     tenant: key.tenant,
     holderId: acquired.lease.holderId,
     lazy: parsed.lazy,
+    prewarm,
   })
+  // Settled here, reported by ready() itself; the turn's first call waits for the same resume.
+  if (prewarm) turn.ready().catch(() => {})
   if (!parsed.lazy) {
     try {
       await turn.ready()

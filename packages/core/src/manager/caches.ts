@@ -25,6 +25,8 @@ export interface SessionCaches {
   readonly liveTurns: Map<string, number>
   /** Turns of this process waiting for another's creation of a session, by session (see creation-wait.ts). */
   readonly creationWaiters: Map<string, Set<() => void>>
+  /** Turn ends of this process that hold a session while they pause its sandbox (see end-wait.ts). */
+  readonly endHolds: Map<string, Set<Promise<void>>>
 }
 
 export function createSessionCaches(): SessionCaches {
@@ -33,6 +35,7 @@ export function createSessionCaches(): SessionCaches {
     lastTurns: new Map(),
     liveTurns: new Map(),
     creationWaiters: new Map(),
+    endHolds: new Map(),
   }
 }
 

@@ -22,7 +22,9 @@ export interface LeaseKeeper {
   readonly signal: AbortSignal
   /** LEASE_LOST once a renewal found the lease gone (lapsed or taken over); undefined before. */
   readonly lost: SandkeepError | undefined
-  /** Stops renewing and stops following the caller's signal: the first step of the turn end. */
+  /** Stops following the caller's signal (the turn end runs whatever the caller does now). */
+  detach(): void
+  /** Stops renewing and stops following the caller's signal: the last step of the turn end. */
   stop(): void
   /**
    * The turn end is about to release the lease: a renewal in flight that finds it gone from now on crossed
@@ -91,6 +93,9 @@ export function createLeaseKeeper(
     signal: controller.signal,
     get lost() {
       return lost
+    },
+    detach() {
+      detachCallerSignal?.()
     },
     stop() {
       stopRenewal()

@@ -66,7 +66,7 @@ describe('createSessionManager: options', () => {
       'options.sandbox has an unknown option "size"; known: template,',
     )
     await expect(sessions.beginTurn(id, { colour: 1 } as never)).rejects.toThrow(
-      'turn options has an unknown option "colour"; known: tenant, abortSignal, lazy.',
+      'turn options has an unknown option "colour"; known: tenant, abortSignal, lazy, prewarm.',
     )
     expect(() => createSessionManager({ store, provider, rehydrate: 'all' as never })).toThrow(
       "options.rehydrate must be 'journal' or 'none'.",

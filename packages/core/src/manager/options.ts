@@ -36,7 +36,12 @@ const SANDBOX_OPTION_NAMES = [
   'allowInternetAccess',
 ] as const satisfies readonly (keyof SandboxOptions)[]
 /** Every option name of beginTurn and withTurn. */
-const TURN_OPTION_NAMES = ['tenant', 'abortSignal', 'lazy'] as const satisfies readonly (keyof TurnOptions)[]
+const TURN_OPTION_NAMES = [
+  'tenant',
+  'abortSignal',
+  'lazy',
+  'prewarm',
+] as const satisfies readonly (keyof TurnOptions)[]
 const optionListsComplete: [
   NamesEveryOption<SessionManagerOptions, typeof SESSION_MANAGER_OPTION_NAMES>,
   NamesEveryOption<SandboxOptions, typeof SANDBOX_OPTION_NAMES>,
@@ -236,24 +241,36 @@ function resolveRetry(retry: Partial<RetryPolicy>): RetryPolicy {
 export interface ParsedTurnOptions {
   tenant: unknown
   signal?: AbortSignal
+  /** beginTurn resolves with the lease; the resume waits for first use, or for the prewarm. */
   lazy: boolean
+  prewarm: boolean | 'auto'
 }
 
 /** @throws SandkeepError INVALID_ARGUMENT */
 export function validateTurnOptions(options: TurnOptions | undefined): ParsedTurnOptions {
-  if (options === undefined) return { tenant: undefined, lazy: false }
+  if (options === undefined) return { tenant: undefined, lazy: false, prewarm: false }
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('turn options', 'must be an object.')
   rejectUnknownOptions('turn options', options, TURN_OPTION_NAMES)
   if (options.lazy !== undefined && typeof options.lazy !== 'boolean')
     throw invalidArgument('options.lazy', 'must be a boolean.')
+  const prewarm = options.prewarm ?? false
+  if (prewarm !== true && prewarm !== false && prewarm !== 'auto')
+    throw invalidArgument('options.prewarm', "must be true, false or 'auto'.")
+  if (prewarm !== false && options.lazy === false) {
+    throw invalidArgument(
+      'options.prewarm',
+      'resumes in the background, so beginTurn resolves before the sandbox is ready: leave out lazy: false.',
+    )
+  }
   if (options.abortSignal !== undefined && !(options.abortSignal instanceof AbortSignal)) {
     throw invalidArgument('options.abortSignal', 'must be an AbortSignal.')
   }
   return {
     tenant: options.tenant,
     ...(options.abortSignal ? { signal: options.abortSignal } : {}),
-    lazy: options.lazy ?? false,
+    lazy: options.lazy ?? prewarm !== false,
+    prewarm,
   }
 }
 

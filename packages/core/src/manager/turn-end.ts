@@ -9,6 +9,7 @@ import type { FileWitness, SessionRecord, SessionSandboxState, TurnManifest } fr
 import type { Assessed } from './assess.js'
 import { countLiveTurn, rememberLastTurn } from './caches.js'
 import { wakeCreationWaiters } from './creation-wait.js'
+import { holdEnd } from './end-wait.js'
 import type { TurnScope } from './scope.js'
 import { type Speculation, settleSpeculation } from './speculation.js'
 
@@ -46,6 +47,8 @@ export interface TurnEndInput {
   abandoned: Promise<void> | undefined
   /** A call since the resume may have changed the process list (a start, kill, command or the SDK object). */
   processesMayHaveChanged: boolean
+  /** The caller ran something in the sandbox: the record's `lastTurnUsedSandbox`. */
+  used: boolean
 }
 
 /** What the release told: whether it happened, whether this turn was the last holder, the record after it. */
@@ -53,12 +56,16 @@ interface Released {
   released: boolean
   last: boolean
   record: SessionRecord | null
+  /** The release kept the lease as the session's hold: no other turn begins until `releaseHold`. */
+  held: boolean
 }
 
 /**
- * The turn end, after the turn stopped renewing its lease: write the manifest, release the lease, settle an
- * unused speculation, and, as the last holder, pause, keep or kill the sandbox (`onTurnEnd`). Never throws:
- * failures are on the end report and `error`. The turn emits `turn-end` with the report returned.
+ * The turn end, while the lease is still renewed: write the manifest, release the lease, settle an unused
+ * speculation, and, as the last holder, pause, keep or kill the sandbox (`onTurnEnd`). The last holder's
+ * release holds the session until that is done, so that a turn begun meanwhile (by this process or another)
+ * waits instead of meeting a sandbox that is being paused. Never throws: failures are on the end report and
+ * `error`. The turn emits `turn-end` with the report returned.
  */
 export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndReport> {
   const { ctx, key } = scope
@@ -77,6 +84,8 @@ export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise
   const manifest = await writeTurnManifest(scope, input, processesAtResume, fail)
   const storeStarted = performance.now()
   const outcome = await release(scope, input, manifest, processesAtResume, fail)
+  // Marked before any other await, so a turn of this process begun from now on waits for the pause.
+  const letGo = outcome.held ? holdEnd(ctx.caches, key) : undefined
   countLiveTurn(ctx.caches, key, -1)
   wakeCreationWaiters(ctx.caches, key)
   const settledTouch = await settleSpeculation(ctx, key, input.speculation, { handle, ...outcome })
@@ -88,6 +97,10 @@ export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise
   const pauseMs = performance.now() - pauseStarted
   rememberOutcome(scope, handle, input.foreign, action, outcome)
   await input.abandoned
+  if (letGo) {
+    await ctx.store.releaseHold!(key, scope.lease()).catch((cause: unknown) => fail('release-hold', cause))
+    letGo()
+  }
   if (action !== 'none' && action !== 'left-running-for-other-holders' && sandboxId) {
     ctx.events.emit('pause-end', {
       conversationId: key.conversationId,
@@ -149,6 +162,13 @@ async function release(
   const { store, config } = ctx
   const inHand = input.assessed !== undefined
   const basis = input.acquiredTurnCount
+  // Held only by a turn that will act on a sandbox it resumed (or tried to) as the last holder. A failed
+  // releaseHold leaves the hold to lapse with the lease, which the turn then stops renewing.
+  const hold =
+    (inHand || input.touched !== null) &&
+    !input.foreign &&
+    config.onTurnEnd !== 'keep' &&
+    typeof store.releaseHold === 'function'
   try {
     const result = await store.release(key, scope.lease(), {
       ...(manifest ? { manifest } : {}),
@@ -161,14 +181,16 @@ async function release(
           ? Math.max(0, input.runningSince - input.resumedFromPausedAt) / 1000
           : 0,
       ...(inHand ? { stateIfLast: stateIfLast(config.onTurnEnd) } : {}),
+      usedSandbox: input.used,
+      ...(hold ? { holdIfLast: true } : {}),
       ttlMs: config.ttlMs,
     })
-    return { released: true, last: result.last, record: result.record }
+    return { released: true, last: result.last, record: result.record, held: result.held === true }
   } catch (cause) {
     // Without the release we cannot know whether other turns hold the sandbox, so it is not paused: the
     // lease lapses and the platform timeout bounds the cost.
     fail('release', cause)
-    return { released: false, last: false, record: null }
+    return { released: false, last: false, record: null, held: false }
   }
 }
 

@@ -17,6 +17,8 @@ export interface HandleTurn {
   resumed(): SandboxHandle | undefined
   /** LEASE_LOST once the lease was lost. */
   leaseLost(): SandkeepError | undefined
+  /** Notes that the caller ran something in the sandbox (the record's `lastTurnUsedSandbox`). */
+  noteUse(): void
   /** Notes an interpreter context the turn's code ran in, for the manifest's memory sentinels. */
   trackContext(language: UsedContext['language'] | undefined, contextId: string | undefined): void
   /** Notes a file the turn wrote (after the write succeeded), for the manifest's file witnesses. */
@@ -47,6 +49,7 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
     })
   // Runs a call on the live handle; a failure is explained (lease lost, sandbox paused) before it is thrown.
   const use = async <T>(work: (handle: SandboxHandle) => Promise<T>): Promise<T> => {
+    turn.noteUse()
     const handle = await live()
     try {
       return await work(handle)
@@ -75,6 +78,7 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
       turn.assertLive()
       const resumed = turn.resumed()
       if (!resumed) throw notReady('native SDK object')
+      turn.noteUse()
       return resumed.native
     },
     runCommand: (command, options) => use((handle) => handle.runCommand(command, withSignal(turn, options))),

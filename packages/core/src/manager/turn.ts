@@ -76,6 +76,8 @@ export class TurnImpl implements Turn {
   #foreign = false
   /** A call that can change the process list ran (start, kill, a command, or the SDK object handed out). */
   #processesMayHaveChanged = false
+  /** The caller ran something in the sandbox (a resume alone, even a prewarm, does not count). */
+  #used = false
 
   constructor(start: TurnStart) {
     const { ctx, key } = start
@@ -108,6 +110,9 @@ export class TurnImpl implements Turn {
       ready: () => this.ready(),
       resumed: () => this.#handle,
       leaseLost: () => this.#keeper.lost,
+      noteUse: () => {
+        this.#used = true
+      },
       trackContext: (language, contextId) =>
         this.#trackContext({ language: language ?? 'python', contextId: contextId ?? null }),
       trackWrite: (path, data) => this.#trackWrite(path, data),
@@ -233,10 +238,14 @@ export class TurnImpl implements Turn {
     return this.#endPromise
   }
 
-  /** Stops the lease keeping, waits for a resume in flight, runs the turn end, then aborts and says so. */
+  /**
+   * Stops following the caller's signal, waits for a resume in flight, runs the turn end (the lease is kept
+   * renewed through it: a release may hold the session while the sandbox pauses), then stops the lease
+   * keeping, aborts and says so.
+   */
   async #end(): Promise<TurnEndReport> {
     const { ctx, key, acquired, speculation } = this.#start
-    this.#keeper.stop()
+    this.#keeper.detach()
     // Wait for a resume in flight so its sandbox is paused too; its failure was already reported.
     if (this.#readyPromise) await this.#readyPromise.catch(() => undefined)
     this.#ended = true
@@ -253,7 +262,9 @@ export class TurnImpl implements Turn {
       written: this.#written,
       abandoned: this.#attempt?.abandoned(),
       processesMayHaveChanged: this.#processesMayHaveChanged,
+      used: this.#used,
     })
+    this.#keeper.stop()
     this.#endReport = endReport
     this.#keeper.abort(
       new SandkeepError({

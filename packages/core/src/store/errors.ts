@@ -16,6 +16,21 @@ export function leaseLost(key: SessionKey, why: string): SandkeepError {
   })
 }
 
+/**
+ * SESSION_BUSY for `key`: another turn's end holds the session while it pauses the sandbox; retry after
+ * `retryAfterMs` at the latest (the hold's remaining lease), usually much sooner.
+ */
+export function sessionHeld(key: SessionKey, retryAfterMs: number): SandkeepError {
+  return new SandkeepError({
+    code: 'SESSION_BUSY',
+    message: `The previous turn of this conversation is still pausing its sandbox; begin the turn again shortly (the hold lapses within ${Math.ceil(retryAfterMs)} ms).`,
+    tenant: key.tenant,
+    conversationId: key.conversationId,
+    retryable: true,
+    retryAfterMs,
+  })
+}
+
 /** What a journal holds now, and what it may hold. */
 export interface JournalUsage {
   /** Steps stored. */

@@ -26,6 +26,7 @@ export {
   type JournalUsage,
   journalFull,
   leaseLost,
+  sessionHeld,
   storeClosed,
 } from './errors.js'
 export {

@@ -169,7 +169,14 @@ export interface CheckedReleaseInput {
   runningFrom: number | undefined
   pausedSeconds: number
   stateIfLast: SessionSandboxState | undefined
+  usedSandbox: boolean | undefined
+  holdIfLast: boolean
   ttlMs: number
+}
+
+function checkBoolean(name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw invalidArgument(name, 'must be true or false.')
+  return value
 }
 
 function checkSeconds(name: string, value: unknown): number {
@@ -188,6 +195,8 @@ const RELEASE_FIELDS: ReadonlyArray<keyof ReleaseInput> = [
   'runningFrom',
   'pausedSeconds',
   'stateIfLast',
+  'usedSandbox',
+  'holdIfLast',
   'ttlMs',
 ]
 
@@ -207,6 +216,8 @@ export function checkReleaseInput(input: unknown, defaultTtlMs: number): Checked
     runningFrom: optional(input.runningFrom, (from) => validateInteger('runningFrom', from, 0, MAX_EPOCH_MS)),
     pausedSeconds: checkSeconds('pausedSeconds', input.pausedSeconds),
     stateIfLast: optional(input.stateIfLast, (state) => checkSandboxState('stateIfLast', state)),
+    usedSandbox: optional(input.usedSandbox, (used) => checkBoolean('usedSandbox', used)),
+    holdIfLast: optional(input.holdIfLast, (hold) => checkBoolean('holdIfLast', hold)) ?? false,
     ttlMs: checkTtlMs(input.ttlMs, defaultTtlMs),
   }
 }

@@ -17,6 +17,8 @@ export interface Entry {
   counter: number
   /** Holder id of the creation claimant. */
   claim: string | null
+  /** Holder id whose release holds the session while it pauses the sandbox (`holdIfLast`). */
+  hold: string | null
   /** Earliest `runningFrom` of the turns that released while others still held the session. */
   runFrom: number | null
   journal: string[]
@@ -39,6 +41,7 @@ export const memoryEntries = new WeakMap<SessionStore, (key: SessionKey) => Entr
 export function prune(entry: Entry, now: number): void {
   for (const [id, holder] of entry.holders) if (holder.expiresAt <= now) entry.holders.delete(id)
   if (entry.claim !== null && !entry.holders.has(entry.claim)) entry.claim = null
+  if (entry.hold !== null && !entry.holders.has(entry.hold)) entry.hold = null
 }
 
 /** Moves a session up in its tenant's listing. */
@@ -66,6 +69,7 @@ export function newRecord(key: SessionKey, now: number, startedAt: number): Sess
     pausedAt: null,
     mappingToken: 0,
     manifest: null,
+    lastTurnUsedSandbox: null,
   }
 }
 
@@ -94,6 +98,7 @@ export function recordTurnEnd(
     record.runningSeconds += Math.max(0, checked.turnEndedAt - turn.runFrom) / 1000
   }
   record.pausedSeconds += checked.pausedSeconds
+  if (checked.usedSandbox !== undefined) record.lastTurnUsedSandbox = checked.usedSandbox
   if (turn.last && checked.stateIfLast !== undefined) applyState(record, checked.stateIfLast, turn.now)
   record.updatedAt = turn.now
 }

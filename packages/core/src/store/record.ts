@@ -40,6 +40,13 @@ function fieldReaders(fields: Fields, where: string) {
     number,
     nullableNumber: (name: string): number | null => (fields[name] === undefined ? null : number(name)),
     nullableText: (name: string): string | null => fields[name] ?? null,
+    /** `'1'` true, `'0'` false, missing null. */
+    nullableBoolean: (name: string): boolean | null => {
+      const text = fields[name]
+      if (text === undefined) return null
+      if (text !== '0' && text !== '1') throw corruptRecordError(where, `field ${name} is not 0 or 1`)
+      return text === '1'
+    },
     json,
   }
 }
@@ -98,6 +105,7 @@ export function parseRecordFields(
     pausedAt: read.nullableNumber('pausedAt'),
     mappingToken: read.number('mappingToken'),
     manifest,
+    lastTurnUsedSandbox: read.nullableBoolean('lastTurnUsedSandbox'),
   }
   const extra = read.json('extra', 'field extra does not parse', (value) => value)
   if (isPlainObject(extra)) record.extra = extra

@@ -67,6 +67,33 @@ describe('the store kit', () => {
     expect(SandkeepError.hasCode(error, 'STORE_CORRUPT')).toBe(true)
     expect((error as Error).message).toMatch(/at-key.*createdAt/)
   })
+
+  it('reads lastTurnUsedSandbox as 1, 0 or missing, and refuses anything else as STORE_CORRUPT', () => {
+    const fields = {
+      schemaVersion: '1',
+      tenant: 't',
+      conversationId: 'c',
+      state: 'paused',
+      createdAt: '1',
+      updatedAt: '2',
+      turnCount: '1',
+      runningSeconds: '0',
+      pausedSeconds: '0',
+      mappingToken: '1',
+    }
+    expect(parseRecordFields(fields, 'at-key', key).lastTurnUsedSandbox).toBeNull()
+    expect(
+      parseRecordFields({ ...fields, lastTurnUsedSandbox: '1' }, 'at-key', key).lastTurnUsedSandbox,
+    ).toBe(true)
+    expect(
+      parseRecordFields({ ...fields, lastTurnUsedSandbox: '0' }, 'at-key', key).lastTurnUsedSandbox,
+    ).toBe(false)
+    const error = catchError(() =>
+      parseRecordFields({ ...fields, lastTurnUsedSandbox: 'yes' }, 'at-key', key),
+    )
+    expect(SandkeepError.hasCode(error, 'STORE_CORRUPT')).toBe(true)
+    expect((error as Error).message).toMatch(/lastTurnUsedSandbox/)
+  })
 })
 
 function catchError(run: () => unknown): unknown {

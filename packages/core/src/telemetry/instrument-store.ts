@@ -9,6 +9,7 @@ const STORE_METHODS: readonly string[] = [
   'claimCreation',
   'setSandbox',
   'release',
+  'releaseHold',
   'setState',
   'get',
   'delete',

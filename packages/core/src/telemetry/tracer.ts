@@ -138,7 +138,8 @@ export function createTurnTracer(tracing: Tracing, on: Subscribe): TurnTracer {
         {
           attributes: {
             ...sessionAttributes({ tenant: tenant ?? 'default', conversationId }),
-            'sandkeep.turn.lazy': (options as { lazy?: unknown } | undefined)?.lazy === true,
+            // A prewarmed turn is lazy too: beginTurn does not wait for its resume.
+            'sandkeep.turn.lazy': isLazy(options),
           },
         },
         parent,
@@ -269,4 +270,10 @@ export const noopTurnTracer: TurnTracer = {
   turn: (_conversationId, _options, begin) => begin(),
   resume: (_turn, run) => run(),
   within: (_turn, run) => run(),
+}
+
+/** Whether beginTurn's options make a lazy turn (`lazy: true`, or a prewarm without `lazy: false`). */
+function isLazy(options: unknown): boolean {
+  const { lazy, prewarm } = (options ?? {}) as { lazy?: unknown; prewarm?: unknown }
+  return lazy === true || (lazy === undefined && (prewarm === true || prewarm === 'auto'))
 }

@@ -13,6 +13,8 @@
 
   Returns { 'ok', record values in FIELDS order (empty when none), create (0|1), live holders, fencing token,
     expiresAt }
+       or { 'held', ms until the hold lapses } while another holder's release holds the session (nothing
+          written but the pruning of lapsed holders)
        or { 'corrupt', index in KEYS of the bad key }
 ]]
 --- @include "session"
@@ -23,8 +25,9 @@ local holder_id, lease_ms, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 -- The session must outlive the lease it grants, even with a TTL shorter than the lease.
 if ttl < lease_ms then ttl = lease_ms end
 local now = store_now()
-local holders, count, claim, counter, has_journal, run_from = live_holders(KEYS[2], now)
+local holders, count, claim, counter, has_journal, run_from, hold = live_holders(KEYS[2], now)
 if not holders then return { 'corrupt', 2 } end
+if hold and hold ~= holder_id then return { 'held', holders[hold][1] - now } end
 -- A new run of overlapping turns: forget the start of a previous one whose last holder never released.
 if count == 0 and run_from then redis.call('HDEL', KEYS[2], 'run_from') end
 

@@ -1,5 +1,6 @@
 --[[
-  Ends a holder's turn in one round trip: removes the holder (and its creation claim), writes the manifest
+  Ends a holder's turn in one round trip: removes the holder (and its creation claim) or, when asked and it
+  is the last, keeps it as the session's hold (acquire refuses others until release-hold), writes the manifest
   and counters, applies stateIfLast when no live holder remains, refreshes the TTL, and tells whether the
   caller was the last live holder. A lapsed lease still records the turn. Refuses a corrupt record without
   writing anything.
@@ -20,8 +21,10 @@
   ARGV[12] turn count the manifest is conditional on ('' none): written only if the record's count is still it
   ARGV[13] when this turn started the sandbox running, epoch ms ('' never): the last holder of overlapping
            turns adds the time from their earliest start to its turn end to runningSeconds
+  ARGV[14] whether the turn used the sandbox ('1' | '0'; '' leaves lastTurnUsedSandbox)
+  ARGV[15] '1' to keep the lease as the session's hold when the caller is the last live holder, else ''
 
-  Returns { 'ok', last (0|1), record values in FIELDS order (empty when none) }
+  Returns { 'ok', last (0|1), record values in FIELDS order (empty when none), held (0|1) }
        or { 'corrupt', index in KEYS of the bad key }
 ]]
 --- @include "session"

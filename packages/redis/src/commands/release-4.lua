@@ -10,11 +10,11 @@
 
   KEYS[1] record    KEYS[2] lease    KEYS[3] journal (TTL only)    KEYS[4] tenant index
 
-  ARGV[1..13] as in release-3.lua
-  ARGV[14] index member (the conversation hash)
-  ARGV[15] index score (the turn end)
+  ARGV[1..15] as in release-3.lua
+  ARGV[16] index member (the conversation hash)
+  ARGV[17] index score (the turn end)
 
-  Returns { 'ok', last (0|1), record values in FIELDS order (empty when none) }
+  Returns { 'ok', last (0|1), record values in FIELDS order (empty when none), held (0|1) }
        or { 'corrupt', index in KEYS of the bad key }
 ]]
 --- @include "session"
@@ -23,5 +23,5 @@
 
 local reply = release_turn(KEYS[1], KEYS[2], KEYS[3])
 -- A session without a record (its creator released without creating) is not listed.
-if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[4], ARGV[14], ARGV[15]) end
+if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[4], ARGV[16], ARGV[17]) end
 return reply

@@ -14,6 +14,7 @@ import {
 } from './context.js'
 import { corruptionConformance } from './corruption.js'
 import { creationConformance } from './creation.js'
+import { holdConformance } from './hold.js'
 import { journalConformance } from './journal.js'
 import { keysConformance } from './keys.js'
 import { lifecycleConformance } from './lifecycle.js'
@@ -38,6 +39,7 @@ export const storeConformanceAreas = {
   acquire: acquireConformance,
   setSandbox: setSandboxConformance,
   release: releaseConformance,
+  hold: holdConformance,
   manifest: manifestConformance,
   accounting: accountingConformance,
   creation: creationConformance,

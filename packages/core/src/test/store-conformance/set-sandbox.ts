@@ -35,6 +35,7 @@ function firstCreationAndCompareAndSet({ test, expect, open, createSession, expe
       pausedAt: null,
       mappingToken: acquired.lease.fencingToken,
       manifest: null,
+      lastTurnUsedSandbox: null,
     }
     expect(record).toMatchObject(expected)
     expect(typeof record.createdAt).toBe('number')

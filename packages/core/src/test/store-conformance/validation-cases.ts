@@ -81,6 +81,8 @@ export const badReleases: unknown[] = [
   { turnEndedAt: 1, runningFrom: 'earlier' },
   { turnEndedAt: 1, manifestIfTurnCount: 1.5 },
   { turnEndedAt: 1, manifestIfTurnCount: '2' },
+  { turnEndedAt: 1, usedSandbox: 'yes' },
+  { turnEndedAt: 1, holdIfLast: 1 },
   { turnEndedAt: 1, extra: 1 },
 ]
 

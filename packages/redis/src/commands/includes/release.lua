@@ -1,6 +1,6 @@
 -- The end of a turn (inlined by the loader where a script says `--- @include "release"`), shared by
 -- release-3 (Cluster: the index is touched by its own command) and release-4 (one node: same script).
--- Reads ARGV[1..13] as documented in release-3.lua. Returns the script's reply table.
+-- Reads ARGV[1..15] as documented in release-3.lua. Returns the script's reply table.
 local function release_turn(record_key, lease_key, journal_key)
   local status, record = load_record(record_key, ARGV[1], ARGV[2])
   if status == 'corrupt' then return { 'corrupt', 1 } end
@@ -9,9 +9,15 @@ local function release_turn(record_key, lease_key, journal_key)
   local holders, count, claim, _, has_journal, run_from = live_holders(lease_key, now)
   if not holders then return { 'corrupt', 2 } end
   local holder = holders[holder_id]
+  local held = 0
   if holder and holder[2] == token then
     count = count - 1
-    if claim == holder_id then
+    -- The last holder may keep its lease while it pauses: acquire refuses others until release-hold.
+    if count == 0 and ARGV[15] == '1' then held = 1 end
+    if held == 1 then
+      redis.call('HSET', lease_key, 'hold', holder_id)
+      if claim == holder_id then redis.call('HDEL', lease_key, 'claim') end
+    elseif claim == holder_id then
       redis.call('HDEL', lease_key, 'h:' .. holder_id, 'claim')
     else
       redis.call('HDEL', lease_key, 'h:' .. holder_id)
@@ -48,6 +54,10 @@ local function release_turn(record_key, lease_key, journal_key)
     if last == 1 and since then running = running + math.max(0, ended - since) / 1000 end
     record[F_RUNNING] = float(running)
     record[F_PAUSED_SECONDS] = float(tonumber(record[F_PAUSED_SECONDS]) + tonumber(ARGV[9]))
+    if ARGV[14] ~= '' then
+      record[F_USED] = ARGV[14]
+      positions[#positions + 1] = F_USED
+    end
     if last == 1 and ARGV[10] ~= '' then
       apply_state(record, ARGV[10], now)
       positions[#positions + 1] = F_STATE
@@ -57,5 +67,5 @@ local function release_turn(record_key, lease_key, journal_key)
     save_fields(record_key, record, positions)
   end
   refresh_session(record_key, lease_key, journal_key, has_journal, tonumber(ARGV[11]))
-  return { 'ok', last, record or {} }
+  return { 'ok', last, record or {}, held }
 end

@@ -7,6 +7,7 @@
 --                  never round-trips JSON through Lua (cjson would also turn empty arrays into objects),
 --                  and scripts address them by position (FIELDS) rather than building tables by name.
 --   lease    hash  token = last fencing token, claim = holder id of the creation claimant,
+--                  hold = holder id whose release holds the session while it pauses the sandbox,
 --                  jbytes = journal bytes, h:<holderId> = '<expiresAt>:<token>:<startedAt>'
 --   journal  list  JSON entries in recording order
 
@@ -21,10 +22,10 @@ end
 -- load_record, in step.
 local FIELDS = { 'schemaVersion', 'tenant', 'conversationId', 'sandboxId', 'providerId', 'template',
   'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount', 'runningSeconds',
-  'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest' }
+  'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox' }
 local F_SCHEMA, F_TENANT, F_CONVERSATION, F_SANDBOX, F_PROVIDER, F_TEMPLATE = 1, 2, 3, 4, 5, 6
 local F_CREATED, F_UPDATED, F_STARTED, F_ENDED, F_TURNS, F_RUNNING = 7, 8, 9, 10, 11, 12
-local F_PAUSED_SECONDS, F_STATE, F_PAUSED_AT, F_TOKEN, F_MANIFEST = 13, 14, 15, 16, 17
+local F_PAUSED_SECONDS, F_STATE, F_PAUSED_AT, F_TOKEN, F_MANIFEST, F_USED = 13, 14, 15, 16, 17, 18
 
 local function integer(value)
   return string.format('%d', value)
@@ -117,7 +118,7 @@ local function load_record(key, tenant, conversation_id)
   -- Field names spelled out rather than unpack(FIELDS): this runs twice per turn.
   local record = redis.pcall('HMGET', key, 'schemaVersion', 'tenant', 'conversationId', 'sandboxId',
     'providerId', 'template', 'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount',
-    'runningSeconds', 'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest')
+    'runningSeconds', 'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox')
   if record.err then return 'corrupt' end
   if not record[F_SCHEMA] then
     if redis.call('EXISTS', key) == 0 then return 'none' end
@@ -132,7 +133,8 @@ local function load_record(key, tenant, conversation_id)
     or not is_count(record[F_TOKEN])
     or (record[F_STARTED] and not is_amount(record[F_STARTED]))
     or (record[F_ENDED] and not is_amount(record[F_ENDED]))
-    or (record[F_PAUSED_AT] and not is_amount(record[F_PAUSED_AT])) then
+    or (record[F_PAUSED_AT] and not is_amount(record[F_PAUSED_AT]))
+    or (record[F_USED] and record[F_USED] ~= '0' and record[F_USED] ~= '1') then
     return 'corrupt'
   end
   -- A sandbox id with a newline (or any id setSandbox would refuse) must never reach a provider, nor be
@@ -164,13 +166,14 @@ end
 
 -- Reads the lease hash; deletes lapsed holders, and the claim when its holder lapsed.
 -- Returns the live holders (id -> { expiresAt, token, startedAt }), their count, the claimant (or nil), the
--- last fencing token, whether a journal exists (append-journal keeps `jbytes` exactly while it does) and
+-- last fencing token, whether a journal exists (append-journal keeps `jbytes` exactly while it does),
 -- `run_from` (the earliest start of running among the turns released while others held the session, or
--- nil); or nil when the key is not a hash (the caller refuses as corrupt).
+-- nil) and the holder of a live hold (or nil; a hold whose holder lapsed is deleted); or nil when the key
+-- is not a hash (the caller refuses as corrupt).
 local function live_holders(key, now)
   local flat = redis.pcall('HGETALL', key)
   if flat.err then return nil end
-  local holders, count, claim, counter, journal, run_from, lapsed = {}, 0, nil, 0, false, nil, {}
+  local holders, count, claim, counter, journal, run_from, hold, lapsed = {}, 0, nil, 0, false, nil, nil, {}
   for i = 1, #flat, 2 do
     local field, value = flat[i], flat[i + 1]
     if string.sub(field, 1, 2) == 'h:' then
@@ -184,6 +187,8 @@ local function live_holders(key, now)
       end
     elseif field == 'claim' then
       claim = value
+    elseif field == 'hold' then
+      hold = value
     elseif field == 'token' then
       counter = tonumber(value) or 0
     elseif field == 'jbytes' then
@@ -197,7 +202,11 @@ local function live_holders(key, now)
     redis.call('HDEL', key, 'claim')
     claim = nil
   end
-  return holders, count, claim, counter, journal, run_from
+  if hold and not holders[hold] then
+    redis.call('HDEL', key, 'hold')
+    hold = nil
+  end
+  return holders, count, claim, counter, journal, run_from, hold
 end
 
 local function holder_value(expires_at, token, started_at)

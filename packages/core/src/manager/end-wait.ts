@@ -1,0 +1,96 @@
+// A turn's end may hold the session while it pauses the sandbox (the release's `holdIfLast`): the reply
+// went out before the pause, so the next message can arrive while the sandbox is still being paused, and
+// that turn must not resume (or use) a sandbox that is half-paused. Here: the holds of this process's turn
+// ends, and the next turn's wait for them or for another process's.
+import { SandkeepError } from '../errors.js'
+import { sleep } from '../retry.js'
+import type { AcquireResult } from '../session-store.js'
+import type { SessionKey } from '../validation.js'
+import { type SessionCaches, sessionCacheKey } from './caches.js'
+import type { ManagerContext } from './context.js'
+
+/** Marks a turn end of this process that holds `key`'s session; call the returned function once it let go. */
+export function holdEnd(caches: SessionCaches, key: SessionKey): () => void {
+  const cacheKey = sessionCacheKey(key)
+  const { promise, resolve } = Promise.withResolvers<void>()
+  const holds = caches.endHolds.get(cacheKey) ?? new Set<Promise<void>>()
+  holds.add(promise)
+  caches.endHolds.set(cacheKey, holds)
+  return () => {
+    holds.delete(promise)
+    if (holds.size === 0 && caches.endHolds.get(cacheKey) === holds) caches.endHolds.delete(cacheKey)
+    resolve()
+  }
+}
+
+/**
+ * Waits until no turn end of this process holds `key`'s session (none usually: then it returns at once), at
+ * most until `deadline` (a `performance.now()` time, monotonic; default `createWaitMs` from now).
+ * @throws SandkeepError SESSION_BUSY past the deadline; the signal's reason when it fires
+ */
+export async function waitForLocalEnds(
+  ctx: ManagerContext,
+  key: SessionKey,
+  signal: AbortSignal | undefined,
+  deadline = performance.now() + ctx.config.createWaitMs,
+): Promise<void> {
+  for (;;) {
+    const holds = ctx.caches.endHolds.get(sessionCacheKey(key))
+    if (!holds || holds.size === 0) return
+    const left = deadline - performance.now()
+    if (left <= 0) throw stillHeld(key, ctx.config.createWaitMs)
+    const stop = new AbortController()
+    const stopped = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal
+    await Promise.race([Promise.all(holds), sleep(left, stopped, 'resolve')])
+    stop.abort()
+    if (signal?.aborted) throw signal.reason
+  }
+}
+
+/**
+ * Takes the lease after an acquire answered SESSION_BUSY (another turn's end holds the session): waits for
+ * this process's holds, or polls the store with backoff and jitter for another process's, at most
+ * `createWaitMs`.
+ * @throws SandkeepError SESSION_BUSY when the hold outlasts `createWaitMs`; the signal's reason when it fires
+ */
+export async function acquireAfterHold(
+  ctx: ManagerContext,
+  key: SessionKey,
+  options: { holderId: string; leaseMs: number; ttlMs: number },
+  busy: SandkeepError,
+  signal?: AbortSignal,
+): Promise<AcquireResult> {
+  const deadline = performance.now() + ctx.config.createWaitMs
+  let last = busy
+  for (let attempt = 0; ; attempt++) {
+    if (performance.now() >= deadline) throw last
+    if (ctx.caches.endHolds.has(sessionCacheKey(key))) {
+      await waitForLocalEnds(ctx, key, signal, deadline)
+    } else {
+      // The hold ends when its pause returns: usually within seconds, never later than its lease.
+      const base = Math.min(25 * 2 ** attempt, 500)
+      const wait = Math.min(
+        base / 2 + Math.random() * base,
+        last.retryAfterMs ?? base,
+        deadline - performance.now(),
+      )
+      await sleep(Math.max(0, wait), signal, 'reject')
+    }
+    try {
+      return await ctx.store.acquire(key, options)
+    } catch (error) {
+      if (!SandkeepError.hasCode(error, 'SESSION_BUSY')) throw error
+      last = error as SandkeepError
+    }
+  }
+}
+
+function stillHeld(key: SessionKey, waitedMs: number): SandkeepError {
+  return new SandkeepError({
+    code: 'SESSION_BUSY',
+    message: `The previous turn of this conversation has been pausing its sandbox for over ${waitedMs} ms; try again shortly.`,
+    tenant: key.tenant,
+    conversationId: key.conversationId,
+    retryable: true,
+  })
+}
