@@ -1,12 +1,13 @@
 // createSandboxSession wires the session's modules together; each concern has its own file beside this
 // one: options (checks, defaults), lifecycle (the lazy turn, operations, end), paths (paths,
-// encodings, bytes), files, commands (run, runCommand, runCode, startProcess) and spawn.
+// encodings, bytes), files, commands (run, runCommand, runCode, startProcess), spawn and ports.
 import type { Experimental_SandboxSession } from 'ai'
 import { commandOperations } from './commands.js'
 import { fileOperations } from './files.js'
 import { createSessionLifecycle } from './lifecycle.js'
 import { checkPrewarm, resolveSessionOptions } from './options.js'
 import { resolveSandboxPath } from './paths.js'
+import { portOperations } from './ports.js'
 import { spawnProcess } from './spawn.js'
 import type { SandboxSessionOptions, SandkeepSandboxSession, SessionContext, SpawnOptions } from './types.js'
 
@@ -67,6 +68,7 @@ export function createSandboxSession(options: SandboxSessionOptions): SandkeepSa
     prewarm: (mode = true) => lifecycle.prewarm(checkPrewarm(mode)),
     ...fileOperations(context),
     ...commandOperations(context),
+    ...portOperations(context),
     spawn: ((spawnOptions: SpawnOptions) =>
       spawnProcess(context, spawnOptions)) as unknown as Experimental_SandboxSession['spawn'],
     recordSetupStep: (step) => lifecycle.recordSetupStep(step),
