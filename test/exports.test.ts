@@ -113,7 +113,7 @@ describe('package exports', () => {
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
     const { harness, main, resolved }: { harness: string[]; main: string[]; resolved: string[] } =
       JSON.parse(stdout)
-    expect(harness).toEqual(['createSandkeepHarnessProvider'])
+    expect(harness.sort()).toEqual(['createSandkeepHarnessProvider', 'harnessSandboxTools'])
     expect(main).not.toContain('createSandkeepHarnessProvider')
     expect(resolved).toContain('@sandkeep/ai-sdk/harness')
     expect(resolved.filter((specifier) => specifier.startsWith('@ai-sdk/harness'))).toEqual([])

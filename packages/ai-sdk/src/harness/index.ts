@@ -1,9 +1,9 @@
 // createSandkeepHarnessProvider wires the AI SDK harness's sandbox spec (`harness-sandbox-v1`) onto the
 // session manager: options.ts checks what it is given, network-session.ts is the session the harness holds,
-// first-create.ts runs onFirstCreate once per sandbox, network-policy.ts maps network policies. One
-// harness session id is one sandkeep conversation; createSession and resumeSession begin its turn through
-// the resume ladder (create, resume, recreate and rehydrate, the health checks and their repairs); stop()
-// ends the turn, destroy() the session.
+// first-create.ts runs onFirstCreate once per sandbox, network-policy.ts maps network policies, tools.ts
+// types the sandbox tools for a HarnessAgent. One harness session id is one sandkeep conversation;
+// createSession and resumeSession begin its turn through the resume ladder (create, resume, recreate and
+// rehydrate, the health checks and their repairs); stop() ends the turn, destroy() the session.
 import { SandkeepError, validateConversationId } from '@sandkeep/core'
 import { invalid } from '../errors.js'
 import { createSandboxSession, restrictedSandboxSession } from '../sandbox-session/index.js'
@@ -16,6 +16,7 @@ import type {
   SandkeepNetworkSandboxSession,
 } from './types.js'
 
+export { type HarnessToolSet, harnessSandboxTools } from './tools.js'
 export type {
   HarnessCreateSessionOptions,
   HarnessResumeSessionOptions,
