@@ -6,6 +6,18 @@ import { type SandboxHandle, SandkeepError } from '@sandkeep/core'
 import { sessionMarker } from './marker.js'
 import type { SandkeepSandboxSession } from './types.js'
 
+/** The session's facts the view passes through. */
+const FACTS = [
+  'conversationId',
+  'tenant',
+  'workingDirectory',
+  'description',
+  'started',
+  'ended',
+  'report',
+  'signal',
+] as const satisfies ReadonlyArray<keyof SandkeepSandboxSession>
+
 /**
  * The session without `end()` and without the native SDK object. It is the same sandbox and the same turn:
  * a narrower API for code the caller trusts less, not a security boundary (it runs in the same process).
@@ -24,35 +36,11 @@ export function restrictedSandboxSession(
         tenant: session.tenant,
       }),
     )
-  return {
+  const view = {
     [sessionMarker]: true,
-    get conversationId() {
-      return session.conversationId
-    },
-    get tenant() {
-      return session.tenant
-    },
-    get workingDirectory() {
-      return session.workingDirectory
-    },
-    get description() {
-      return session.description
-    },
-    get started() {
-      return session.started
-    },
-    get ended() {
-      return session.ended
-    },
-    get report() {
-      return session.report
-    },
     // The turn could end itself: left out.
     turn: undefined,
-    get signal() {
-      return session.signal
-    },
-    ready: async (options) => withoutNative(await session.ready(options)),
+    ready: async (options?: { abortSignal?: AbortSignal }) => withoutNative(await session.ready(options)),
     readFile: session.readFile,
     readBinaryFile: session.readBinaryFile,
     readTextFile: session.readTextFile,
@@ -74,7 +62,12 @@ export function restrictedSandboxSession(
     resolvePath: session.resolvePath,
     end: refuseEnd,
     [Symbol.asyncDispose]: refuseEnd,
-  } as SandkeepSandboxSession & { readonly [sessionMarker]: true }
+  }
+  // Read live: a turn begins and ends under the view.
+  for (const name of FACTS) {
+    Object.defineProperty(view, name, { get: () => session[name], enumerable: true })
+  }
+  return view as unknown as SandkeepSandboxSession
 }
 
 /** The handle's calls without its `native` SDK object. */
