@@ -36,7 +36,8 @@ export function restrictedSandboxSession(
         tenant: session.tenant,
       }),
     )
-  const view = {
+  // Typed so that a member the session gains and the view leaves out fails to compile.
+  const view: Omit<SandkeepSandboxSession, (typeof FACTS)[number]> & { readonly [sessionMarker]: true } = {
     [sessionMarker]: true,
     // The turn could end itself: left out.
     turn: undefined,
