@@ -42,6 +42,8 @@ export function restrictedSandboxSession(
     // The turn could end itself: left out.
     turn: undefined,
     ready: async (options?: { abortSignal?: AbortSignal }) => withoutNative(await session.ready(options)),
+    // Only begins the resume sooner: nothing a tool could not cause by its first call.
+    prewarm: session.prewarm,
     readFile: session.readFile,
     readBinaryFile: session.readBinaryFile,
     readTextFile: session.readTextFile,
