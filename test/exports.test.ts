@@ -17,6 +17,7 @@ const entries = [
   '@sandkeep/e2b',
   '@sandkeep/local-e2b',
   '@sandkeep/ai-sdk',
+  '@sandkeep/ai-sdk/harness',
   'sandkeep',
 ]
 
@@ -91,10 +92,30 @@ describe('package exports', () => {
         'readLimitError',
         'shellQuote',
         'validateConversationId',
+        'validateNetworkPolicy',
+        'validatePort',
         'validateSandboxId',
         'validateSessionKey',
         'validateTenant',
       ].sort(),
     )
+  })
+  it('the harness provider has its own entry, which loads no @ai-sdk/harness module', async () => {
+    // Every module the import resolves, by a resolve hook: @ai-sdk/harness is an optional peer, for types.
+    const script = [
+      "import { registerHooks } from 'node:module'",
+      'const resolved = []',
+      'registerHooks({ resolve: (specifier, context, next) => (resolved.push(specifier), next(specifier, context)) })',
+      "const harness = await import('@sandkeep/ai-sdk/harness')",
+      "const main = await import('@sandkeep/ai-sdk')",
+      'console.log(JSON.stringify({ harness: Object.keys(harness), main: Object.keys(main), resolved }))',
+    ].join('\n')
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
+    const { harness, main, resolved }: { harness: string[]; main: string[]; resolved: string[] } =
+      JSON.parse(stdout)
+    expect(harness.sort()).toEqual(['createSandkeepHarnessProvider', 'harnessSandboxTools'])
+    expect(main).not.toContain('createSandkeepHarnessProvider')
+    expect(resolved).toContain('@sandkeep/ai-sdk/harness')
+    expect(resolved.filter((specifier) => specifier.startsWith('@ai-sdk/harness'))).toEqual([])
   })
 })

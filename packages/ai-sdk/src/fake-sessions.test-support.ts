@@ -141,6 +141,12 @@ export async function createFakeSessions(): Promise<FakeSessions> {
         () => false,
       ),
     remove: (path) => rm(path, { recursive: true, force: true }),
+    // The "sandbox" is this machine: its ports are this machine's.
+    portEndpoint: (port) => ({
+      url: `http://127.0.0.1:${port}`,
+      headers: {},
+      previewUrl: `http://127.0.0.1:${port}`,
+    }),
   }
 
   const fake: FakeSessions = {

@@ -15,6 +15,8 @@ export {
   codeModelOutput,
   type ListFilesInput,
   type ListFilesToolResult,
+  type PreviewUrlInput,
+  type PreviewUrlToolResult,
   type ReadFileInput,
   type ReadFileToolResult,
   type RunCodeInput,

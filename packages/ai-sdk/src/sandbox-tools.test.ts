@@ -1,3 +1,4 @@
+import { createServer } from 'node:net'
 import { SandkeepError } from '@sandkeep/core'
 import type { Experimental_SandboxSession } from 'ai'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -49,6 +50,39 @@ describe('sandboxTools', () => {
     expect(() => sandboxTools({ maxImageBytes: 0 })).toThrow(SandkeepError)
     expect(() => sandboxTools({ streamOutput: { intervalMs: 0 } })).toThrow(SandkeepError)
     expect(() => sandboxTools({ streamOutput: { every: 5 } as never })).toThrow(SandkeepError)
+    expect(() => sandboxTools({ previewWaitMs: 0 })).toThrow(SandkeepError)
+  })
+
+  it("previewUrl gives the port's address and says whether a server listens there", async () => {
+    const server = createServer((socket) => socket.end())
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as { port: number }
+    try {
+      const tools = sandboxTools({ session, previewWaitMs: 300 })
+      expect(await call(tools, 'previewUrl', { port, path: 'docs' })).toEqual({
+        url: `http://127.0.0.1:${port}/docs`,
+        port,
+        listening: true,
+        note: expect.stringContaining('give the user this URL'),
+      })
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
+    const closed = await call(sandboxTools({ session, previewWaitMs: 300 }), 'previewUrl', { port })
+    expect(closed).toMatchObject({ url: `http://127.0.0.1:${port}`, listening: false })
+    expect(closed.note).toContain('start the server')
+  })
+
+  it('previewUrl refuses a bad port, and a sandbox that routes no ports, as results', async () => {
+    const tools = sandboxTools({ session })
+    expect(await call(tools, 'previewUrl', { port: 70_000 })).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(fake.resumes).toBe(0)
+    const plain = {
+      run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
+    } as unknown as Experimental_SandboxSession
+    expect(await call(sandboxTools(), 'previewUrl', { port: 8000 }, plain)).toMatchObject({
+      code: 'CAPABILITY_UNSUPPORTED',
+    })
   })
 
   it('uses the experimental_sandbox of the call when not bound, and says so when there is none', async () => {

@@ -183,6 +183,42 @@ export interface ReadFileOptions {
   maxBytes?: number
 }
 
+/** Options of {@link SandboxHandle.portEndpoint}. */
+export interface PortEndpointOptions {
+  /**
+   * `'http'` (default) or `'ws'` (WebSocket). Whether the scheme is the secure one (`https`, `wss`) is the
+   * platform's to say: E2B terminates TLS at its edge, so its URLs always are.
+   */
+  protocol?: 'http' | 'ws'
+}
+
+/** How a client outside the sandbox reaches a server the sandbox runs on one of its ports. */
+export interface PortEndpoint {
+  /** The port's root URL (`http(s)://` or `ws(s)://`, no path): append the request path to it. */
+  url: string
+  /**
+   * Headers every request to `url` must carry: the platform's routing headers (a local host routes by them
+   * when its host names do not resolve), a private sandbox's traffic token. `{}` when none are needed.
+   */
+  headers: Record<string, string>
+  /**
+   * The port's address without headers, to give a person: E2B's `https://<port>-<id>.<domain>` (a local
+   * host's `http://<port>-<id>.localhost:<port>`, which browsers and curl resolve to loopback). It opens in a
+   * browser when the sandbox takes public traffic, as sandkeep creates them. Absent on platforms without one.
+   */
+  previewUrl?: string
+}
+
+/** A running sandbox's outbound network policy, as {@link SandboxProvider.updateNetwork} sets it. */
+export interface SandboxNetworkPolicy {
+  /** `false` denies all outbound traffic; `true` allows it (unless `allowOut`/`denyOut` say otherwise). */
+  allowInternetAccess?: boolean
+  /** Destinations allowed (CIDR block, IP, or host name with an optional `*.` prefix); wins over `denyOut`. */
+  allowOut?: string[]
+  /** Destinations denied (CIDR block or IP; `0.0.0.0/0` for everything not in `allowOut`). */
+  denyOut?: string[]
+}
+
 /**
  * A connected sandbox, provider-neutral. Used by the session manager, health checks and integrations.
  * Methods throw SandkeepError: FILE_NOT_FOUND, TIMEOUT, ABORTED, SANDBOX_NOT_FOUND (killed meanwhile),
@@ -222,6 +258,13 @@ export interface SandboxHandle<Native = unknown> {
   exists(path: string): Promise<boolean>
   /** Removes a file or directory (recursively). */
   remove(path: string): Promise<void>
+  /**
+   * Optional capability: how to reach `port` from outside the sandbox. No I/O; the answer stays the same for
+   * as long as the sandbox keeps its id, paused or not (a sandbox re-mapped or recreated has a new one).
+   * Absent on platforms that route no ports to their sandboxes.
+   * @throws SandkeepError INVALID_ARGUMENT for a port that is not an integer from 1 to 65535.
+   */
+  portEndpoint?(port: number, options?: PortEndpointOptions): PortEndpoint
   /** The provider's own SDK object (for E2B: the code-interpreter `Sandbox`). */
   readonly native: Native
 }
@@ -264,6 +307,16 @@ export interface SandboxProvider<Native = unknown> {
     cursor?: string
     signal?: AbortSignal
   }): Promise<{ sandboxes: SandboxInfo[]; cursor?: string }>
+  /**
+   * Replaces a running sandbox's whole outbound network policy (what is not given is cleared).
+   * @throws SandkeepError CAPABILITY_UNSUPPORTED when the platform cannot change it on a running sandbox,
+   *   SANDBOX_NOT_FOUND when the sandbox is gone.
+   */
+  updateNetwork?(
+    sandboxId: string,
+    policy: SandboxNetworkPolicy,
+    options?: { signal?: AbortSignal },
+  ): Promise<void>
   /** Reads a sandbox's info. SANDBOX_NOT_FOUND when it is gone. */
   getInfo?(sandboxId: string, options?: { signal?: AbortSignal }): Promise<SandboxInfo>
 }

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { SandkeepError } from './errors.js'
-import { validateConversationId, validateSessionKey, validateTenant } from './validation.js'
+import {
+  validateConversationId,
+  validateNetworkPolicy,
+  validatePort,
+  validateSessionKey,
+  validateTenant,
+} from './validation.js'
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -68,5 +74,41 @@ describe('validateTenant', () => {
   it('validates both parts of a key', () => {
     expect(validateSessionKey('c', 'acme')).toEqual({ tenant: 'acme', conversationId: 'c' })
     expect(codeOf(() => validateSessionKey('c', 'a:b'))).toBe('INVALID_ARGUMENT')
+  })
+
+  it('takes ports 1 to 65535 only', () => {
+    expect(validatePort(1)).toBe(1)
+    expect(validatePort(65_535)).toBe(65_535)
+    for (const bad of [0, -1, 65_536, 8000.5, Number.NaN, '8000', null]) {
+      expect(
+        codeOf(() => validatePort(bad)),
+        String(bad),
+      ).toBe('INVALID_ARGUMENT')
+    }
+  })
+
+  it('takes a network policy of internet access and destination lists, nothing else', () => {
+    const policy = {
+      allowInternetAccess: false,
+      allowOut: ['*.pypi.org', '10.0.0.0/8'],
+      denyOut: ['0.0.0.0/0'],
+    }
+    expect(validateNetworkPolicy(policy)).toBe(policy)
+    expect(validateNetworkPolicy({})).toEqual({})
+    for (const bad of [
+      null,
+      [],
+      { allowInternetAccess: 'yes' },
+      { allowOut: 'pypi.org' },
+      { denyOut: [''] },
+      { allowOut: ['a b'] },
+      { allowOut: ['a\nb'] },
+      { rules: {} },
+    ]) {
+      expect(
+        codeOf(() => validateNetworkPolicy(bad)),
+        JSON.stringify(bad),
+      ).toBe('INVALID_ARGUMENT')
+    }
   })
 })

@@ -1,4 +1,5 @@
 import { SandkeepError } from './errors.js'
+import type { SandboxNetworkPolicy } from './sandbox-provider.js'
 
 /** Largest conversation id, in UTF-8 bytes. */
 export const MAX_CONVERSATION_ID_BYTES = 512
@@ -73,6 +74,49 @@ export function validateSandboxId(sandboxId: unknown): string {
     throw invalid('sandboxId must be at most 256 bytes of printable text.')
   }
   return sandboxId
+}
+
+/**
+ * Checks a sandbox port number: an integer from 1 to 65535.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function validatePort(port: unknown): number {
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65_535) {
+    throw invalid(`port must be an integer from 1 to 65535, got ${describe(port)}.`)
+  }
+  return port
+}
+
+/**
+ * Checks a network policy for `SandboxProvider.updateNetwork`: only `allowInternetAccess` (a boolean),
+ * `allowOut` and `denyOut` (arrays of non-empty destination strings), nothing else.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function validateNetworkPolicy(policy: unknown): SandboxNetworkPolicy {
+  if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
+    throw invalid(`network policy must be an object, got ${describe(policy)}.`)
+  }
+  rejectUnknownOptions('network policy', policy, ['allowInternetAccess', 'allowOut', 'denyOut'])
+  const { allowInternetAccess, allowOut, denyOut } = policy as Record<string, unknown>
+  if (allowInternetAccess !== undefined && typeof allowInternetAccess !== 'boolean') {
+    throw invalidArgument('network policy allowInternetAccess', 'must be a boolean.')
+  }
+  for (const [name, list] of [
+    ['allowOut', allowOut],
+    ['denyOut', denyOut],
+  ] as const) {
+    if (list === undefined) continue
+    if (!Array.isArray(list) || !list.every((entry) => typeof entry === 'string' && entry.length > 0)) {
+      throw invalidArgument(
+        `network policy ${name}`,
+        'must be an array of non-empty strings (CIDR, IP or host).',
+      )
+    }
+    if (list.some((entry: string) => CONTROL_CHARACTERS.test(entry) || /\s/.test(entry))) {
+      throw invalidArgument(`network policy ${name}`, 'has an entry with a space or a control character.')
+    }
+  }
+  return policy as SandboxNetworkPolicy
 }
 
 /** A session key: the pair that names one session. */

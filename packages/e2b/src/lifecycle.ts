@@ -39,7 +39,7 @@ export function lifecycleCalls(connection: Connection, template: string, limits:
               }
             : {}),
         })
-        return handleFor(sandbox, limits)
+        return handleFor(sandbox, limits, connection)
       }),
     connect: (sandboxId, options) =>
       about('connect', sandboxId, async () => {
@@ -47,7 +47,7 @@ export function lifecycleCalls(connection: Connection, template: string, limits:
           ...withSignal(options?.signal),
           ...(options?.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
         })
-        return handleFor(sandbox, limits)
+        return handleFor(sandbox, limits, connection)
       }),
     kill: (sandboxId, options) =>
       about('kill', sandboxId, () => Sandbox.kill(sandboxId, withSignal(options?.signal))),

@@ -1,9 +1,11 @@
 // createE2BProvider wires the provider together: options.ts checks the options, lifecycle.ts makes the
-// lifecycle calls, handle.ts (with commands.ts, code.ts, files.ts) is the SandboxHandle over one SDK
-// sandbox, and errors.ts converts every SDK error at the boundary.
+// lifecycle calls, network.ts changes a running sandbox's network, handle.ts (with commands.ts, code.ts,
+// files.ts, ports.ts) is the SandboxHandle over one SDK sandbox, and errors.ts converts every SDK error at
+// the boundary.
 import type { Sandbox } from '@e2b/code-interpreter'
 import type { SandboxProvider } from '@sandkeep/core'
 import { lifecycleCalls } from './lifecycle.js'
+import { networkCalls } from './network.js'
 import {
   checkOptions,
   connectionOf,
@@ -36,5 +38,6 @@ export function createE2BProvider(options: E2BProviderOptions = {}): E2BProvider
     providerId: 'e2b',
     defaultTemplate: template,
     ...lifecycleCalls(connection, template, outputLimitsOf(options)),
+    ...networkCalls(connection),
   }
 }

@@ -30,6 +30,7 @@ for (const mode of Object.keys(fidelity) as PauseMode[]) {
       return createE2BProvider({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl })
     },
     pauseKeeps: fidelity[mode],
+    reachablePorts: true,
   })
 }
 
@@ -50,4 +51,5 @@ sandboxProviderConformance({
   name: 'e2b provider on E2B cloud',
   skip: live ? false : 'set SANDKEEP_E2B_LIVE=1 and E2B_API_KEY to run against the real E2B',
   provider: () => createE2BProvider(),
+  reachablePorts: true,
 })

@@ -1,24 +1,26 @@
 // createSandboxSession wires the session's modules together; each concern has its own file beside this
 // one: options (checks, defaults), lifecycle (the lazy turn, operations, end), paths (paths,
-// encodings, bytes), files, commands (run, runCommand, runCode, startProcess) and spawn.
+// encodings, bytes), files, commands (run, runCommand, runCode, startProcess), spawn, ports, and the
+// restricted view (restricted).
 import type { Experimental_SandboxSession } from 'ai'
 import { commandOperations } from './commands.js'
 import { fileOperations } from './files.js'
 import { createSessionLifecycle } from './lifecycle.js'
+import { sessionMarker } from './marker.js'
 import { checkPrewarm, resolveSessionOptions } from './options.js'
 import { resolveSandboxPath } from './paths.js'
+import { portOperations } from './ports.js'
 import { spawnProcess } from './spawn.js'
 import type { SandboxSessionOptions, SandkeepSandboxSession, SessionContext, SpawnOptions } from './types.js'
 
 export { DEFAULT_WORKING_DIRECTORY } from './options.js'
+export { restrictedSandboxSession } from './restricted.js'
 export type {
   SandboxSessionOptions,
   SandkeepSandboxSession,
   SessionRunCodeOptions,
   SessionRunCommandOptions,
 } from './types.js'
-
-const sessionMarker = Symbol.for('sandkeep.ai-sdk.sandbox-session')
 
 /** True when `value` is a session made by {@link createSandboxSession} (works across package copies). */
 export function isSandkeepSandboxSession(value: unknown): value is SandkeepSandboxSession {
@@ -67,6 +69,7 @@ export function createSandboxSession(options: SandboxSessionOptions): SandkeepSa
     prewarm: (mode = true) => lifecycle.prewarm(checkPrewarm(mode)),
     ...fileOperations(context),
     ...commandOperations(context),
+    ...portOperations(context),
     spawn: ((spawnOptions: SpawnOptions) =>
       spawnProcess(context, spawnOptions)) as unknown as Experimental_SandboxSession['spawn'],
     recordSetupStep: (step) => lifecycle.recordSetupStep(step),

@@ -3,6 +3,7 @@ import type {
   CodeResult,
   FileEntry,
   JournalStep,
+  PortEndpoint,
   ResumeReport,
   SandboxHandle,
   SessionManager,
@@ -133,6 +134,16 @@ export interface SandkeepSandboxSession extends Experimental_SandboxSession, Asy
   readBinaryFile(options: ReadBinaryFileOptions): Promise<Uint8Array | null>
   /** Lists a directory (`depth` default 1); `null` when it does not exist. */
   listDir(path: string, options?: { depth?: number; abortSignal?: AbortSignal }): Promise<FileEntry[] | null>
+  /**
+   * How a client outside the sandbox reaches `port` (`{ url, headers, previewUrl }`): resumes the sandbox
+   * first, like every call. The address stays the same across pauses while the sandbox keeps its id.
+   * @throws SandkeepError INVALID_ARGUMENT for a bad port (before any I/O), CAPABILITY_UNSUPPORTED when the
+   *   provider routes no ports.
+   */
+  portEndpoint(
+    port: number,
+    options?: { protocol?: 'http' | 'ws'; abortSignal?: AbortSignal },
+  ): Promise<PortEndpoint>
   /** Records a setup step in the session's journal, replayed if the sandbox must be recreated. */
   recordSetupStep(step: JournalStep): Promise<void>
   /**

@@ -37,6 +37,8 @@ export interface SandboxToolsOptions {
   maxImageBytes?: number
   /** Most images of one `runCode` call sent to the model; `0` sends none (each becomes a note). Default 4. */
   maxImages?: number
+  /** How long `previewUrl` waits for a just-started server to listen on its port, ms. Default 5 000. */
+  previewWaitMs?: number
 }
 
 /** {@link SandboxToolsOptions} checked, with their defaults filled in. */
@@ -50,6 +52,7 @@ export interface ToolsSettings {
   timeoutMs: number
   maxImageBytes: number
   maxImages: number
+  previewWaitMs: number
   /** The least time between two partial results, ms; 0 when output is not streamed. */
   streamIntervalMs: number
   setupSteps: 'flagged' | 'all' | 'none'
@@ -70,6 +73,7 @@ export function resolveToolsOptions(options: SandboxToolsOptions): ToolsSettings
     timeoutMs: positive(options.timeoutMs, 'timeoutMs', 120_000),
     maxImageBytes: positive(options.maxImageBytes, 'maxImageBytes', 1024 * 1024),
     maxImages: nonNegativeInteger(options.maxImages, 'maxImages', 4),
+    previewWaitMs: positive(options.previewWaitMs, 'previewWaitMs', 5_000),
     streamIntervalMs: streamIntervalMs(options.streamOutput),
     setupSteps,
   }

@@ -5,8 +5,10 @@ import {
   type CodeLanguage,
   type CodeResult,
   type JournalStep,
+  type PortEndpoint,
   readAtMost,
   readLimitError,
+  SandkeepError,
   shellQuote,
 } from '@sandkeep/core'
 import type { Experimental_SandboxSession } from 'ai'
@@ -45,6 +47,8 @@ export interface ToolSandbox {
   stat(path: string, abortSignal?: AbortSignal): Promise<{ type: string; size: number } | null>
   writeText(path: string, content: string, abortSignal?: AbortSignal): Promise<void>
   list(path: string, depth: number, abortSignal?: AbortSignal): Promise<ListFilesToolResult['entries'] | null>
+  /** How to reach `port` from outside; CAPABILITY_UNSUPPORTED for a sandbox that routes no ports. */
+  portEndpoint(port: number, abortSignal?: AbortSignal): Promise<PortEndpoint>
   notice(): string | undefined
   record?(step: JournalStep): Promise<void>
 }
@@ -118,6 +122,7 @@ function sandkeepToolSandbox(session: SandkeepSandboxSession): ToolSandbox {
         })) ?? null
       )
     },
+    portEndpoint: (port, abortSignal) => session.portEndpoint(port, signalOption(abortSignal)),
     notice: () => session.takeStateNotice(),
     record: (step) => session.recordSetupStep(step),
   }
@@ -159,6 +164,13 @@ function genericToolSandbox(session: Experimental_SandboxSession): ToolSandbox {
       return new TextDecoder().decode(bytes)
     },
     list: (path, depth, abortSignal) => walkDirectory(session, path, depth, abortSignal),
+    // The AI SDK's sandbox contract has no ports: only a sandkeep session knows its provider's.
+    portEndpoint: async () => {
+      throw new SandkeepError({
+        code: 'CAPABILITY_UNSUPPORTED',
+        message: 'This sandbox does not say how to reach its ports from outside; no preview URL exists.',
+      })
+    },
     notice: () => undefined,
   }
 }

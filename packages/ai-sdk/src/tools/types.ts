@@ -108,6 +108,20 @@ export interface ListFilesToolResult {
   entries: Array<{ path: string; type: 'file' | 'dir' | 'symlink' | 'other'; size?: number }>
 }
 
+/** Result of `previewUrl`. */
+export interface PreviewUrlToolResult {
+  /** Set when earlier sandbox state is gone (first result of such a turn). */
+  notice?: string
+  /** The address to give the user: opens in a browser, no headers needed. */
+  url: string
+  /** The sandbox port it reaches. */
+  port: number
+  /** Whether something accepted connections on the port inside the sandbox when the tool looked. */
+  listening: boolean
+  /** What the model should know (how long the URL holds, what to do when nothing listens). */
+  note: string
+}
+
 /** Input of `runCode`. */
 export interface RunCodeInput {
   code: string
@@ -144,6 +158,12 @@ export interface ListFilesInput {
   depth?: number | undefined
 }
 
+/** Input of `previewUrl`. */
+export interface PreviewUrlInput {
+  port: number
+  path?: string | undefined
+}
+
 /** The tool set {@link sandboxTools} returns; every result is either the tool's result or a {@link ToolErrorResult}. */
 export type SandboxTools = {
   /** Runs Python or JavaScript in the persistent interpreter; images go to the model as image parts. */
@@ -159,4 +179,6 @@ export type SandboxTools = {
   writeFile: Tool<WriteFileInput, WriteFileToolResult | ToolErrorResult>
   /** Lists a directory. */
   listFiles: Tool<ListFilesInput, ListFilesToolResult | ToolErrorResult>
+  /** The public URL of a server the sandbox runs, to hand to the user. */
+  previewUrl: Tool<PreviewUrlInput, PreviewUrlToolResult | ToolErrorResult>
 }

@@ -1,6 +1,12 @@
 import { SandkeepError } from '../errors.js'
 import type { UsedContext } from '../fidelity.js'
-import type { ReadFileOptions, SandboxHandle, SandboxProvider } from '../sandbox-provider.js'
+import type {
+  PortEndpoint,
+  PortEndpointOptions,
+  ReadFileOptions,
+  SandboxHandle,
+  SandboxProvider,
+} from '../sandbox-provider.js'
 import type { SessionKey } from '../validation.js'
 
 /** What the user's handle needs of its turn, and nothing more. */
@@ -80,6 +86,19 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
       if (!resumed) throw notReady('native SDK object')
       turn.noteUse()
       return resumed.native
+    },
+    // Present exactly when the resumed sandbox's provider routes ports. An address is no use of the sandbox
+    // (nothing is sent), so it stays available after the turn: a preview URL outlives the turn it was made in.
+    get portEndpoint() {
+      const resumed = turn.resumed()
+      if (!resumed) {
+        return () => {
+          throw notReady('port endpoint')
+        }
+      }
+      if (!resumed.portEndpoint) return undefined
+      return (port: number, options?: PortEndpointOptions) =>
+        resumed.portEndpoint?.(port, options) as PortEndpoint
     },
     runCommand: (command, options) => use((handle) => handle.runCommand(command, withSignal(turn, options))),
     startProcess: (command, options) => use((handle) => handle.startProcess(command, options)),

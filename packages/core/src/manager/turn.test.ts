@@ -70,6 +70,22 @@ describe('createSessionManager: turn lifecycle', () => {
     expect(provider.callsOf('pause')).toHaveLength(1)
   })
 
+  it("gives the resumed sandbox's port endpoint, also after the turn, and none where the provider routes none", async () => {
+    const { sessions, id } = setup()
+    const turn = await sessions.beginTurn(id, { lazy: true })
+    expect(() => turn.sandbox.portEndpoint?.(8000)).toThrow(/ready/)
+    const ready = await turn.ready()
+    const endpoint = ready.portEndpoint?.(8000)
+    expect(endpoint?.url).toBe(`http://8000-${ready.id}.mock.invalid`)
+    await turn.end()
+    // An address sends nothing: a preview URL handed out in a turn still names the (paused) sandbox after it.
+    expect(turn.sandbox.portEndpoint?.(8000)).toEqual(endpoint)
+    const bare = setup({}, { without: ['portEndpoint'] })
+    await bare.sessions.withTurn(bare.id, async (other) => {
+      expect((await other.ready()).portEndpoint).toBeUndefined()
+    })
+  })
+
   it('withTurn ends the turn when the body throws, and rethrows; end is idempotent and the handle is closed after', async () => {
     const { provider, sessions, id } = setup()
     let captured: Awaited<ReturnType<typeof sessions.beginTurn>> | undefined

@@ -20,6 +20,29 @@ sandboxProviderConformance({
 })
 
 describe('createMockProvider controls', () => {
+  it('names ports under .invalid, records network updates, and leaves out either on request', async () => {
+    const provider = createMockProvider()
+    const sandbox = await provider.create({ metadata: {} })
+    expect(sandbox.portEndpoint?.(8000)).toEqual({
+      url: `http://8000-${sandbox.id}.mock.invalid`,
+      headers: {},
+      previewUrl: `http://8000-${sandbox.id}.mock.invalid`,
+    })
+    await provider.updateNetwork?.(sandbox.id, { allowOut: ['pypi.org'], denyOut: ['0.0.0.0/0'] })
+    expect(provider.sandboxes.get(sandbox.id)?.network).toEqual({
+      allowOut: ['pypi.org'],
+      denyOut: ['0.0.0.0/0'],
+    })
+    expect(provider.callsOf('updateNetwork')).toHaveLength(1)
+    await provider.pause?.(sandbox.id)
+    await expect(provider.updateNetwork?.(sandbox.id, {})).rejects.toMatchObject({
+      code: 'SANDBOX_UNAVAILABLE',
+    })
+    const bare = createMockProvider({ without: ['updateNetwork', 'portEndpoint'] })
+    expect(bare.updateNetwork).toBeUndefined()
+    expect((await bare.create({ metadata: {} })).portEndpoint).toBeUndefined()
+  })
+
   it('records calls and fails on demand, then recovers', async () => {
     const provider = createMockProvider()
     provider.failNext('create', 'SANDBOX_UNAVAILABLE', { times: 2, retryAfterMs: 10 })

@@ -3,6 +3,7 @@
 // commands understand a few shell words, code a tiny expression language. Plug in `onCommand`/`onCode` for
 // more, `onProbe` to answer the session manager's fidelity probe. The parts live in ./mock/.
 import { SandkeepError } from '../errors.js'
+import { validateNetworkPolicy } from '../validation.js'
 import { handleFor } from './mock/handle.js'
 import { createPlatform, infoOf, type MockPlatform, nextSerial } from './mock/platform.js'
 import type { MockProvider, MockProviderOptions, MockSandbox } from './mock/types.js'
@@ -80,7 +81,7 @@ function sandboxOps(platform: MockPlatform): SandboxOps {
   }
 }
 
-function queryOps(platform: MockPlatform): Pick<MockProvider, 'list' | 'getInfo'> {
+function queryOps(platform: MockPlatform): Pick<MockProvider, 'list' | 'getInfo' | 'updateNetwork'> {
   return {
     async list(listOptions) {
       await platform.enter('list')
@@ -99,6 +100,11 @@ function queryOps(platform: MockPlatform): Pick<MockProvider, 'list' | 'getInfo'
     async getInfo(sandboxId) {
       await platform.enter('getInfo', sandboxId)
       return infoOf(platform.existing(sandboxId))
+    },
+    async updateNetwork(sandboxId, policy) {
+      validateNetworkPolicy(policy)
+      await platform.enter('updateNetwork', sandboxId, JSON.stringify(policy))
+      platform.running(sandboxId).network = structuredClone(policy)
     },
   }
 }

@@ -27,6 +27,12 @@ export interface SandboxProviderConformanceOptions {
   sandboxTimeoutMs?: number
   /** Skip the interpreter tests (platforms without a code interpreter). */
   skipCode?: boolean
+  /**
+   * Fetch a server the sandbox runs through `portEndpoint`, before and after a pause, from this process: needs
+   * `python3` in the template and the platform's ports reachable from here. Default false (the URLs' shape
+   * is still checked when the handles have the capability).
+   */
+  reachablePorts?: boolean
   /** Skip the whole suite (visibly), e.g. when credentials are missing. */
   skip?: boolean | string
   /** Per-test timeout, ms; default 60 000. */
@@ -182,6 +188,91 @@ function codeTests(s: ProviderSuite): void {
   )
 }
 
+/** A tiny HTTP server for the port tests: answers every GET with `token` (argv[2]) on port argv[1]. */
+const PORT_SERVER = [
+  'import http.server, sys',
+  'class Answer(http.server.BaseHTTPRequestHandler):',
+  '    def do_GET(self):',
+  '        body = sys.argv[2].encode()',
+  '        self.send_response(200)',
+  "        self.send_header('content-length', str(len(body)))",
+  '        self.end_headers()',
+  '        self.wfile.write(body)',
+  '    def log_message(self, *args): pass',
+  "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), Answer).serve_forever()",
+].join('\n')
+
+/** Fetches `path` on a port endpoint, following its headers; the status and the body. */
+async function fetchEndpoint(
+  endpoint: { url: string; headers: Record<string, string> },
+  path: string,
+): Promise<{ status: number; body: string }> {
+  const response = await fetch(`${endpoint.url}${path}`, {
+    headers: endpoint.headers,
+    signal: AbortSignal.timeout(15_000),
+  })
+  return { status: response.status, body: await response.text() }
+}
+
+/** Port endpoints: their shape, their stability, and (when reachable) a server fetched through one. */
+function portTests(s: ProviderSuite): void {
+  const { it, expect } = s.api
+  const { options, keeps, timeout, run, created } = s
+  it('names a port by a URL that stays the same; a bad port is INVALID_ARGUMENT', {
+    timeout,
+  }, async (context) => {
+    if (!s.sandbox.portEndpoint) return context.skip()
+    const http = s.sandbox.portEndpoint(8000)
+    expect(['http:', 'https:']).toContain(new URL(http.url).protocol)
+    expect(Object.values(http.headers).every((value) => typeof value === 'string')).toBe(true)
+    if (http.previewUrl !== undefined)
+      expect(['http:', 'https:']).toContain(new URL(http.previewUrl).protocol)
+    expect(s.sandbox.portEndpoint(8000, { protocol: 'http' })).toEqual(http)
+    const ws = s.sandbox.portEndpoint(8000, { protocol: 'ws' })
+    expect(['ws:', 'wss:']).toContain(new URL(ws.url).protocol)
+    // Another port is another address: by its URL, or by its routing headers.
+    const other = s.sandbox.portEndpoint(8001)
+    const address = (endpoint: { url: string; headers: Record<string, string> }) =>
+      JSON.stringify([endpoint.url, Object.entries(endpoint.headers).sort()])
+    expect(address(other) === address(http), 'ports 8000 and 8001 have the same address').toBe(false)
+    for (const port of [0, 65_536, 80.5, Number.NaN, '8000' as unknown as number]) {
+      await s.expectCode(
+        Promise.resolve().then(() => s.sandbox.portEndpoint?.(port)),
+        'INVALID_ARGUMENT',
+      )
+    }
+  })
+
+  it.skipIf(!options.reachablePorts)(
+    'reaches a server the sandbox runs through its endpoint, before and after a pause',
+    { timeout },
+    async (context) => {
+      if (!s.sandbox.portEndpoint) return context.skip()
+      const port = 8123
+      const token = `${run}-port`
+      await s.sandbox.writeFile(`/home/user/${run}-server.py`, PORT_SERVER)
+      const server = `python3 /home/user/${run}-server.py ${port} ${token}`
+      const { pid } = await s.sandbox.startProcess(server)
+      const listening = await s.sandbox.runCommand(
+        `for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && exit 0; sleep 0.1; done; exit 1`,
+      )
+      expect(listening.exitCode).toBe(0)
+      const endpoint = s.sandbox.portEndpoint(port)
+      expect(await fetchEndpoint(endpoint, '/')).toEqual({ status: 200, body: token })
+      if (s.provider.pause && keeps.processes === true) {
+        await s.provider.pause(s.sandbox.id)
+        const resumed = await s.provider.connect(s.sandbox.id)
+        if (resumed.id !== s.sandbox.id) created.push(resumed.id)
+        else expect(resumed.portEndpoint?.(port)).toEqual(endpoint)
+        s.sandbox = resumed
+        const again = resumed.portEndpoint?.(port)
+        expect(again && (await fetchEndpoint(again, '/'))).toEqual({ status: 200, body: token })
+      }
+      await s.sandbox.killProcess(pid).catch(() => false)
+    },
+  )
+}
+
 /** Info and list, pause and connect, kill, unknown ids. */
 function lifecycleTests(s: ProviderSuite): void {
   const { it, expect } = s.api
@@ -248,7 +339,7 @@ function lifecycleTests(s: ProviderSuite): void {
 
 /**
  * The contract every SandboxProvider must meet, as a test suite on the runner's functions (`options.testApi`,
- * default the running vitest's): create with metadata, commands (a non-zero exit is a result), files, background processes, the code interpreter, pause (twice) and connect with the
+ * default the running vitest's): create with metadata, commands (a non-zero exit is a result), files, background processes, the code interpreter, port endpoints (when the handles have them), pause (twice) and connect with the
  * platform's declared fidelity, getInfo, list by metadata, setTimeout, kill (twice) and SANDBOX_NOT_FOUND
  * afterwards. Call it at the top level of a test file. Every sandbox it creates is killed afterwards.
  */
@@ -287,6 +378,7 @@ export function sandboxProviderConformance(options: SandboxProviderConformanceOp
     }, timeout)
     basicTests(state)
     codeTests(state)
+    portTests(state)
     lifecycleTests(state)
   })
 }

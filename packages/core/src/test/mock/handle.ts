@@ -3,6 +3,7 @@
 import { checkMaxBytes, readLimitError } from '../../bounded-read.js'
 import { SandkeepError } from '../../errors.js'
 import type { FileEntry, SandboxHandle } from '../../sandbox-provider.js'
+import { validatePort } from '../../validation.js'
 import { miniInterpreter } from './interpreter.js'
 import type { MockPlatform } from './platform.js'
 import { probeOf, runProbe } from './probes.js'
@@ -153,7 +154,7 @@ export function handleFor(platform: MockPlatform, sandbox: MockSandbox): Handle 
     await platform.enter(operation, id, detail)
     return platform.running(id)
   }
-  return {
+  const handle: Handle = {
     id,
     providerId: platform.providerId,
     native: sandbox,
@@ -161,4 +162,12 @@ export function handleFor(platform: MockPlatform, sandbox: MockSandbox): Handle 
     runCode: codeOp(platform, op),
     ...fileOps(sandbox, op),
   }
+  if (!platform.options.without?.includes('portEndpoint')) {
+    // A name under `.invalid` (RFC 2606): shaped like E2B's port hosts, and never resolves to anything.
+    handle.portEndpoint = (port, options) => {
+      const url = `${options?.protocol === 'ws' ? 'ws' : 'http'}://${validatePort(port)}-${id}.mock.invalid`
+      return { url, headers: {}, previewUrl: url }
+    }
+  }
+  return handle
 }

@@ -5,6 +5,7 @@ import type {
   CommandResult,
   CreateSandboxOptions,
   ProcessInfo,
+  SandboxNetworkPolicy,
   SandboxProvider,
   SandboxState,
 } from '../../sandbox-provider.js'
@@ -18,6 +19,7 @@ export type MockOperation =
   | 'setTimeout'
   | 'list'
   | 'getInfo'
+  | 'updateNetwork'
   | 'runCommand'
   | 'startProcess'
   | 'listProcesses'
@@ -57,8 +59,11 @@ export interface MockProviderOptions {
   providerId?: string
   /** What a pause keeps; default everything (like E2B cloud). */
   pauseKeeps?: MockPauseFidelity
-  /** Capabilities to leave out, to test code paths for platforms without them. */
-  without?: Array<'pause' | 'setTimeout' | 'list' | 'getInfo'>
+  /**
+   * Capabilities to leave out, to test code paths for platforms without them (`portEndpoint` is the handles'
+   * capability; the others are the provider's).
+   */
+  without?: Array<'pause' | 'setTimeout' | 'list' | 'getInfo' | 'updateNetwork' | 'portEndpoint'>
   /** Handles commands the built-in mini shell does not know; return undefined to fall through (exit 127). */
   onCommand?: (command: string, sandbox: MockSandbox) => CommandResult | undefined
   /**
@@ -119,6 +124,8 @@ export interface MockSandbox {
   endAt: number
   /** When it started. */
   startedAt: Date
+  /** The outbound policy `updateNetwork` last set; absent before (the create options' internet access holds). */
+  network?: SandboxNetworkPolicy
 }
 
 /** The mock provider: a SandboxProvider plus controls. */
