@@ -5,6 +5,7 @@
 // once (runtime/freezer.ts) and the limits hold (runtime/limits.ts); home and /tmp live on the sandbox's own
 // disk image (runtime/disk-image.ts).
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, rmdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { SANDBOX_HOME } from './paths.js'
@@ -97,6 +98,8 @@ export class SandboxRuntime {
   #reclaimed = false
   /** An fd of the sandbox's user namespace (isolated, while booted): every launched process joins it. */
   #userNamespace: number | undefined
+  /** The boot id the running namespace shows (isolated, while booted). */
+  #bootId: string | undefined
 
   constructor(options: SandboxRuntimeOptions) {
     this.#options = options
@@ -118,6 +121,15 @@ export class SandboxRuntime {
 
   get frozen(): boolean {
     return this.#frozen
+  }
+
+  /**
+   * The id of the running boot, as the sandbox reads it in /proc/sys/kernel/random/boot_id: new at every boot
+   * of its namespace (create, cold boot, a sandbox from a snapshot or a fork), kept by a memory pause. Isolated
+   * mode while booted; undefined otherwise (unisolated processes read the host's).
+   */
+  get bootId(): string | undefined {
+    return this.#initPid === undefined ? undefined : this.#bootId
   }
 
   /** Host pid of the namespace's init while booted (isolated mode): whose namespaces a helper joins. */
@@ -258,7 +270,8 @@ export class SandboxRuntime {
     chownSync(tmp, hostIdOf(range, 0), hostIdOf(range, 0))
     const owner = this.owner
     if (owner) chownSync(home, owner.uid, owner.gid)
-    const spec = { rootDir, kernelHostDir, tmpfsBytes: limits.tmpfsBytes }
+    const bootId = randomUUID()
+    const spec = { rootDir, kernelHostDir, tmpfsBytes: limits.tmpfsBytes, bootId }
     const { args, data } = bwrapArguments(spec)
     const [command, commandArgs] = wrapInCgroups(
       this.#procsFiles(this.#cgroupDir()),
@@ -281,6 +294,7 @@ export class SandboxRuntime {
     this.#userNamespace = userNamespace
     const { init, initPid } = started
     this.#init = init
+    this.#bootId = bootId
     // Without a cgroup, the init's process group is how its descendants are found, frozen and killed.
     this.#track(init)
     this.#initPid = initPid

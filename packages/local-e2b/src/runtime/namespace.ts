@@ -40,7 +40,12 @@ export interface NamespaceSpec {
   kernelHostDir: string | undefined
   /** Size of each private tmpfs (/var/tmp, /dev/shm). */
   tmpfsBytes: number
+  /** This boot's id, what the sandbox reads at {@link BOOT_ID_PATH} (a VM's kernel makes one per boot). */
+  bootId: string
 }
+
+/** Where Linux tells the id of the running boot; the sandbox shares the host's kernel, so it is covered. */
+export const BOOT_ID_PATH = '/proc/sys/kernel/random/boot_id'
 
 /** bwrap's options (sent through ARGS_FD), and the contents of the files it reads from DATA_FD_BASE up. */
 export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: string[] } {
@@ -51,8 +56,8 @@ export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: str
   // Files handed to bwrap through pipes (--ro-bind-data) instead of host paths: nothing in the sandbox's
   // mount table then names a host directory.
   const data: string[] = []
-  const bindData = (content: string, destination: string) => {
-    args.push('--perms', '0644', '--ro-bind-data', String(DATA_FD_BASE + data.length), destination)
+  const bindData = (content: string, destination: string, mode = '0644') => {
+    args.push('--perms', mode, '--ro-bind-data', String(DATA_FD_BASE + data.length), destination)
     data.push(content)
   }
   // A minimal /etc: the generated identity files plus what the interpreters and TLS need from the host's,
@@ -71,6 +76,9 @@ export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: str
   // Sandbox processes lack every capability, and a root template's uid 0 may still write most sysctls
   // (core_pattern would run a program on the host) and /proc/sysrq-trigger: cover them read-only.
   for (const dir of PROC_COVERS) if (existsSync(dir)) args.push('--ro-bind', dir, dir)
+  // E2B's sandboxes are VMs, each boot with an id of its own; here the kernel is the host's, whose boot id
+  // survives a cold boot. A file of the boot's own, read-only like the rest of /proc/sys, stands in for it.
+  if (existsSync(BOOT_ID_PATH)) bindData(`${spec.bootId}\n`, BOOT_ID_PATH, '0444')
   const { kernelHostDir } = spec
   if (kernelHostDir && existsSync(kernelHostDir)) {
     for (const entry of readdirSync(kernelHostDir, { withFileTypes: true })) {
