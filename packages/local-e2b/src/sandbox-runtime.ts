@@ -180,6 +180,18 @@ export class SandboxRuntime {
     return this.#options.limits ?? DEFAULT_LIMITS
   }
 
+  /**
+   * The memory cap the kernel holds the sandbox to (bytes): its `memoryBytes` limit where this machine can set
+   * one on its cgroups, undefined where it cannot (the sandbox then has the machine's memory).
+   */
+  get memoryLimitBytes(): number | undefined {
+    const { support } = this.#options
+    const enforced = support.limitsInFreezerCgroup
+      ? support.cgroupParent !== undefined
+      : support.limitParents.memory !== undefined
+    return enforced ? this.#limits().memoryBytes : undefined
+  }
+
   /** The sandbox's freezer cgroup, made (with its limits) on first use; undefined without a cgroup freezer. */
   #cgroupDir(): string | undefined {
     const parent = this.#options.support.cgroupParent
