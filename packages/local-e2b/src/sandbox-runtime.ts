@@ -6,11 +6,11 @@
 // disk image (runtime/disk-image.ts).
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, rmdirSync } from 'node:fs'
+import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, readFileSync, rmdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { SANDBOX_HOME } from './paths.js'
 import { mountDisk, removeDisk, unmountDisk } from './runtime/disk-image.js'
-import { SANDBOX_USER_ID, type SandboxUser } from './runtime/etc-files.js'
+import { SANDBOX_PATH, SANDBOX_USER_ID, type SandboxUser } from './runtime/etc-files.js'
 import {
   cgroupMembers,
   freezeProcesses,
@@ -25,6 +25,7 @@ import { killByGroup, launchCommand, readHandshake, wrapInCgroups } from './runt
 import { applyLimits, DEFAULT_LIMITS, type SandboxLimits } from './runtime/limits.js'
 import { BWRAP_COMMAND_LINE, bwrapArguments, setLastPid, startNamespace } from './runtime/namespace.js'
 import { connectToInternet } from './runtime/network.js'
+import { SANDBOX_SUDO_PATH, SUDO_BROKER_ARGUMENT } from './runtime/sudo-program.js'
 import type { RuntimeSupport } from './runtime/support.js'
 import { createUserNamespace } from './runtime/user-namespace.js'
 
@@ -83,6 +84,11 @@ export interface RuntimeSpawnOptions {
   cwd: string
   /** The complete environment of the process (nothing of the host's leaks in). */
   env: Record<string, string>
+  /**
+   * Who it runs as (isolated mode; default the template's user): `root` is uid 0 of the sandbox's user
+   * namespace with root's capabilities there (enter-helper.ts), `user` uid 1000 without any.
+   */
+  user?: SandboxUser
 }
 
 export class SandboxRuntime {
@@ -147,10 +153,15 @@ export class SandboxRuntime {
     return this.#options.rootDir + sandboxPath
   }
 
-  /** uid/gid of the sandbox's processes inside its user namespace (isolated mode). */
-  get #insideIds(): { uid: number; gid: number } | undefined {
+  /** Who the sandbox's processes run as unless a request names another user: its template's user. */
+  get defaultUser(): SandboxUser {
+    return this.#options.user ?? 'user'
+  }
+
+  /** uid/gid of `user` inside the sandbox's user namespace (isolated mode). */
+  #insideIds(user: SandboxUser): { uid: number; gid: number } | undefined {
     if (!this.#isolated) return undefined
-    const id = this.#options.user === 'root' ? 0 : SANDBOX_USER_ID
+    const id = user === 'root' ? 0 : SANDBOX_USER_ID
     return { uid: id, gid: id }
   }
 
@@ -161,19 +172,19 @@ export class SandboxRuntime {
   }
 
   /**
-   * Host uid/gid of the sandbox's processes (isolated mode): what the host gives the files it creates for
-   * the sandbox. Undefined unisolated (the host leaves ownership as it is).
+   * Host uid/gid of `user` (default: the template's) inside the sandbox (isolated mode): what the host gives
+   * the files it creates for it. Undefined unisolated (the host leaves ownership as it is).
    */
-  get owner(): { uid: number; gid: number } | undefined {
-    const inside = this.#insideIds
+  ownerOf(user: SandboxUser = this.defaultUser): { uid: number; gid: number } | undefined {
+    const inside = this.#insideIds(user)
     if (!inside) return undefined
     const range = this.#idRange()
     return { uid: hostIdOf(range, inside.uid), gid: hostIdOf(range, inside.gid) }
   }
 
-  /** True when a command may ask for root: unisolated, or a template that runs as root. */
-  get rootAllowed(): boolean {
-    return !this.#isolated || this.#options.user === 'root'
+  /** Host uid/gid of the template's user: see {@link ownerOf}. */
+  get owner(): { uid: number; gid: number } | undefined {
+    return this.ownerOf()
   }
 
   #limits(): SandboxLimits {
@@ -270,20 +281,29 @@ export class SandboxRuntime {
     }
     const home = join(rootDir, 'home/user')
     const tmp = join(rootDir, 'tmp')
-    mkdirSync(home, { recursive: true })
-    mkdirSync(tmp, { recursive: true })
+    // Root's home, on the sandbox's disk like the others (a sandbox made before it existed gets it now).
+    const rootHome = join(rootDir, 'root')
+    for (const dir of [home, tmp, rootHome]) mkdirSync(dir, { recursive: true })
     const { rebaseFrom, onRebased } = this.#options
     if (rebaseFrom !== undefined) {
-      rebaseOwnership([home, tmp], rebaseFrom, range)
+      rebaseOwnership([home, tmp, rootHome], rebaseFrom, range)
       onRebased?.()
     }
     // mkdir's mode passes through the umask; /tmp must be world-writable and sticky for `user`.
     chmodSync(tmp, 0o1777)
-    chownSync(tmp, hostIdOf(range, 0), hostIdOf(range, 0))
+    chmodSync(rootHome, 0o700)
+    for (const dir of [tmp, rootHome]) chownSync(dir, hostIdOf(range, 0), hostIdOf(range, 0))
     const owner = this.owner
     if (owner) chownSync(home, owner.uid, owner.gid)
     const bootId = randomUUID()
-    const spec = { rootDir, kernelHostDir, tmpfsBytes: limits.tmpfsBytes, bootId }
+    const sudoProgram = support.sudoProgram ? readFileSync(support.sudoProgram) : undefined
+    const spec = {
+      rootDir,
+      kernelHostDir,
+      tmpfsBytes: limits.tmpfsBytes,
+      bootId,
+      ...(sudoProgram ? { sudoProgram } : {}),
+    }
     const { args, data } = bwrapArguments(spec)
     const [command, commandArgs] = wrapInCgroups(
       this.#procsFiles(this.#cgroupDir()),
@@ -325,6 +345,36 @@ export class SandboxRuntime {
     }
     const floor = this.#options.pidFloor?.() ?? 0
     if (floor > 0) await setLastPid(initPid, floor)
+    if (support.sudoProgram) this.#startSudoBroker(initPid)
+  }
+
+  /**
+   * Starts the broker `sudo` asks (sudo-program.ts) as the sandbox's root, for the boot of `initPid`: again
+   * when it ends while that boot lives on (root inside may kill it), at most once a second.
+   */
+  #startSudoBroker(initPid: number): void {
+    if (this.#initPid !== initPid) return
+    let child: ChildProcessWithoutNullStreams
+    try {
+      child = this.spawnNow(SANDBOX_SUDO_PATH, [SUDO_BROKER_ARGUMENT], {
+        cwd: '/',
+        env: { PATH: SANDBOX_PATH, LANG: 'C.UTF-8' },
+        user: 'root',
+      })
+    } catch (error) {
+      this.#options.logger?.(
+        `[sandkeep-local-e2b] sudo of sandbox ${this.#options.id} is unavailable: ${(error as Error).message}`,
+      )
+      return
+    }
+    child.stdin.end()
+    child.stdout.resume()
+    child.stderr.resume()
+    ;(child.stdio[3] as NodeJS.ReadableStream | undefined)?.resume()
+    child.once('exit', () => {
+      if (this.#initPid !== initPid) return
+      setTimeout(() => this.#startSudoBroker(initPid), 1000).unref()
+    })
   }
 
   /** Deletes the sandbox's files (its directory and disk image); call after {@link destroy}. */
@@ -369,7 +419,7 @@ export class SandboxRuntime {
         enterHelper: this.#options.support.enterHelper,
         initPid: isolated ? this.#initPid : undefined,
         procsFiles: this.#procsFiles(this.#cgroupDir()),
-        ids: this.#insideIds,
+        ids: this.#insideIds(options.user ?? this.defaultUser),
         hostPathOf: (path) => this.hostPathOf(path),
         home: SANDBOX_HOME,
       },

@@ -80,9 +80,7 @@ describe('boot_id', () => {
     }
     expect(await bootId(sandbox)).toBe(before)
     // The rest of /proc/sys/kernel/random is the kernel's own: a fresh uuid at every read.
-    const uuids = await sandbox.commands.run(
-      'cat /proc/sys/kernel/random/uuid /proc/sys/kernel/random/uuid',
-    )
+    const uuids = await sandbox.commands.run('cat /proc/sys/kernel/random/uuid /proc/sys/kernel/random/uuid')
     const [one, two] = uuids.stdout.trim().split('\n')
     expect(one).not.toBe(two)
     await sandbox.kill()
