@@ -218,7 +218,6 @@ describe('HTTP surface', () => {
         500,
         /Failed to create context: .*no kernel/,
       ],
-      ['/contexts', JSON.stringify({ language: 'r' }), 500, /Failed to create context: .*no kernel/],
       ['/contexts', JSON.stringify({ language: 'java' }), 500, /Failed to create context: .*no kernel/],
       ['/execute', JSON.stringify({ code: '1', env_vars: { A: 1 } }), 400, /must be a string/],
       ['/execute', JSON.stringify({ code: '1', env_vars: { 'A=B': 'x' } }), 400, /invalid name/],

@@ -43,6 +43,8 @@ const HOST_ETC_ALLOWED = [
   'profile.d',
   'protocols',
   'python3',
+  // Debian's R reads its site configuration (library paths, Renviron) from /etc/R.
+  'R',
   'services',
   'shells',
   'ssl',
