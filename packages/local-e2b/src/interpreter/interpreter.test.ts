@@ -218,7 +218,7 @@ describe('HTTP surface', () => {
         500,
         /Failed to create context: .*no kernel/,
       ],
-      ['/contexts', JSON.stringify({ language: 'java' }), 500, /Failed to create context: .*no kernel/],
+      ['/contexts', JSON.stringify({ language: 'fortran' }), 500, /Failed to create context: .*no kernel/],
       ['/execute', JSON.stringify({ code: '1', env_vars: { A: 1 } }), 400, /must be a string/],
       ['/execute', JSON.stringify({ code: '1', env_vars: { 'A=B': 'x' } }), 400, /invalid name/],
       ['/execute', JSON.stringify({ code: '1', context_id: 'x'.repeat(10_000) }), 404, /not found/],

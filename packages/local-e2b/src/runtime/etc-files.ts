@@ -60,7 +60,11 @@ export function hostEtcEntries(): string[] {
   } catch {
     return []
   }
-  return names.filter((name) => HOST_ETC_ALLOWED.includes(name) || /^python3\.\d+$/.test(name))
+  // java-<n>-openjdk: the JDK's own configuration (security providers, jvm.cfg), linked from its conf/.
+  return names.filter(
+    (name) =>
+      HOST_ETC_ALLOWED.includes(name) || /^python3\.\d+$/.test(name) || /^java-\d+-openjdk$/.test(name),
+  )
 }
 
 /** The generated part of a sandbox's /etc: its own users, hosts and name service, the lean profile. */
