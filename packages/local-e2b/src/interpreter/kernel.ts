@@ -78,7 +78,7 @@ function commandFor(language: KernelLanguage, kernelDir: string): [string, strin
   }
   if (language === 'java') {
     // Run from its source (the JDK compiles it in memory); serial GC: one context needs no parallel collector.
-    return [JAVA, ['-XX:+UseSerialGC', '-Xshare:auto', posix.join(kernelDir, 'JavaKernel.java')]]
+    return [JAVA, ['-XX:+UseSerialGC', '-Xshare:auto', posix.join(kernelDir, 'java-kernel.java')]]
   }
   const node = existsSync('/usr/bin/node') ? '/usr/bin/node' : process.execPath
   // --expose-internals gives the kernel Node's own top-level-await rewrite (internal/repl/await).

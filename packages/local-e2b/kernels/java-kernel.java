@@ -1,6 +1,6 @@
 // sandkeep local-e2b: the Java kernel of one code-interpreter context.
 //
-// One process per context, started by the host inside the sandbox (`java JavaKernel.java`, the machine's JDK),
+// One process per context, started by the host inside the sandbox (`java java-kernel.java`, the machine's JDK),
 // evaluating cells with JShell, the JDK's own read-eval-print engine, in this JVM (its local execution engine).
 // It speaks the protocol of python-kernel.py (see its docstring): requests as JSON lines on stdin, messages as
 // MARKER + JSON + "\n" on stdout. A cell is split into JShell snippets; the value of each expression snippet is
