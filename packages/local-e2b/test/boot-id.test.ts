@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs'
 import { Sandbox } from 'e2b'
 import { describe, expect, it } from 'vitest'
-import { useTestHost } from './helpers.js'
+import { restartHost, useTestHost } from './helpers.js'
 
 const HOST_BOOT_ID = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
 
@@ -35,13 +35,7 @@ describe('boot_id', () => {
     expect(second).not.toBe(first)
     expect(second).not.toBe(HOST_BOOT_ID)
 
-    const restarted = t.host.events.waitFor('host-restart')
-    const response = await fetch(`${t.host.apiUrl}/_local/restart`, {
-      method: 'POST',
-      headers: { 'x-api-key': t.host.apiKey },
-    })
-    expect(response.status).toBe(202)
-    await restarted
+    await restartHost(t)
     const back = await Sandbox.connect(sandbox.sandboxId, t.opts)
     expect([first, second, HOST_BOOT_ID]).not.toContain(await bootId(back))
     await back.kill()

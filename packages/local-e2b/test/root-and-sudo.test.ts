@@ -3,18 +3,9 @@
 // sandbox's own user namespace (what it can and cannot do: security.test.ts).
 import { CommandExitError, Sandbox } from 'e2b'
 import { afterEach, describe, expect, it } from 'vitest'
-import { useTestHost, waitUntil } from './helpers.js'
+import { commandResult, useTestHost, waitUntil } from './helpers.js'
 
-/** Runs a command and returns its result even when it exits non-zero. */
-async function run(sandbox: Sandbox, command: string, options: { user?: 'root' | 'user' } = {}) {
-  try {
-    return await sandbox.commands.run(command, options)
-  } catch (error) {
-    const result = (error as { result?: { exitCode: number; stdout: string; stderr: string } }).result
-    if (!result) throw error
-    return result
-  }
-}
+const run = commandResult
 
 describe('root and sudo', () => {
   const t = useTestHost()

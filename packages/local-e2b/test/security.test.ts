@@ -7,21 +7,12 @@ import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { Sandbox } from 'e2b'
 import { describe, expect, it } from 'vitest'
 import { LocalE2BError, SANDBOX_USER_ID, startLocalE2B } from '../src/index.js'
-import { useTestHost, waitUntil } from './helpers.js'
+import { commandResult, forkPastPidsScript, useTestHost, waitUntil } from './helpers.js'
 
 /** CapEff of root inside a sandbox: CAP_CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID. */
 const ROOT_CAPABILITIES = '00000000000000fb'
 
-/** Runs a command and returns its result even when it exits non-zero. */
-async function run(sandbox: Sandbox, command: string, options: { user?: 'root' | 'user' } = {}) {
-  try {
-    return await sandbox.commands.run(command, options)
-  } catch (error) {
-    const result = (error as { result?: { exitCode: number; stdout: string; stderr: string } }).result
-    if (!result) throw error
-    return result
-  }
-}
+const run = commandResult
 
 describe('a minimal /etc and an unprivileged user', () => {
   const t = useTestHost({ templateOptions: { 'root-box': { user: 'root' } } })
@@ -203,21 +194,7 @@ describe('root inside a sandbox (user: root, sudo)', () => {
 
   it('stays inside the limits: root forks past pids.max fail with EAGAIN', async () => {
     const sandbox = await Sandbox.create('few-pids', t.opts)
-    const script = [
-      'import os, time, signal',
-      'children = []',
-      'try:',
-      '    for i in range(200):',
-      '        pid = os.fork()',
-      '        if pid == 0:',
-      '            time.sleep(60)',
-      '            os._exit(0)',
-      '        children.append(pid)',
-      '    print("no limit", len(children))',
-      'except BlockingIOError as error:',
-      '    print("EAGAIN" if error.errno == 11 else error, len(children) < 48)',
-      'for pid in children: os.kill(pid, signal.SIGKILL)',
-    ].join('\n')
+    const script = forkPastPidsScript(200, 48)
     expect((await run(sandbox, `python3 -c '${script}'`, { user: 'root' })).stdout).toBe('EAGAIN True\n')
     expect((await run(sandbox, `sudo python3 -c '${script}'`)).stdout).toBe('EAGAIN True\n')
     await sandbox.kill()

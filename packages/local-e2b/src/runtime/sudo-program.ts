@@ -47,12 +47,33 @@ static void die(const char *what) {
   exit(1);
 }
 
-static socklen_t socket_address(struct sockaddr_un *address) {
+/* A socket, and the broker's address in *address: abstract (a leading NUL), so scoped to the network
+   namespace, which is the sandbox's own. Returns the address's length. */
+static socklen_t broker_socket(int *fd, struct sockaddr_un *address) {
+  *fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (*fd < 0) die("socket");
   memset(address, 0, sizeof *address);
   address->sun_family = AF_UNIX;
-  /* Abstract (leading NUL): scoped to the network namespace, which is the sandbox's own. */
   memcpy(address->sun_path + 1, SOCKET_NAME, strlen(SOCKET_NAME));
   return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(SOCKET_NAME));
+}
+
+/* The message that carries a request's length, and the caller's three stdio fds beside it. */
+struct stdio_message {
+  uint32_t length;
+  struct iovec vector;
+  char control[CMSG_SPACE(3 * sizeof(int))];
+  struct msghdr header;
+};
+
+static void stdio_message_init(struct stdio_message *message) {
+  memset(message, 0, sizeof *message);
+  message->vector.iov_base = &message->length;
+  message->vector.iov_len = sizeof message->length;
+  message->header.msg_iov = &message->vector;
+  message->header.msg_iovlen = 1;
+  message->header.msg_control = message->control;
+  message->header.msg_controllen = sizeof message->control;
 }
 
 static int write_all(int fd, const void *data, size_t length) {
@@ -141,24 +162,20 @@ static void serve(int connection) {
   /* A client that never sends its request must not hold this process for ever. */
   struct timeval patience = {10, 0};
   setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
-  uint32_t length;
   int fds[3];
-  char control[CMSG_SPACE(sizeof fds)];
-  struct iovec vector = {&length, sizeof length};
-  struct msghdr message = {0};
-  message.msg_iov = &vector;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  ssize_t got = recvmsg(connection, &message, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-  struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+  struct stdio_message message;
+  stdio_message_init(&message);
+  ssize_t got = recvmsg(connection, &message.header, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+  uint32_t length = message.length;
+  struct cmsghdr *header = CMSG_FIRSTHDR(&message.header);
   int received = 0;
   if (header && header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS) {
     received = (int)((header->cmsg_len - CMSG_LEN(0)) / sizeof(int));
     if (received > 3) received = 3;
     memcpy(fds, CMSG_DATA(header), (size_t)received * sizeof(int));
   }
-  if (got != (ssize_t)sizeof length || (message.msg_flags & MSG_CTRUNC) || received != 3 || length > MAX_REQUEST)
+  if (got != (ssize_t)sizeof length || (message.header.msg_flags & MSG_CTRUNC) || received != 3 ||
+      length > MAX_REQUEST)
     _exit(1);
   char *payload = malloc(length + 1);
   if (!payload || read_all(connection, payload, length) < 0) _exit(1);
@@ -267,10 +284,9 @@ static int broker(void) {
     fprintf(stderr, "sudo: the broker runs as the sandbox's root only\n");
     return 1;
   }
-  int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listener < 0) die("socket");
+  int listener;
   struct sockaddr_un address;
-  socklen_t size = socket_address(&address);
+  socklen_t size = broker_socket(&listener, &address);
   if (bind(listener, (struct sockaddr *)&address, size) < 0) die("bind");
   if (listen(listener, 64) < 0) die("listen");
   /* Each connection's process is reaped by the kernel. */
@@ -500,10 +516,9 @@ static int client(int argc, char **argv) {
     return 1;
   }
 
-  int connection = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (connection < 0) die("socket");
+  int connection;
   struct sockaddr_un address;
-  socklen_t size = socket_address(&address);
+  socklen_t size = broker_socket(&connection, &address);
   if (connect(connection, (struct sockaddr *)&address, size) < 0) {
     fprintf(stderr, "sudo: the sandbox's root broker is not running (%s)\n", strerror(errno));
     return 1;
@@ -524,22 +539,16 @@ static int client(int argc, char **argv) {
       }
     }
   }
-  uint32_t length = (uint32_t)payload.length;
   int fds[3] = {0, 1, 2};
-  char control[CMSG_SPACE(sizeof fds)];
-  memset(control, 0, sizeof control);
-  struct iovec vector = {&length, sizeof length};
-  struct msghdr message = {0};
-  message.msg_iov = &vector;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+  struct stdio_message message;
+  stdio_message_init(&message);
+  message.length = (uint32_t)payload.length;
+  struct cmsghdr *header = CMSG_FIRSTHDR(&message.header);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
   header->cmsg_len = CMSG_LEN(sizeof fds);
   memcpy(CMSG_DATA(header), fds, sizeof fds);
-  if (sendmsg(connection, &message, MSG_NOSIGNAL) != (ssize_t)sizeof length ||
+  if (sendmsg(connection, &message.header, MSG_NOSIGNAL) != (ssize_t)sizeof message.length ||
       write_all(connection, payload.data, payload.length) < 0)
     die("send");
 
