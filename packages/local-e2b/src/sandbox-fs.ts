@@ -378,7 +378,7 @@ async function removeIn(dir: FileHandle, name: string, depth: number): Promise<v
 
 function checked(path: string): string {
   if (!isWritableSandboxPath(path)) {
-    throw new PathEscapeError(`path ${path} is outside the sandbox's writable tree (/home/user, /tmp)`)
+    throw new PathEscapeError(`path ${path} is outside the sandbox's writable tree (/home/user, /tmp, /root)`)
   }
   return path
 }
