@@ -55,12 +55,12 @@ ensure_bubblewrap() {
 }
 
 # What E2B's code-interpreter template has, from Debian, for the sandboxes' /usr/bin/python3 and /usr/bin/node:
-# numpy, pandas, matplotlib, and TypeScript's transpiler for typescript cells.
+# numpy, pandas, matplotlib, TypeScript's transpiler for typescript cells, and R (with jsonlite) for r cells.
 ensure_interpreter_libraries() {
-  /usr/bin/python3 -c 'import numpy, pandas, matplotlib' >/dev/null 2>&1 && [ -d /usr/share/nodejs/typescript ] && return 0
+  /usr/bin/python3 -c 'import numpy, pandas, matplotlib' >/dev/null 2>&1 && [ -d /usr/share/nodejs/typescript ] && [ -d /usr/lib/R/site-library/jsonlite ] && return 0
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "dev.sh: installing numpy, pandas, matplotlib and typescript for the code interpreter" >&2
-    (apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-numpy python3-pandas python3-matplotlib node-typescript >/dev/null) || echo "dev.sh: the code interpreter's libraries could not be installed; charts, DataFrames and typescript cells will not work" >&2
+    echo "dev.sh: installing numpy, pandas, matplotlib, typescript and R for the code interpreter" >&2
+    (apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-numpy python3-pandas python3-matplotlib node-typescript r-base-core r-cran-jsonlite >/dev/null) || echo "dev.sh: the code interpreter's libraries could not be installed; charts, DataFrames, typescript and r cells will not work" >&2
   fi
 }
 

@@ -34,6 +34,22 @@ function asText(chunk, encoding) {
   return Buffer.from(chunk).toString(typeof encoding === 'string' ? encoding : 'utf8')
 }
 
+// Most UTF-16 code units one stdout/stderr message carries: the host parses each message whole, so a huge
+// console.log goes in pieces, and its work per message stays bounded.
+const MESSAGE_UNITS = 64 * 1024
+
+/** Sends `text` as `name` messages of at most MESSAGE_UNITS units, never splitting a surrogate pair. */
+function sendOutput(name, text) {
+  let start = 0
+  while (start < text.length) {
+    let end = Math.min(start + MESSAGE_UNITS, text.length)
+    const last = text.charCodeAt(end - 1)
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end -= 1
+    send({ t: name, text: text.slice(start, end) })
+    start = end
+  }
+}
+
 // console.* and process.std*.write of user code become framed messages on fd 1, in the order they were written.
 for (const [stream, name] of [
   [process.stdout, 'stdout'],
@@ -41,7 +57,7 @@ for (const [stream, name] of [
 ]) {
   stream.write = (chunk, encoding, callback) => {
     const text = asText(chunk, encoding)
-    if (text && marker) send({ t: name, text })
+    if (text && marker) sendOutput(name, text)
     const done = typeof encoding === 'function' ? encoding : callback
     if (typeof done === 'function') process.nextTick(done)
     return true

@@ -85,8 +85,15 @@ def send(message):
         raise KeyboardInterrupt
 
 
+# Most characters one stdout/stderr message carries. The host parses each message whole: a 100 MB print sent as
+# one message would hold its event loop for the whole parse, and nothing of it would show until the end. In
+# pieces of this size it streams as it is produced, and the host's work per message stays bounded.
+MESSAGE_CHARS = 64 * 1024
+
+
 class CellStream:
-    """sys.stdout / sys.stderr: line-buffered, framed. A partial line is flushed shortly after it is written."""
+    """sys.stdout / sys.stderr: line-buffered, framed, in messages of at most MESSAGE_CHARS characters. A partial
+    line is flushed shortly after it is written, and at once when it reaches MESSAGE_CHARS."""
 
     def __init__(self, name, other=None):
         self.name = name
@@ -106,11 +113,14 @@ class CellStream:
             # Keep stdout and stderr in the order they were written.
             if self.other is not None:
                 self.other.flush()
-            self._buffer += text
-            cut = self._buffer.rfind("\n")
-            if cut >= 0:
-                head, self._buffer = self._buffer[: cut + 1], self._buffer[cut + 1 :]
-                send({"t": self.name, "text": head})
+            buffer = self._buffer + text if self._buffer else text
+            # Complete lines go now; so does a partial line as far as it fills whole messages.
+            end = buffer.rfind("\n") + 1
+            if len(buffer) - end >= MESSAGE_CHARS:
+                end = len(buffer) - (len(buffer) - end) % MESSAGE_CHARS
+            for start in range(0, end, MESSAGE_CHARS):
+                send({"t": self.name, "text": buffer[start : min(start + MESSAGE_CHARS, end)]})
+            self._buffer = buffer[end:]
             if self._buffer and self._timer is None:
                 self._timer = threading.Timer(0.05, self.flush)
                 self._timer.daemon = True

@@ -17,7 +17,7 @@ import {
   timeoutSeconds,
 } from './http.js'
 import { type Lifecycle, teardown } from './lifecycle.js'
-import type { SandboxMetrics } from './metrics.js'
+import { type SandboxMetrics, sandboxSize } from './metrics.js'
 import type { ResolvedOptions } from './options.js'
 import { newSandboxId, type SandboxRegistry } from './registry.js'
 import { newToken, type PauseMode, type Sandbox, type SandboxRecord } from './sandbox.js'
@@ -54,9 +54,7 @@ function listedJson(sandbox: Sandbox): Json {
     clientID: 'local',
     startedAt: new Date(record.startedAt).toISOString(),
     endAt: new Date(record.endAt).toISOString(),
-    cpuCount: 2,
-    memoryMB: 512,
-    diskSizeMB: 1024,
+    ...sandboxSize(sandbox),
     metadata: record.metadata,
     state: record.state,
     envdVersion: ENVD_VERSION,

@@ -5,11 +5,12 @@ import { posix } from 'node:path'
 import { PassThrough, Readable, Transform } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
 import busboy from 'busboy'
+import { sandboxUserOf, UnknownUserError } from './envd-user.js'
 import { metadataProblem, writeMetadata } from './file-metadata.js'
 import { HttpError } from './http.js'
 import { PathEscapeError } from './paths.js'
 import type { Sandbox } from './sandbox.js'
-import { SandboxFsError } from './sandbox-fs.js'
+import { type SandboxFs, SandboxFsError } from './sandbox-fs.js'
 
 function httpError(error: unknown, path: string | null): unknown {
   if (error instanceof HttpError) return error
@@ -23,6 +24,16 @@ function httpError(error: unknown, path: string | null): unknown {
   return error
 }
 
+/** The file operations for the `username` a /files request names (as envd: 401 for a user it lacks). */
+function fsOfRequest(sandbox: Sandbox, url: URL): SandboxFs {
+  try {
+    return sandbox.fsAs(sandboxUserOf(url.searchParams.get('username'), sandbox.runtime.defaultUser))
+  } catch (error) {
+    if (error instanceof UnknownUserError) throw new HttpError(401, error.message)
+    throw error
+  }
+}
+
 /** `GET /files?path=`: the raw bytes (gzip when the client asked for it explicitly). */
 export async function handleFileDownload(
   sandbox: Sandbox,
@@ -32,9 +43,11 @@ export async function handleFileDownload(
 ) {
   const path = url.searchParams.get('path')
   if (!path) throw new HttpError(400, 'query parameter path is required')
-  const { handle, stats } = await sandbox.fs.openRead(path).catch((error) => {
-    throw httpError(error, path)
-  })
+  const { handle, stats } = await fsOfRequest(sandbox, url)
+    .openRead(path)
+    .catch((error) => {
+      throw httpError(error, path)
+    })
   const gzip = request.headers['accept-encoding'] === 'gzip'
   if (gzip) {
     response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' })
@@ -146,6 +159,7 @@ export async function handleFileUpload(
 ) {
   const contentType = request.headers['content-type'] ?? ''
   const queryPath = url.searchParams.get('path')
+  const fs = fsOfRequest(sandbox, url)
   const metadata = metadataFromHeaders(request)
   const declared =
     request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length'])
@@ -180,8 +194,8 @@ export async function handleFileUpload(
         source = wire.pipe(gunzip).pipe(decoded)
       }
       const written = contentType.startsWith('multipart/form-data')
-        ? await writeMultipart(sandbox, source, request, queryPath, metadata, limits)
-        : [await writeOne(sandbox, queryPath, source, metadata)]
+        ? await writeMultipart(sandbox, fs, source, request, queryPath, metadata, limits)
+        : [await writeOne(sandbox, fs, queryPath, source, metadata)]
       const payload = JSON.stringify(written)
       response.writeHead(200, {
         'content-type': 'application/json',
@@ -221,13 +235,14 @@ function discardRest(request: IncomingMessage): void {
 
 async function writeOne(
   sandbox: Sandbox,
+  fs: SandboxFs,
   path: string | null,
   source: Readable,
   metadata: Record<string, string> | undefined,
 ): Promise<Record<string, unknown>> {
   if (!path) throw new HttpError(400, 'query parameter path is required')
   let stored = false
-  const written = await sandbox.fs
+  const written = await fs
     .writeStream(path, source, async ({ dir, temp, path: target, existed }) => {
       // On the temp file, so the metadata arrives with the content and replaces the old file's.
       if (metadata) stored = await writeMetadata(dir, temp, metadata)
@@ -244,6 +259,7 @@ async function writeOne(
 
 function writeMultipart(
   sandbox: Sandbox,
+  fs: SandboxFs,
   source: Readable,
   request: IncomingMessage,
   queryPath: string | null,
@@ -290,7 +306,7 @@ function writeMultipart(
       part.on('error', () => {})
       part.on('close', () => parts.delete(part))
       // The query's path first, as envd resolves it; the part's file name names it otherwise.
-      const write = writeOne(sandbox, queryPath || info.filename || null, part, metadata)
+      const write = writeOne(sandbox, fs, queryPath || info.filename || null, part, metadata)
       write.catch(fail)
       writes.push(write)
     })
@@ -298,7 +314,7 @@ function writeMultipart(
     parser.on('field', (field, value: string, info) => {
       if (field !== 'file' || failed) return
       if (info.valueTruncated) return fail(tooLarge(limits))
-      const write = writeOne(sandbox, queryPath, Readable.from([Buffer.from(value)]), metadata)
+      const write = writeOne(sandbox, fs, queryPath, Readable.from([Buffer.from(value)]), metadata)
       write.catch(fail)
       writes.push(write)
     })

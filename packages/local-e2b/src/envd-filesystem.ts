@@ -6,6 +6,7 @@ import type { FileHandle } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { posix } from 'node:path'
 import { ConnectError, decodeEnvelopes, openServerStream, parseJson, writeUnary } from './connect-protocol.js'
+import { authorizationUser, sandboxUserOf, UnknownUserError } from './envd-user.js'
 import { readMetadata } from './file-metadata.js'
 import { normalizeSandboxPath, PathEscapeError } from './paths.js'
 import type { Sandbox } from './sandbox.js'
@@ -117,9 +118,8 @@ async function entryFromStats(
 }
 
 /** EntryInfo of a sandbox path (the entry itself, walked race-free). */
-async function entryInfo(sandbox: Sandbox, path: string): Promise<Record<string, unknown>> {
-  const fs = sandbox.fs
-  const shown = normalizeSandboxPath(path)
+async function entryInfo(fs: SandboxFs, path: string): Promise<Record<string, unknown>> {
+  const shown = fs.normalize(path)
   const located = await fs.locate(shown, { followLast: false })
   try {
     const stats = await fs.lstat(located)
@@ -180,32 +180,34 @@ export async function handleFilesystemRpc(
   response: ServerResponse,
   body: Buffer,
 ): Promise<void> {
-  if (method === 'WatchDir') return watchDir(sandbox, request, response, body)
+  let fs: SandboxFs
+  try {
+    fs = sandbox.fsAs(sandboxUserOf(authorizationUser(request), sandbox.runtime.defaultUser))
+  } catch (error) {
+    if (error instanceof UnknownUserError) throw new ConnectError('unauthenticated', error.message)
+    throw error
+  }
+  if (method === 'WatchDir') return watchDir(sandbox, fs, request, response, body)
   const message = (parseJson(body) ?? {}) as Record<string, unknown>
   try {
-    writeUnary(response, await unaryCall(method, sandbox, message))
+    writeUnary(response, await unaryCall(method, fs, message))
   } catch (error) {
     throw rpcError(error, message.path)
   }
 }
 
 /** The unary methods: their answer message. */
-async function unaryCall(
-  method: string,
-  sandbox: Sandbox,
-  message: Record<string, unknown>,
-): Promise<unknown> {
-  const fs = sandbox.fs
+async function unaryCall(method: string, fs: SandboxFs, message: Record<string, unknown>): Promise<unknown> {
   const path = () => pathArgument(message.path)
   switch (method) {
     case 'Stat':
-      return { entry: await entryInfo(sandbox, path()) }
+      return { entry: await entryInfo(fs, path()) }
     case 'ListDir': {
       const depth = typeof message.depth === 'number' && message.depth > 0 ? Math.min(message.depth, 64) : 1
       const opened = await fs.openDirectory(path())
       try {
         const entries: Record<string, unknown>[] = []
-        await listDir(fs, opened.handle, normalizeSandboxPath(path()), depth, entries)
+        await listDir(fs, opened.handle, fs.normalize(path()), depth, entries)
         return { entries }
       } finally {
         await opened.handle.close()
@@ -213,7 +215,7 @@ async function unaryCall(
     }
     case 'MakeDir':
       await fs.makeDir(path())
-      return { entry: await entryInfo(sandbox, path()) }
+      return { entry: await entryInfo(fs, path()) }
     case 'Move': {
       const source = pathArgument(message.source)
       const destination = pathArgument(message.destination)
@@ -222,7 +224,7 @@ async function unaryCall(
       } catch (error) {
         throw rpcError(error, (error as NodeJS.ErrnoException).code === 'ENOENT' ? source : destination)
       }
-      return { entry: await entryInfo(sandbox, destination) }
+      return { entry: await entryInfo(fs, destination) }
     }
     case 'Remove':
       await fs.remove(path())
@@ -235,11 +237,11 @@ async function unaryCall(
 /** WatchDir: a server stream of the directory's events, until the client goes away. */
 async function watchDir(
   sandbox: Sandbox,
+  fs: SandboxFs,
   request: IncomingMessage,
   response: ServerResponse,
   body: Buffer,
 ): Promise<void> {
-  const fs = sandbox.fs
   const [message] = decodeEnvelopes(body)
   const watchRequest = (message ?? {}) as { path?: unknown; recursive?: unknown; includeEntry?: unknown }
   const path = pathArgument(watchRequest.path)
@@ -247,7 +249,7 @@ async function watchDir(
   const opened = await fs.openDirectory(path).catch((error) => {
     throw rpcError(error, path)
   })
-  const shown = normalizeSandboxPath(path)
+  const shown = fs.normalize(path)
   let watcher: ReturnType<typeof watch>
   try {
     watcher = watch(fs.pathOf(opened.handle), { recursive: watchRequest.recursive === true })
@@ -266,7 +268,7 @@ async function watchDir(
     const upload = eventType === 'rename' ? sandbox.uploads.find(`${opened.path}/${name}`) : undefined
     if (upload && reported.has(upload)) return
     if (upload) reported.add(upload)
-    void entryInfo(sandbox, `${shown}/${name}`).then(
+    void entryInfo(fs, `${shown}/${name}`).then(
       (entry) => {
         const types = upload
           ? [...(upload.existed ? [] : ['EVENT_TYPE_CREATE']), 'EVENT_TYPE_WRITE']

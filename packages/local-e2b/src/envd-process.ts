@@ -11,18 +11,21 @@ import {
   writeUnary,
 } from './connect-protocol.js'
 import { createPtyTerminal, type PtySize, parsePtySize, ptyCommand } from './envd-pty.js'
+import { authorizationUser, sandboxUserOf, UnknownUserError, userEnvironment } from './envd-user.js'
 import type { HostEventLog } from './events.js'
-import { normalizeSandboxPath, type PathEscapeError, SANDBOX_HOME } from './paths.js'
-import { SANDBOX_PATH } from './runtime/etc-files.js'
+import { isWritableSandboxPath, normalizeSandboxPath, type PathEscapeError, SANDBOX_HOME } from './paths.js'
+import { SANDBOX_PATH, type SandboxUser } from './runtime/etc-files.js'
 import { waitFor } from './runtime/freezer.js'
 import type { ManagedProcess, ProcessConfig, Sandbox } from './sandbox.js'
 
-/** The environment every sandbox process starts from (nothing of the host's own environment leaks in). */
-export function baseEnvironment(): Record<string, string> {
+/**
+ * The environment every sandbox process of `user` starts from (nothing of the host's own environment leaks
+ * in); the working directory is the template's, /home/user, for root too, as envd's default workdir.
+ */
+export function baseEnvironment(user: SandboxUser = 'user'): Record<string, string> {
   return {
     PATH: SANDBOX_PATH,
-    HOME: SANDBOX_HOME,
-    USER: 'user',
+    ...userEnvironment(user),
     LANG: 'C.UTF-8',
     LC_ALL: 'C.UTF-8',
     PWD: SANDBOX_HOME,
@@ -105,6 +108,8 @@ export interface StartProcessOptions {
   holdOutput?: boolean
   /** Run the command on a terminal of this size (envd's `pty`): its output arrives as `pty` data. */
   pty?: PtySize
+  /** Who it runs as (default: the sandbox's template user). */
+  user?: SandboxUser
 }
 
 /** Starts a process inside the sandbox and registers it in the sandbox's process table. */
@@ -120,12 +125,7 @@ export async function startProcess(
     throw new ConnectError('invalid_argument', (error as PathEscapeError).message)
   }
   // The cwd is checked on the host side when it lies in the sandbox's own tree (the rest is read-only system).
-  if (
-    cwd === SANDBOX_HOME ||
-    cwd.startsWith(`${SANDBOX_HOME}/`) ||
-    cwd === '/tmp' ||
-    cwd.startsWith('/tmp/')
-  ) {
+  if (isWritableSandboxPath(cwd)) {
     // Walked race-free like every file operation: a swapped symlink must not make the host stat its own dirs.
     const stats = await sandbox.fs.statFollowing(cwd)
     if (!stats?.isDirectory()) {
@@ -133,7 +133,8 @@ export async function startProcess(
     }
   }
   await sandbox.runtime.boot()
-  const env = { ...baseEnvironment(), ...sandbox.record.envVars, ...options.config.envs, PWD: cwd }
+  const user = options.user ?? sandbox.runtime.defaultUser
+  const env = { ...baseEnvironment(user), ...sandbox.record.envVars, ...options.config.envs, PWD: cwd }
   const spawnStarted = performance.now()
   // Output is read from the spawn on (the entry, and so its pid, exists only after the handshake).
   const early: unknown[] = []
@@ -146,7 +147,7 @@ export async function startProcess(
     : [options.config.cmd, options.config.args]
   // A terminal has one output; what reaches the helper's own stderr (it failed) is shown on it too.
   const [out, err] = pty ? ['pty', 'pty'] : ['stdout', 'stderr']
-  const spawned = await sandbox.runtime.spawn(command, args, { cwd, env }, (child) => {
+  const spawned = await sandbox.runtime.spawn(command, args, { cwd, env, user }, (child) => {
     child.stdout.on('data', (chunk: Buffer) => publish({ data: { [out]: chunk.toString('base64') } }))
     child.stderr.on('data', (chunk: Buffer) => publish({ data: { [err]: chunk.toString('base64') } }))
   })
@@ -347,14 +348,6 @@ function headerNumber(request: IncomingMessage, name: string): number {
   return Number.isFinite(value) && value > 0 ? value : 0
 }
 
-/** The user an envd request names (`Authorization: Basic base64(user:)`), if any. */
-function requestedUser(request: IncomingMessage): string | undefined {
-  const header = request.headers.authorization
-  if (typeof header !== 'string' || !header.startsWith('Basic ')) return undefined
-  const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8')
-  return decoded.slice(0, Math.max(0, decoded.indexOf(':')))
-}
-
 /** One RPC method: answers on `response` (a unary message or a server stream). */
 type ProcessMethod = (call: {
   sandbox: Sandbox
@@ -364,22 +357,22 @@ type ProcessMethod = (call: {
   body: Buffer
 }) => Promise<void> | void
 
-/** E2B runs `user: 'root'` commands as root. Here root exists only in a sandbox whose template asks for it. */
-const ROOT_REFUSED =
-  "this sandbox runs as 'user'; root needs a template with user: 'root' (startLocalE2B templateOptions or user)"
-
 const PROCESS_METHODS: Record<string, ProcessMethod> = {
   async Start({ sandbox, events, request, response, body }) {
     const [message] = decodeEnvelopes(body)
     const start = asRecord(message, 'request')
     const config = parseProcessConfig(start.process)
     const pty = start.pty === undefined || start.pty === null ? undefined : parsePtySize(start.pty)
-    // Root (uid 0, still without capabilities) only where the template asks for it; elsewhere the request is
-    // refused rather than quietly run as `user`.
-    if (requestedUser(request) === 'root' && !sandbox.runtime.rootAllowed) {
-      throw new ConnectError('permission_denied', ROOT_REFUSED)
+    // As envd: the named user, else the template's; root is uid 0 of the sandbox's user namespace.
+    let user: SandboxUser
+    try {
+      user = sandboxUserOf(authorizationUser(request), sandbox.runtime.defaultUser)
+    } catch (error) {
+      if (error instanceof UnknownUserError) throw new ConnectError('unauthenticated', error.message)
+      throw error
     }
     const options: StartProcessOptions = {
+      user,
       config,
       holdOutput: true,
       stdin: start.stdin === true,

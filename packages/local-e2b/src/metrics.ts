@@ -4,13 +4,14 @@
 // fixed ring (720: an hour at 5 s), so a long-lived sandbox costs no more memory than a young one. A paused
 // sandbox is not sampled (its VM does not run on E2B either). Samples live in memory: a host restart starts
 // every sandbox's series anew.
-import { readFileSync, statfsSync } from 'node:fs'
+import { readFileSync, statfsSync, statSync } from 'node:fs'
 import type { ServerResponse } from 'node:http'
 import { availableParallelism, totalmem } from 'node:os'
 import { join } from 'node:path'
 import type { HostEvent, HostEventLog } from './events.js'
 import { HttpError, sendJson } from './http.js'
 import type { SandboxRegistry } from './registry.js'
+import { diskImageOf, isMountPoint } from './runtime/disk-image.js'
 import { processCpuTicks } from './runtime/freezer.js'
 import type { Sandbox } from './sandbox.js'
 
@@ -164,6 +165,41 @@ function diskUsage(sandbox: Sandbox): { used: number; total: number } {
     return { used: (stats.blocks - stats.bfree) * stats.bsize, total: stats.blocks * stats.bsize }
   } catch {
     return { used: 0, total: 0 }
+  }
+}
+
+/** What a sandbox is sized to, as `GET /sandboxes/{id}` and the list report it (E2B's units: MiB). */
+export interface SandboxSize {
+  /** CPUs the sandbox can use: the machine's (it has a weight, not a cap). */
+  cpuCount: number
+  /** Its memory cap, else the machine's memory. */
+  memoryMB: number
+  /** The size of its disk (home and /tmp). */
+  diskSizeMB: number
+}
+
+const MIB = 1024 * 1024
+
+/**
+ * The sandbox's size, from the same sources as its metrics' `cpuCount`, `memTotal` and `diskTotal`, also
+ * while it is paused: its memory cap (the cgroup's, when a boot has set it, else the limit the next boot sets),
+ * its disk (the mounted image's filesystem, else the image's own size, else the host filesystem under it).
+ */
+export function sandboxSize(sandbox: Sandbox): SandboxSize {
+  const machine = totalmem()
+  const limit = sandbox.runtime.memoryLimitBytes
+  const memory = sandbox.runtime.cgroupDirs.length > 0 ? memoryUsage(sandbox).total : (limit ?? machine)
+  const { rootDir } = sandbox.record
+  let disk = diskUsage(sandbox).total
+  if (!isMountPoint(rootDir)) {
+    try {
+      disk = statSync(diskImageOf(rootDir)).size
+    } catch {}
+  }
+  return {
+    cpuCount: availableParallelism(),
+    memoryMB: Math.floor(memory / MIB),
+    diskSizeMB: Math.floor(disk / MIB),
   }
 }
 

@@ -1,13 +1,23 @@
 // Sandbox paths (what a process inside sees): normalizing them, and refusing every path that would leave the
-// sandbox. Only the sandbox's writable tree is reachable through envd's file API: `/home/user/...` and
-// `/tmp/...` (the system directories are read-only host binds, not the sandbox's own). Opening one on the host
+// sandbox. Only the sandbox's writable tree is reachable through envd's file API: `/home/user/...`, `/tmp/...`
+// and root's home `/root/...` (the system directories are read-only host binds, not the sandbox's own). Opening one on the host
 // is SandboxFs's job (sandbox-fs.ts), walked race-free.
+
+import type { SandboxUser } from './runtime/etc-files.js'
 
 /** The sandbox's home and default working directory. */
 export const SANDBOX_HOME = '/home/user'
 
+/** Root's home inside the sandbox (on its disk, as `/home/user`). */
+export const SANDBOX_ROOT_HOME = '/root'
+
 /** Sandbox path prefixes that live in the sandbox's own directory on the host. */
-const WRITABLE_ROOTS = ['/home/user', '/tmp'] as const
+const WRITABLE_ROOTS = ['/home/user', '/tmp', '/root'] as const
+
+/** The home of a sandbox user: where its relative paths start, its HOME. */
+export function homeOf(user: SandboxUser): string {
+  return user === 'root' ? SANDBOX_ROOT_HOME : SANDBOX_HOME
+}
 
 /** Why a path was refused; the envd layer turns it into `invalid_argument` or `permission_denied`. */
 export class PathEscapeError extends Error {

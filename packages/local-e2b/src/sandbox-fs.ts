@@ -21,7 +21,7 @@ import {
 } from 'node:fs/promises'
 import { posix } from 'node:path'
 import type { Readable } from 'node:stream'
-import { isWritableSandboxPath, normalizeSandboxPath, PathEscapeError } from './paths.js'
+import { isWritableSandboxPath, normalizeSandboxPath, PathEscapeError, SANDBOX_HOME } from './paths.js'
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants
 
@@ -73,7 +73,14 @@ export class SandboxFs {
   constructor(
     readonly rootDir: string,
     private readonly owner: () => FsOwner | undefined = () => undefined,
+    /** Where relative paths start: the home of the user the operations are for. */
+    readonly home: string = SANDBOX_HOME,
   ) {}
+
+  /** `input` as the absolute sandbox path it names for this user (relative paths start at its home). */
+  normalize(input: string): string {
+    return normalizeSandboxPath(input, this.home)
+  }
 
   /**
    * Walks `input` (a sandbox path) to its last component. Parents are followed through symlinks in-root;
@@ -81,7 +88,7 @@ export class SandboxFs {
    * The caller closes `dir`.
    */
   async locate(input: string, options: { followLast: boolean; createParents?: boolean }): Promise<Located> {
-    let path = checked(normalizeSandboxPath(input))
+    let path = checked(this.normalize(input))
     for (let hops = 0; ; hops++) {
       if (hops > MAX_HOPS) throw new SandboxFsError('ELOOP', `too many symlinks resolving ${input}`)
       const parts = path.split('/').filter(Boolean)
@@ -371,7 +378,7 @@ async function removeIn(dir: FileHandle, name: string, depth: number): Promise<v
 
 function checked(path: string): string {
   if (!isWritableSandboxPath(path)) {
-    throw new PathEscapeError(`path ${path} is outside the sandbox's writable tree (/home/user, /tmp)`)
+    throw new PathEscapeError(`path ${path} is outside the sandbox's writable tree (/home/user, /tmp, /root)`)
   }
   return path
 }

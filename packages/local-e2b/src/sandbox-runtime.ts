@@ -5,11 +5,12 @@
 // once (runtime/freezer.ts) and the limits hold (runtime/limits.ts); home and /tmp live on the sandbox's own
 // disk image (runtime/disk-image.ts).
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
-import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, rmdirSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
+import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, readFileSync, rmdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { SANDBOX_HOME } from './paths.js'
 import { mountDisk, removeDisk, unmountDisk } from './runtime/disk-image.js'
-import { SANDBOX_USER_ID, type SandboxUser } from './runtime/etc-files.js'
+import { SANDBOX_PATH, SANDBOX_USER_ID, type SandboxUser } from './runtime/etc-files.js'
 import {
   cgroupMembers,
   freezeProcesses,
@@ -24,6 +25,7 @@ import { killByGroup, launchCommand, readHandshake, wrapInCgroups } from './runt
 import { applyLimits, DEFAULT_LIMITS, type SandboxLimits } from './runtime/limits.js'
 import { BWRAP_COMMAND_LINE, bwrapArguments, setLastPid, startNamespace } from './runtime/namespace.js'
 import { connectToInternet } from './runtime/network.js'
+import { SANDBOX_SUDO_PATH, SUDO_BROKER_ARGUMENT } from './runtime/sudo-program.js'
 import type { RuntimeSupport } from './runtime/support.js'
 import { createUserNamespace } from './runtime/user-namespace.js'
 
@@ -82,6 +84,11 @@ export interface RuntimeSpawnOptions {
   cwd: string
   /** The complete environment of the process (nothing of the host's leaks in). */
   env: Record<string, string>
+  /**
+   * Who it runs as (isolated mode; default the template's user): `root` is uid 0 of the sandbox's user
+   * namespace with root's capabilities there (enter-helper.ts), `user` uid 1000 without any.
+   */
+  user?: SandboxUser
 }
 
 export class SandboxRuntime {
@@ -97,6 +104,8 @@ export class SandboxRuntime {
   #reclaimed = false
   /** An fd of the sandbox's user namespace (isolated, while booted): every launched process joins it. */
   #userNamespace: number | undefined
+  /** The boot id the running namespace shows (isolated, while booted). */
+  #bootId: string | undefined
 
   constructor(options: SandboxRuntimeOptions) {
     this.#options = options
@@ -120,6 +129,15 @@ export class SandboxRuntime {
     return this.#frozen
   }
 
+  /**
+   * The id of the running boot, as the sandbox reads it in /proc/sys/kernel/random/boot_id: new at every boot
+   * of its namespace (create, cold boot, a sandbox from a snapshot or a fork), kept by a memory pause. Isolated
+   * mode while booted; undefined otherwise (unisolated processes read the host's).
+   */
+  get bootId(): string | undefined {
+    return this.#initPid === undefined ? undefined : this.#bootId
+  }
+
   /** Host pid of the namespace's init while booted (isolated mode): whose namespaces a helper joins. */
   get namespacePid(): number | undefined {
     return this.#initPid
@@ -135,10 +153,15 @@ export class SandboxRuntime {
     return this.#options.rootDir + sandboxPath
   }
 
-  /** uid/gid of the sandbox's processes inside its user namespace (isolated mode). */
-  get #insideIds(): { uid: number; gid: number } | undefined {
+  /** Who the sandbox's processes run as unless a request names another user: its template's user. */
+  get defaultUser(): SandboxUser {
+    return this.#options.user ?? 'user'
+  }
+
+  /** uid/gid of `user` inside the sandbox's user namespace (isolated mode). */
+  #insideIds(user: SandboxUser): { uid: number; gid: number } | undefined {
     if (!this.#isolated) return undefined
-    const id = this.#options.user === 'root' ? 0 : SANDBOX_USER_ID
+    const id = user === 'root' ? 0 : SANDBOX_USER_ID
     return { uid: id, gid: id }
   }
 
@@ -149,23 +172,35 @@ export class SandboxRuntime {
   }
 
   /**
-   * Host uid/gid of the sandbox's processes (isolated mode): what the host gives the files it creates for
-   * the sandbox. Undefined unisolated (the host leaves ownership as it is).
+   * Host uid/gid of `user` (default: the template's) inside the sandbox (isolated mode): what the host gives
+   * the files it creates for it. Undefined unisolated (the host leaves ownership as it is).
    */
-  get owner(): { uid: number; gid: number } | undefined {
-    const inside = this.#insideIds
+  ownerOf(user: SandboxUser = this.defaultUser): { uid: number; gid: number } | undefined {
+    const inside = this.#insideIds(user)
     if (!inside) return undefined
     const range = this.#idRange()
     return { uid: hostIdOf(range, inside.uid), gid: hostIdOf(range, inside.gid) }
   }
 
-  /** True when a command may ask for root: unisolated, or a template that runs as root. */
-  get rootAllowed(): boolean {
-    return !this.#isolated || this.#options.user === 'root'
+  /** Host uid/gid of the template's user: see {@link ownerOf}. */
+  get owner(): { uid: number; gid: number } | undefined {
+    return this.ownerOf()
   }
 
   #limits(): SandboxLimits {
     return this.#options.limits ?? DEFAULT_LIMITS
+  }
+
+  /**
+   * The memory cap the kernel holds the sandbox to (bytes): its `memoryBytes` limit where this machine can set
+   * one on its cgroups, undefined where it cannot (the sandbox then has the machine's memory).
+   */
+  get memoryLimitBytes(): number | undefined {
+    const { support } = this.#options
+    const enforced = support.limitsInFreezerCgroup
+      ? support.cgroupParent !== undefined
+      : support.limitParents.memory !== undefined
+    return enforced ? this.#limits().memoryBytes : undefined
   }
 
   /** The sandbox's freezer cgroup, made (with its limits) on first use; undefined without a cgroup freezer. */
@@ -246,19 +281,29 @@ export class SandboxRuntime {
     }
     const home = join(rootDir, 'home/user')
     const tmp = join(rootDir, 'tmp')
-    mkdirSync(home, { recursive: true })
-    mkdirSync(tmp, { recursive: true })
+    // Root's home, on the sandbox's disk like the others (a sandbox made before it existed gets it now).
+    const rootHome = join(rootDir, 'root')
+    for (const dir of [home, tmp, rootHome]) mkdirSync(dir, { recursive: true })
     const { rebaseFrom, onRebased } = this.#options
     if (rebaseFrom !== undefined) {
-      rebaseOwnership([home, tmp], rebaseFrom, range)
+      rebaseOwnership([home, tmp, rootHome], rebaseFrom, range)
       onRebased?.()
     }
     // mkdir's mode passes through the umask; /tmp must be world-writable and sticky for `user`.
     chmodSync(tmp, 0o1777)
-    chownSync(tmp, hostIdOf(range, 0), hostIdOf(range, 0))
+    chmodSync(rootHome, 0o700)
+    for (const dir of [tmp, rootHome]) chownSync(dir, hostIdOf(range, 0), hostIdOf(range, 0))
     const owner = this.owner
     if (owner) chownSync(home, owner.uid, owner.gid)
-    const spec = { rootDir, kernelHostDir, tmpfsBytes: limits.tmpfsBytes }
+    const bootId = randomUUID()
+    const sudoProgram = support.sudoProgram ? readFileSync(support.sudoProgram) : undefined
+    const spec = {
+      rootDir,
+      kernelHostDir,
+      tmpfsBytes: limits.tmpfsBytes,
+      bootId,
+      ...(sudoProgram ? { sudoProgram } : {}),
+    }
     const { args, data } = bwrapArguments(spec)
     const [command, commandArgs] = wrapInCgroups(
       this.#procsFiles(this.#cgroupDir()),
@@ -281,6 +326,7 @@ export class SandboxRuntime {
     this.#userNamespace = userNamespace
     const { init, initPid } = started
     this.#init = init
+    this.#bootId = bootId
     // Without a cgroup, the init's process group is how its descendants are found, frozen and killed.
     this.#track(init)
     this.#initPid = initPid
@@ -299,6 +345,36 @@ export class SandboxRuntime {
     }
     const floor = this.#options.pidFloor?.() ?? 0
     if (floor > 0) await setLastPid(initPid, floor)
+    if (support.sudoProgram) this.#startSudoBroker(initPid)
+  }
+
+  /**
+   * Starts the broker `sudo` asks (sudo-program.ts) as the sandbox's root, for the boot of `initPid`: again
+   * when it ends while that boot lives on (root inside may kill it), at most once a second.
+   */
+  #startSudoBroker(initPid: number): void {
+    if (this.#initPid !== initPid) return
+    let child: ChildProcessWithoutNullStreams
+    try {
+      child = this.spawnNow(SANDBOX_SUDO_PATH, [SUDO_BROKER_ARGUMENT], {
+        cwd: '/',
+        env: { PATH: SANDBOX_PATH, LANG: 'C.UTF-8' },
+        user: 'root',
+      })
+    } catch (error) {
+      this.#options.logger?.(
+        `[sandkeep-local-e2b] sudo of sandbox ${this.#options.id} is unavailable: ${(error as Error).message}`,
+      )
+      return
+    }
+    child.stdin.end()
+    child.stdout.resume()
+    child.stderr.resume()
+    ;(child.stdio[3] as NodeJS.ReadableStream | undefined)?.resume()
+    child.once('exit', () => {
+      if (this.#initPid !== initPid) return
+      setTimeout(() => this.#startSudoBroker(initPid), 1000).unref()
+    })
   }
 
   /** Deletes the sandbox's files (its directory and disk image); call after {@link destroy}. */
@@ -343,7 +419,7 @@ export class SandboxRuntime {
         enterHelper: this.#options.support.enterHelper,
         initPid: isolated ? this.#initPid : undefined,
         procsFiles: this.#procsFiles(this.#cgroupDir()),
-        ids: this.#insideIds,
+        ids: this.#insideIds(options.user ?? this.defaultUser),
         hostPathOf: (path) => this.hostPathOf(path),
         home: SANDBOX_HOME,
       },

@@ -181,7 +181,11 @@ export class SandboxTraffic {
             : spawnOptions.cwd.replace(sandbox.record.rootDir, '') || SANDBOX_HOME
           const child = sandbox.runtime.spawnNow(command, args, {
             cwd,
-            env: { ...baseEnvironment(), ...sandbox.record.envVars, ...spawnOptions.env },
+            env: {
+              ...baseEnvironment(sandbox.runtime.defaultUser),
+              ...sandbox.record.envVars,
+              ...spawnOptions.env,
+            },
           })
           // The pid handshake is not needed here; drain it so the pipe never fills.
           ;(child.stdio[3] as NodeJS.ReadableStream | undefined)?.resume()

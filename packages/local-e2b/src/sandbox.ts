@@ -6,8 +6,9 @@ import { join } from 'node:path'
 import { ConnectError, type ServerStream } from './connect-protocol.js'
 import type { HostEventLog } from './events.js'
 import type { CodeInterpreter } from './interpreter/types.js'
-import { normalizeSandboxPath, SANDBOX_HOME } from './paths.js'
+import { homeOf, normalizeSandboxPath, SANDBOX_HOME } from './paths.js'
 import type { PtyTerminal } from './pty-terminal.js'
+import type { SandboxUser } from './runtime/etc-files.js'
 import { processCpuTicks } from './runtime/freezer.js'
 import { SandboxFs } from './sandbox-fs.js'
 import type { SandboxRuntime, SpawnedProcess } from './sandbox-runtime.js'
@@ -200,7 +201,16 @@ export class Sandbox {
 
   /** Race-free file operations in the sandbox's writable tree; what they create belongs to its user. */
   get fs(): SandboxFs {
-    return new SandboxFs(this.record.rootDir, () => this.record.owner)
+    return new SandboxFs(this.record.rootDir, () => this.record.owner, homeOf(this.runtime.defaultUser))
+  }
+
+  /**
+   * The same for `user` (envd's file calls name one): relative paths start at its home, and what they create
+   * belongs to it.
+   */
+  fsAs(user: SandboxUser): SandboxFs {
+    if (user === this.runtime.defaultUser) return this.fs
+    return new SandboxFs(this.record.rootDir, () => this.runtime.ownerOf(user), homeOf(user))
   }
 
   /** Stops the sandbox's timeout and retention timers. */
@@ -359,6 +369,7 @@ export class Sandbox {
     const root = this.record.rootDir
     wipeTree(join(root, 'home/user'), '/home/user', keep)
     wipeTree(join(root, 'tmp'), '/tmp', keep)
+    wipeTree(join(root, 'root'), '/root', keep)
   }
 
   view(isolation: 'bubblewrap' | 'none'): SandboxView {

@@ -2,7 +2,7 @@
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { Sandbox } from 'e2b'
 import { describe, expect, it } from 'vitest'
-import { useTestHost } from './helpers.js'
+import { restartHost, useTestHost } from './helpers.js'
 
 describe('fault injection', () => {
   const t = useTestHost()
@@ -131,13 +131,7 @@ describe('fault injection', () => {
     const sandbox = await Sandbox.create(t.opts)
     await sandbox.files.write('/home/user/across-restart.txt', 'disk')
     const sleeper = await sandbox.commands.run('sleep 600', { background: true, timeoutMs: 0 })
-    const restarted = t.host.events.waitFor('host-restart')
-    const response = await fetch(`${t.host.apiUrl}/_local/restart`, {
-      method: 'POST',
-      headers: { 'x-api-key': t.host.apiKey },
-    })
-    expect(response.status).toBe(202)
-    await restarted
+    await restartHost(t)
     expect((await Sandbox.getInfo(sandbox.sandboxId, t.opts)).state).toBe('paused')
     const back = await Sandbox.connect(sandbox.sandboxId, t.opts)
     expect(await back.files.read('/home/user/across-restart.txt')).toBe('disk')

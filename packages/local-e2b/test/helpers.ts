@@ -64,6 +64,56 @@ export async function stopTestHost(t: TestHost | undefined): Promise<void> {
   await t.host.close()
 }
 
+/** The result of a command, also when it exits non-zero (the SDK throws then). */
+export async function commandResult(
+  sandbox: Sandbox,
+  command: string,
+  options: { user?: 'root' | 'user'; timeoutMs?: number } = {},
+): Promise<{ exitCode: number; stdout: string; stderr: string; error?: string }> {
+  try {
+    return await sandbox.commands.run(command, options)
+  } catch (error) {
+    const result = (
+      error as { result?: { exitCode: number; stdout: string; stderr: string; error?: string } }
+    ).result
+    if (!result) throw error
+    return result
+  }
+}
+
+/**
+ * A python3 -c script that forks up to `tries` sleeping children and prints `EAGAIN True` when a fork fails
+ * with EAGAIN before `limit` children exist (then kills them all).
+ */
+export function forkPastPidsScript(tries: number, limit: number): string {
+  return [
+    'import os, time, signal',
+    'children = []',
+    'try:',
+    `    for i in range(${tries}):`,
+    '        pid = os.fork()',
+    '        if pid == 0:',
+    '            time.sleep(60)',
+    '            os._exit(0)',
+    '        children.append(pid)',
+    '    print("no limit", len(children))',
+    'except BlockingIOError as error:',
+    `    print("EAGAIN" if error.errno == 11 else error, len(children) < ${limit})`,
+    'for pid in children: os.kill(pid, signal.SIGKILL)',
+  ].join('\n')
+}
+
+/** Restarts the host through its admin route (the restart fault) and waits until it is back. */
+export async function restartHost(t: TestHost): Promise<void> {
+  const restarted = t.host.events.waitFor('host-restart')
+  const response = await fetch(`${t.host.apiUrl}/_local/restart`, {
+    method: 'POST',
+    headers: { 'x-api-key': t.host.apiKey },
+  })
+  if (response.status !== 202) throw new Error(`restart answered ${response.status}`)
+  await restarted
+}
+
 export async function waitUntil(
   condition: () => boolean | Promise<boolean>,
   timeoutMs = 10_000,

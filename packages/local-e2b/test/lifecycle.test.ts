@@ -67,7 +67,7 @@ describe('lifecycle and isolation', () => {
     await waitUntil(() => ticks() > frozenAt + 5, 15_000)
   })
 
-  it('isolation: no host /work, /root or host /tmp, and no network without allowInternetAccess', async () => {
+  it('isolation: no host /work, /root or host /tmp (/root is the sandbox’s own), and no network without allowInternetAccess', async () => {
     if (t.host.isolation !== 'bubblewrap')
       throw new Error('these tests need bubblewrap (apt-get install bubblewrap)')
     const sandbox = await create()
@@ -75,7 +75,9 @@ describe('lifecycle and isolation', () => {
       'ls /work 2>&1; ls /root 2>&1; ls -A /tmp; echo home=$HOME; touch /usr/x 2>&1 || echo ro',
     )
     expect(probe.stdout).toMatch(/ls: cannot access '\/work'/)
-    expect(probe.stdout).toMatch(/ls: cannot access '\/root'/)
+    // /root is root's home on the sandbox's own disk: closed to `user`, empty for root, never the host's.
+    expect(probe.stdout).toMatch(/ls: cannot open directory '\/root': Permission denied/)
+    expect((await sandbox.commands.run('ls -A /root', { user: 'root' })).stdout).toBe('')
     expect(probe.stdout).toContain('home=/home/user')
     expect(probe.stdout).toContain('ro')
     expect(probe.stdout).not.toContain('sandkeep-local-e2b-')

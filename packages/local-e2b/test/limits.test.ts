@@ -6,21 +6,12 @@ import { join } from 'node:path'
 import { Sandbox } from 'e2b'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { PAUSE_MODE_METADATA_KEY } from '../src/index.js'
-import { type TestHost, useTestHost } from './helpers.js'
+import { commandResult, forkPastPidsScript, type TestHost, useTestHost } from './helpers.js'
 
 const MiB = 1024 * 1024
 
-async function run(sandbox: Sandbox, command: string, timeoutMs = 60_000) {
-  try {
-    return await sandbox.commands.run(command, { timeoutMs })
-  } catch (error) {
-    const result = (
-      error as { result?: { exitCode: number; stdout: string; stderr: string; error?: string } }
-    ).result
-    if (!result) throw error
-    return result
-  }
-}
+const run = (sandbox: Sandbox, command: string, timeoutMs = 60_000) =>
+  commandResult(sandbox, command, { timeoutMs })
 
 /**
  * The sandbox's limits as the kernel holds them, read on the host: from the cgroup v1 hierarchies on a hybrid
@@ -84,21 +75,7 @@ describe('per-sandbox limits', () => {
 
   it('a fork past pids.max fails with EAGAIN', async () => {
     const sandbox = await Sandbox.create(t.opts)
-    const script = [
-      'import os, time, signal',
-      'children = []',
-      'try:',
-      '    for i in range(500):',
-      '        pid = os.fork()',
-      '        if pid == 0:',
-      '            time.sleep(60)',
-      '            os._exit(0)',
-      '        children.append(pid)',
-      '    print("no limit", len(children))',
-      'except BlockingIOError as error:',
-      '    print("EAGAIN" if error.errno == 11 else error, len(children) < 64)',
-      'for pid in children: os.kill(pid, signal.SIGKILL)',
-    ].join('\n')
+    const script = forkPastPidsScript(500, 64)
     const result = await run(sandbox, `python3 -c '${script}'`)
     expect(result.stdout).toBe('EAGAIN True\n')
     expect((await sandbox.commands.run('echo recovered')).stdout).toBe('recovered\n')

@@ -99,4 +99,43 @@ describe('metrics', () => {
     await sandbox.kill()
     await expect(Sandbox.getMetrics(sandbox.sandboxId, t.opts)).rejects.toBeInstanceOf(SandboxNotFoundError)
   })
+
+  it('getInfo and list report the sandbox’s own size (its limits, as its metrics), running and paused', async () => {
+    const sandbox = await create()
+    const metric = await sampleWhere(sandbox, () => true)
+    const expected = {
+      cpuCount: availableParallelism(),
+      memoryMB: 256,
+      diskSizeMB: Math.floor(metric.diskTotal / MiB),
+    }
+    expect(metric.memTotal / MiB).toBe(expected.memoryMB)
+    expect(expected.diskSizeMB).toBeGreaterThan(400)
+    expect(expected.diskSizeMB).toBeLessThanOrEqual(512)
+    const detail = async () => {
+      // The SDK's getInfo drops diskSizeMB; the API's answer has it.
+      const response = await fetch(`${t.host.apiUrl}/sandboxes/${sandbox.sandboxId}`, {
+        headers: { 'x-api-key': t.host.apiKey },
+      })
+      const body = (await response.json()) as Record<string, unknown>
+      return { cpuCount: body.cpuCount, memoryMB: body.memoryMB, diskSizeMB: body.diskSizeMB }
+    }
+    const listed = async () => {
+      const [entry] = await Sandbox.list({
+        ...t.opts,
+        query: { metadata: {}, state: ['running', 'paused'] },
+      })
+        .nextItems()
+        .then((items) => items.filter((item) => item.sandboxId === sandbox.sandboxId))
+      return { cpuCount: entry?.cpuCount, memoryMB: entry?.memoryMB }
+    }
+    const info = await sandbox.getInfo()
+    expect({ cpuCount: info.cpuCount, memoryMB: info.memoryMB }).toEqual({
+      cpuCount: expected.cpuCount,
+      memoryMB: expected.memoryMB,
+    })
+    expect(await detail()).toEqual(expected)
+    expect(await listed()).toEqual({ cpuCount: expected.cpuCount, memoryMB: expected.memoryMB })
+    await sandbox.pause({ keepMemory: false })
+    expect(await detail()).toEqual(expected)
+  })
 })

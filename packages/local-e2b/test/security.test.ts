@@ -1,23 +1,18 @@
 // Isolation, and the refusal to run unisolated unasked: what code inside a sandbox can see of
 // the host (its /etc, its paths) and who it runs as, tried through the unmodified SDKs as a user would.
 import { statSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { Sandbox } from 'e2b'
 import { describe, expect, it } from 'vitest'
 import { LocalE2BError, SANDBOX_USER_ID, startLocalE2B } from '../src/index.js'
-import { useTestHost } from './helpers.js'
+import { commandResult, forkPastPidsScript, useTestHost, waitUntil } from './helpers.js'
 
-/** Runs a command and returns its result even when it exits non-zero. */
-async function run(sandbox: Sandbox, command: string, options: { user?: 'root' | 'user' } = {}) {
-  try {
-    return await sandbox.commands.run(command, options)
-  } catch (error) {
-    const result = (error as { result?: { exitCode: number; stdout: string; stderr: string } }).result
-    if (!result) throw error
-    return result
-  }
-}
+/** CapEff of root inside a sandbox: CAP_CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID. */
+const ROOT_CAPABILITIES = '00000000000000fb'
+
+const run = commandResult
 
 describe('a minimal /etc and an unprivileged user', () => {
   const t = useTestHost({ templateOptions: { 'root-box': { user: 'root' } } })
@@ -62,7 +57,7 @@ describe('a minimal /etc and an unprivileged user', () => {
     await sandbox.kill()
   })
 
-  it('gives the home and what the host writes for the sandbox to `user`; refuses root commands', async () => {
+  it('gives the home and what the host writes for the sandbox to `user`', async () => {
     const sandbox = await Sandbox.create(t.opts)
     const view = t.host.getSandbox(sandbox.sandboxId)
     // `user` inside is a host uid of this sandbox's own, far from any account's.
@@ -75,8 +70,6 @@ describe('a minimal /etc and an unprivileged user', () => {
       'stat -c %U sub sub/uploaded.txt made && echo more >> sub/uploaded.txt && touch made/x /tmp/x && echo ok',
     )
     expect(owned.stdout).toBe('user\nuser\nuser\nok\n')
-    // E2B runs `user: 'root'` as root; here root needs a template that asks for it.
-    await expect(sandbox.commands.run('id -u', { user: 'root' })).rejects.toThrow(/root/)
     expect((await sandbox.commands.run('id -un', { user: 'user' })).stdout).toBe('user\n')
     await sandbox.kill()
   })
@@ -90,13 +83,18 @@ describe('a minimal /etc and an unprivileged user', () => {
     await sandbox.kill()
   })
 
-  it('runs a template that asks for root as uid 0, still without capabilities or host secrets', async () => {
+  it('runs a template that asks for root as uid 0 with only the namespace’s file and process powers', async () => {
     const sandbox = await Sandbox.create('root-box', t.opts)
     const identity = await run(sandbox, 'id -u; grep CapEff /proc/self/status; cat /etc/shadow')
-    expect(identity.stdout).toMatch(/^0\nCapEff:\s+0{16}\n$/)
+    expect(identity.stdout).toBe(`0\nCapEff:\t${ROOT_CAPABILITIES}\n`)
     expect(identity.exitCode).not.toBe(0)
     expect((await sandbox.commands.run('id -u', { user: 'root' })).stdout).toBe('0\n')
-    // Without CAP_SYS_ADMIN and CAP_DAC_OVERRIDE root can neither remount nor write the system.
+    // `user` is there too, without any capability.
+    expect(
+      (await sandbox.commands.run('id -u; grep CapEff /proc/self/status', { user: 'user' })).stdout,
+    ).toMatch(/^1000\nCapEff:\s+0{16}\n$/)
+    // Without CAP_SYS_ADMIN, and with CAP_DAC_OVERRIDE only over the files its namespace maps, root can
+    // neither remount nor write the system.
     // Writing the value it already has: harmless should the cover ever fail.
     const sysctl = 'cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern'
     for (const attempt of [
@@ -132,11 +130,135 @@ describe('no host path inside a sandbox', () => {
     )
     const text = `${seen.stdout}\n${kernel.logs.stdout.join('')}`
     expect(text).toContain('/home/user')
-    const forbidden = [t.host.stateDir, `${tmpdir()}/sandkeep`, '/work', process.cwd(), '/root']
+    // The sandbox's own /root (its disk) is mounted there; nothing under the host's /root may show.
+    const forbidden = [t.host.stateDir, `${tmpdir()}/sandkeep`, '/work', process.cwd(), '/root/']
     for (const hostPath of forbidden) expect(text).not.toContain(hostPath)
     await sandbox.kill()
   })
 })
+
+describe('root inside a sandbox (user: root, sudo)', () => {
+  const t = useTestHost({ templateOptions: { 'few-pids': { limits: { pids: 48 } } } })
+
+  it('has root’s powers over the sandbox only: not the system, the host, its mounts or namespaces', async () => {
+    const sandbox = await Sandbox.create(t.opts)
+    const status = await sandbox.commands.run(
+      'grep -E "^(CapEff|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status',
+      {
+        user: 'root',
+      },
+    )
+    expect(status.stdout).toBe(
+      `CapEff:\t${ROOT_CAPABILITIES}\nCapBnd:\t${ROOT_CAPABILITIES}\nNoNewPrivs:\t1\nSeccomp:\t2\n`,
+    )
+    const attempts = [
+      'touch /usr/x',
+      'touch /x',
+      'touch /etc/x',
+      'echo x >> /etc/passwd',
+      'cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern',
+      'echo 00000000-0000-4000-8000-000000000000 > /proc/sys/kernel/random/boot_id',
+      'echo h > /proc/sysrq-trigger',
+      'mount -o remount,rw /',
+      'mount -t tmpfs none /mnt',
+      'umount /etc',
+      'mount -t cgroup2 none /tmp',
+      'ls /sys/fs/cgroup',
+      'unshare -m true',
+      'unshare -n true',
+      'unshare -U true',
+      'unshare -p -f true',
+      'chroot / true',
+      'mknod /tmp/dev b 7 0',
+      'prlimit --pid $$ --nofile=2000000:2000000',
+      // bubblewrap's pid 1 and the init are the host's root's, not the sandbox's.
+      'kill -9 1',
+      'kill -9 2',
+      'cat /etc/shadow',
+    ]
+    for (const command of attempts) {
+      for (const [how, line] of [
+        ['user: root', command],
+        ['sudo', `sudo sh -c '${command.replaceAll("'", "'\\''")}'`],
+      ] as const) {
+        const result = await run(sandbox, line, how === 'user: root' ? { user: 'root' } : {})
+        expect(result.exitCode, `${how}: ${command}`).not.toBe(0)
+      }
+    }
+    // The host's /root is not the sandbox's: root's home there is its own, on the sandbox's disk.
+    expect((await sandbox.commands.run('ls -A /root', { user: 'root' })).stdout).toBe('')
+    const mounts = await sandbox.commands.run('cat /proc/self/mountinfo', { user: 'root' })
+    expect(mounts.stdout).not.toContain(t.host.stateDir)
+    await sandbox.kill()
+  })
+
+  it('stays inside the limits: root forks past pids.max fail with EAGAIN', async () => {
+    const sandbox = await Sandbox.create('few-pids', t.opts)
+    const script = forkPastPidsScript(200, 48)
+    expect((await run(sandbox, `python3 -c '${script}'`, { user: 'root' })).stdout).toBe('EAGAIN True\n')
+    expect((await run(sandbox, `sudo python3 -c '${script}'`)).stdout).toBe('EAGAIN True\n')
+    await sandbox.kill()
+  })
+
+  it('sudo serves only its own sandbox, survives hostile clients, and trusts only root’s socket', async () => {
+    const first = await Sandbox.create(t.opts)
+    const second = await Sandbox.create(t.opts)
+    await first.commands.run('sudo touch /root/first-only')
+    expect((await second.commands.run('sudo ls -A /root')).stdout).toBe('')
+    // The socket is in the sandbox's network namespace, not the host's.
+    const fromHost = await new Promise<string>((resolve) => {
+      const socket = connect({ path: '\0sandkeep-sudo' })
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve('connected')
+      })
+      socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'))
+    })
+    expect(fromHost).toBe('ECONNREFUSED')
+    // Hostile clients (as `user`): garbage, a huge length, a request without stdio, one that never ends.
+    await first.files.write('/tmp/hostile.py', HOSTILE_CLIENTS)
+    expect((await first.commands.run('python3 /tmp/hostile.py')).stdout).toBe('sent\n')
+    expect((await first.commands.run('sudo id -u')).stdout).toBe('0\n')
+    // Only root may serve sudo: not a broker started by `user`, nor a listener `user` put in its place.
+    expect((await run(first, '/opt/sandkeep/bin/sudo --sandkeep-broker')).exitCode).not.toBe(0)
+    await first.files.write('/tmp/squat.py', SQUATTER)
+    const squatted = await run(
+      first,
+      "sudo pkill -KILL -f '^/opt/sandkeep/bin/sudo --sandkeep-broker$'; python3 /tmp/squat.py & sleep 0.5; sudo id -u; kill $!",
+    )
+    expect(squatted.stderr).toContain("not root's; refusing")
+    expect(squatted.stdout).not.toContain('0\n')
+    // The host starts the broker again.
+    await waitUntil(async () => (await run(first, 'sudo id -u')).stdout === '0\n', 10_000)
+    await first.kill()
+    await second.kill()
+  })
+})
+
+/** Python: bad requests to the sudo broker's socket, as the sandbox's user; prints `sent`. */
+const HOSTILE_CLIENTS = `
+import socket, struct, os
+def client():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect("\\0sandkeep-sudo")
+    return s
+s = client(); s.sendall(b"garbage" * 1000); s.close()
+s = client(); s.sendall(struct.pack("=I", 0xFFFFFFFF)); s.close()
+s = client(); s.sendall(struct.pack("=I", 8) + b"v1\\x000\\x000\\x00"); s.close()
+s = client(); socket.send_fds(s, [struct.pack("=I", 100)], [0, 1, 2]); s.sendall(b"v1\\x00" * 10); s.close()
+slow = client()
+print("sent")
+`
+
+/** Python: listens on the sudo socket's name as the sandbox's user, answering exit status 0. */
+const SQUATTER = `
+import socket, struct
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\\0sandkeep-sudo"); s.listen(1)
+while True:
+    c, _ = s.accept()
+    c.sendall(struct.pack("=i", 0))
+`
 
 describe('isolation without bubblewrap', () => {
   it('refuses to start unisolated unless isolation "none" is asked for, which warns', async () => {

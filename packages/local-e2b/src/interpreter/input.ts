@@ -1,6 +1,7 @@
 // What the interpreter's requests carry, checked: the language (E2B's names and aliases), env_vars, cwd.
+import { existsSync } from 'node:fs'
 import { HttpError } from '../http.js'
-import type { KernelLanguage } from './kernel.js'
+import { JAVA, JSHELL, type KernelLanguage, RSCRIPT } from './kernel.js'
 
 const MAX_CWD_LENGTH = 4096
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/
@@ -13,8 +14,8 @@ export interface LanguageChoice {
 
 /**
  * E2B's language names and aliases (`js`, `ts`) mapped to the kernels shipped here. A language without a
- * kernel gets E2B's answer for one its Jupyter does not have: 500, "Failed to create context: …". R and Java
- * are such languages here (no R on this machine, and no notebook kernel for its Java).
+ * kernel gets E2B's answer for one its Jupyter does not have: 500, "Failed to create context: …", and so do R
+ * on a machine without Debian's R and Java on one without a JDK.
  */
 export function chooseLanguage(value: unknown): LanguageChoice {
   if (value === undefined || value === null || value === '') return { language: 'python', kernel: 'python' }
@@ -39,10 +40,19 @@ export function chooseLanguage(value: unknown): LanguageChoice {
     case 'sh':
     case 'shell':
       return { language: 'bash', kernel: 'bash' }
+    case 'r':
+      if (existsSync(RSCRIPT)) return { language: 'r', kernel: 'r' }
+      throw new HttpError(
+        500,
+        `Failed to create context: this machine has no R (${RSCRIPT}; apt-get install r-base-core r-cran-jsonlite)`,
+      )
+    case 'java':
+      if (existsSync(JAVA) && existsSync(JSHELL)) return { language: 'java', kernel: 'java' }
+      throw new HttpError(500, 'Failed to create context: this machine has no JDK (/usr/bin/java and jshell)')
     default:
       throw new HttpError(
         500,
-        `Failed to create context: local-e2b has no kernel for ${JSON.stringify(name.slice(0, 64))}; its kernels are python, javascript (also for typescript) and bash`,
+        `Failed to create context: local-e2b has no kernel for ${JSON.stringify(name.slice(0, 64))}; its kernels are python, javascript (also for typescript), bash, r and java`,
       )
   }
 }

@@ -8,7 +8,14 @@ import { createFrameReader, type FrameReader, type KernelMessage } from './frame
 import type { KernelSpawner } from './types.js'
 
 /** The kernels this package ships (bash is a mode of the Python kernel script). */
-export type KernelLanguage = 'python' | 'javascript' | 'typescript' | 'bash'
+export type KernelLanguage = 'python' | 'javascript' | 'typescript' | 'bash' | 'r' | 'java'
+
+/** Debian's R front end; the R kernel exists only where the machine has R (the sandbox sees the host's /usr). */
+export const RSCRIPT = '/usr/bin/Rscript'
+
+/** The machine's JDK (jshell is there only with a JDK, whose jdk.jshell module the Java kernel uses). */
+export const JAVA = '/usr/bin/java'
+export const JSHELL = '/usr/bin/jshell'
 
 /** Receives what one cell produces, in order. */
 export interface CellSink {
@@ -62,6 +69,16 @@ function commandFor(language: KernelLanguage, kernelDir: string): [string, strin
     const python = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
     const script = posix.join(kernelDir, 'python-kernel.py')
     return [python, language === 'bash' ? ['-X', 'utf8', script, '--bash'] : ['-X', 'utf8', script]]
+  }
+  if (language === 'r') {
+    // The requests reach R on fd 3, out of reach of the cell's child processes (whose stderr joins stdout),
+    // through a pipe: R opens the fd by path, which a socket (what the host's stdin is) refuses.
+    const launch = 'cat | { exec 3<&0 0</dev/null 2>&1; exec "$0" "$1"; }'
+    return ['/bin/sh', ['-c', launch, RSCRIPT, posix.join(kernelDir, 'r-kernel.R')]]
+  }
+  if (language === 'java') {
+    // Run from its source (the JDK compiles it in memory); serial GC: one context needs no parallel collector.
+    return [JAVA, ['-XX:+UseSerialGC', '-Xshare:auto', posix.join(kernelDir, 'java-kernel.java')]]
   }
   const node = existsSync('/usr/bin/node') ? '/usr/bin/node' : process.execPath
   // --expose-internals gives the kernel Node's own top-level-await rewrite (internal/repl/await).
@@ -253,9 +270,11 @@ export class KernelProcess {
     const running = this.#running
     if (!running || !this.alive) return
     this.#child.stdin.write(`${JSON.stringify({ t: 'interrupt', id: running.id })}\n`)
-    if (this.language !== 'javascript' && this.language !== 'typescript') return
-    // A synchronous JavaScript cell blocks the thread that reads the message; SIGINT reaches it, sent from
-    // inside the sandbox because the spawned handle is a wrapper (nsenter) that does not forward signals.
+    // Python, bash and Java read the message on a thread of their own and stop the cell themselves.
+    if (this.language === 'python' || this.language === 'bash' || this.language === 'java') return
+    // A synchronous JavaScript cell, and any R cell, blocks the thread that reads the message; SIGINT reaches
+    // it, sent from inside the sandbox because the spawned handle is a wrapper (nsenter) that does not forward
+    // signals.
     const timer = setTimeout(() => {
       if (this.#running !== running || !this.alive) return
       try {

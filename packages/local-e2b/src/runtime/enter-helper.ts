@@ -1,8 +1,9 @@
 // A tiny C launcher that does in one exec what the shell chain (sh → nsenter → setpriv → sh) does in four:
 // join the sandbox's cgroups (freezer, and the limit hierarchies on a hybrid cgroup machine), enter its
-// namespaces, fork into its pid namespace, drop every capability and switch to the sandbox's user, chdir,
-// report the sandbox pid on fd 3, exec the command. Compiled once per machine when a C compiler
-// is present (compile.ts); without one the host keeps the shell chain.
+// namespaces, fork into its pid namespace, switch to the sandbox's user (root keeps root's capabilities over
+// what its user namespace owns, any other user none), chdir, report the sandbox pid on fd 3, exec the command.
+// Compiled once per machine when a C compiler is present (compile.ts); without one the host keeps the shell
+// chain.
 import { compiledHelper } from './compile.js'
 
 /**
@@ -10,6 +11,9 @@ import { compiledHelper } from './compile.js'
  * the cgroup dirs are colon-separated, the first is forked into, the others are joined first. With a target
  * pid, fd 4 is the sandbox's user namespace, joined by the forked process after the target's other namespaces.
  */
+/** The capabilities uid 0 of a sandbox keeps (a bit per capability number), as `CapEff` shows them. */
+export const ROOT_CAPABILITY_MASK = 0xfb
+
 const ENTER_SOURCE = String.raw`#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +35,12 @@ const ENTER_SOURCE = String.raw`#define _GNU_SOURCE
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SETGID, CAP_SETUID: root's file and
+   process powers, which the kernel applies only to files and processes whose ids the sandbox's user namespace
+   maps. Never CAP_SYS_ADMIN (it would let root make namespaces of its own, owning a network stack's attack
+   surface), CAP_NET_ADMIN, CAP_SYS_PTRACE or CAP_SYS_RESOURCE. */
+#define SANDBOX_ROOT_CAPABILITIES ${ROOT_CAPABILITY_MASK}ULL
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -250,19 +260,25 @@ int main(int argc, char **argv) {
       if (setns(4, CLONE_NEWUSER) < 0) fail("user namespace");
       close(4);
     }
-    for (int cap = 0; cap < 64; cap++) prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+    /* Root of the sandbox keeps root's powers over what its user namespace owns (its files, its processes), as
+       a container's root does; everything else of the host belongs to the host's namespaces, where it has
+       none. Any other user has no capability at all. */
+    int root = strcmp(argv[2], "-") != 0 && uid == 0;
+    for (int cap = 0; cap < 64; cap++)
+      if (!(root && (SANDBOX_ROOT_CAPABILITIES >> cap & 1))) prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     if (uid >= 0) {
-      /* Ids of the sandbox's user namespace. setuid to a non-zero uid clears every capability; uid 0 (a root
-         template) keeps those of the namespace until they are cleared below. */
+      /* Ids of the sandbox's user namespace. Every capability of the namespace is still held here; the capset
+         below leaves root its set and any other user none. */
       if (setgroups(0, NULL) < 0) fail("setgroups");
       if (setgid((gid_t)gid) < 0) fail("setgid");
       if (setuid((uid_t)uid) < 0) fail("setuid");
     }
     struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct none[2];
-    memset(none, 0, sizeof none);
-    if (syscall(SYS_capset, &header, none) < 0) fail("capset");
+    struct __user_cap_data_struct kept[2];
+    memset(kept, 0, sizeof kept);
+    if (root) kept[0].effective = kept[0].permitted = (uint32_t)SANDBOX_ROOT_CAPABILITIES;
+    if (syscall(SYS_capset, &header, kept) < 0) fail("capset");
     /* A session keyring of its own: the one inherited from the host would give possession of its keys. It
        links the user keyring, as a login session's does. */
     syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL);

@@ -43,6 +43,8 @@ const HOST_ETC_ALLOWED = [
   'profile.d',
   'protocols',
   'python3',
+  // Debian's R reads its site configuration (library paths, Renviron) from /etc/R.
+  'R',
   'services',
   'shells',
   'ssl',
@@ -58,7 +60,11 @@ export function hostEtcEntries(): string[] {
   } catch {
     return []
   }
-  return names.filter((name) => HOST_ETC_ALLOWED.includes(name) || /^python3\.\d+$/.test(name))
+  // java-<n>-openjdk: the JDK's own configuration (security providers, jvm.cfg), linked from its conf/.
+  return names.filter(
+    (name) =>
+      HOST_ETC_ALLOWED.includes(name) || /^python3\.\d+$/.test(name) || /^java-\d+-openjdk$/.test(name),
+  )
 }
 
 /** The generated part of a sandbox's /etc: its own users, hosts and name service, the lean profile. */

@@ -4,8 +4,9 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import { SANDBOX_HOME } from '../paths.js'
+import { SANDBOX_HOME, SANDBOX_ROOT_HOME } from '../paths.js'
 import { hostEtcEntries, SANDBOX_ALIAS_DIR, sandboxEtcFiles } from './etc-files.js'
+import { SANDBOX_SUDO_PATH } from './sudo-program.js'
 
 /** Where the interpreter's kernels are visible inside an isolated sandbox. */
 export const SANDBOX_KERNEL_DIR = '/opt/sandkeep/kernels'
@@ -40,19 +41,26 @@ export interface NamespaceSpec {
   kernelHostDir: string | undefined
   /** Size of each private tmpfs (/var/tmp, /dev/shm). */
   tmpfsBytes: number
+  /** This boot's id, what the sandbox reads at {@link BOOT_ID_PATH} (a VM's kernel makes one per boot). */
+  bootId: string
+  /** The compiled `sudo` (sudo-program.ts), bound at {@link SANDBOX_SUDO_PATH}; none without a compiler. */
+  sudoProgram?: Buffer
 }
 
+/** Where Linux tells the id of the running boot; the sandbox shares the host's kernel, so it is covered. */
+export const BOOT_ID_PATH = '/proc/sys/kernel/random/boot_id'
+
 /** bwrap's options (sent through ARGS_FD), and the contents of the files it reads from DATA_FD_BASE up. */
-export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: string[] } {
+export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: Array<string | Buffer> } {
   // A network namespace of its own always: with internet access, network.ts connects it to the host.
   const args = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent']
   args.push('--cap-drop', 'ALL', '--hostname', 'sandbox')
   for (const dir of SYSTEM_DIRECTORIES) bindHostPath(args, dir, false)
   // Files handed to bwrap through pipes (--ro-bind-data) instead of host paths: nothing in the sandbox's
   // mount table then names a host directory.
-  const data: string[] = []
-  const bindData = (content: string, destination: string) => {
-    args.push('--perms', '0644', '--ro-bind-data', String(DATA_FD_BASE + data.length), destination)
+  const data: Array<string | Buffer> = []
+  const bindData = (content: string | Buffer, destination: string, mode = '0644') => {
+    args.push('--perms', mode, '--ro-bind-data', String(DATA_FD_BASE + data.length), destination)
     data.push(content)
   }
   // A minimal /etc: the generated identity files plus what the interpreters and TLS need from the host's,
@@ -64,6 +72,7 @@ export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: str
   // The disk image holds home and /tmp: its mount root is the image, so the binds name `/home/user` and
   // `/tmp` of the image, not the host directory they live in.
   args.push('--tmpfs', '/home', '--bind', join(spec.rootDir, 'home/user'), SANDBOX_HOME)
+  args.push('--bind', join(spec.rootDir, 'root'), SANDBOX_ROOT_HOME)
   args.push('--bind', join(spec.rootDir, 'tmp'), '/tmp', '--tmpfs', '/var')
   args.push('--perms', '1777', '--size', String(spec.tmpfsBytes), '--tmpfs', '/var/tmp')
   args.push('--proc', '/proc', '--dev', '/dev')
@@ -71,6 +80,9 @@ export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: str
   // Sandbox processes lack every capability, and a root template's uid 0 may still write most sysctls
   // (core_pattern would run a program on the host) and /proc/sysrq-trigger: cover them read-only.
   for (const dir of PROC_COVERS) if (existsSync(dir)) args.push('--ro-bind', dir, dir)
+  // E2B's sandboxes are VMs, each boot with an id of its own; here the kernel is the host's, whose boot id
+  // survives a cold boot. A file of the boot's own, read-only like the rest of /proc/sys, stands in for it.
+  if (existsSync(BOOT_ID_PATH)) bindData(`${spec.bootId}\n`, BOOT_ID_PATH, '0444')
   const { kernelHostDir } = spec
   if (kernelHostDir && existsSync(kernelHostDir)) {
     for (const entry of readdirSync(kernelHostDir, { withFileTypes: true })) {
@@ -78,10 +90,15 @@ export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: str
       bindData(readFileSync(join(kernelHostDir, entry.name), 'utf8'), `${SANDBOX_KERNEL_DIR}/${entry.name}`)
     }
   }
+  args.push('--perms', '0755', '--dir', SANDBOX_ALIAS_DIR)
   // E2B's base template runs `python`; a host with only python3 gets the name as a link.
   if (!existsSync('/usr/bin/python') && existsSync('/usr/bin/python3')) {
-    args.push('--perms', '0755', '--dir', SANDBOX_ALIAS_DIR)
     args.push('--symlink', '/usr/bin/python3', `${SANDBOX_ALIAS_DIR}/python`)
+  }
+  if (spec.sudoProgram) {
+    bindData(spec.sudoProgram, SANDBOX_SUDO_PATH, '0755')
+    // A host's own sudo would win on PATH and cannot work inside (setuid is void under no_new_privs).
+    if (existsSync('/usr/bin/sudo')) bindData(spec.sudoProgram, '/usr/bin/sudo', '0755')
   }
   // The root itself is bwrap's tmpfs: read-only too, so that even a root template writes only its own dirs.
   args.push('--remount-ro', '/')
@@ -110,7 +127,7 @@ export interface NamespaceInputs {
   /** bwrap's options (bwrapArguments), sent through {@link ARGS_FD}. */
   args: string[]
   /** Contents of the files bound from fds {@link DATA_FD_BASE} and up. */
-  data: string[]
+  data: Array<string | Buffer>
 }
 
 /**
@@ -131,7 +148,7 @@ export async function startNamespace(
     env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
   }) as unknown as ChildProcessWithoutNullStreams
   // Each file is far below a pipe's buffer; bwrap reads them while it builds the mount namespace.
-  const feed = (fd: number, content: string) => {
+  const feed = (fd: number, content: string | Buffer) => {
     const stream = init.stdio[fd] as NodeJS.WritableStream
     stream.on('error', () => {})
     stream.end(content)

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { LocalE2BError, LocalE2BErrorCode } from '../errors.js'
 import { enterHelperPath } from './enter-helper.js'
 import { canFilterInternet } from './network.js'
+import { sudoProgramPath } from './sudo-program.js'
 
 /** How pauses are enforced on this machine. */
 export type FreezerKind = 'cgroup-v1' | 'cgroup-v2' | 'signals'
@@ -19,6 +20,8 @@ export interface RuntimeSupport {
   cgroupParent?: string
   /** The compiled one-exec launcher (see enter-helper.ts); the shell chain is used without it. */
   enterHelper?: string
+  /** The compiled `sudo` and its broker (sudo-program.ts); only with the launcher, which gives root its powers. */
+  sudoProgram?: string
   /**
    * Parent cgroup directories that enforce limits (pids, memory, cpu), besides the freezer's: cgroup v1
    * hierarchies on a hybrid machine. Empty when the freezer's cgroup v2 itself carries the controllers.
@@ -54,6 +57,8 @@ export function probeRuntimeSupport(wantIsolation: 'auto' | 'bubblewrap' | 'none
   for (const parent of Object.values(support.limitParents)) removeStaleCgroups(parent)
   const helper = process.env.SANDKEEP_LOCAL_E2B_NO_HELPER === '1' ? undefined : enterHelperPath()
   if (helper) support.enterHelper = helper
+  const sudo = helper && support.isolation === 'bubblewrap' ? sudoProgramPath() : undefined
+  if (sudo) support.sudoProgram = sudo
   support.internetFilter = support.isolation === 'bubblewrap' && canFilterInternet()
   return support
 }
