@@ -278,7 +278,14 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     endSession: async () => false,
     getSession: async () => null,
     listSessions: async () => ({ sessions: [] }),
-    gc: async () => ({ killedSandboxes: [], keptSessions: [], deletedSessions: [] }),
+    gc: async () => ({ killedSandboxes: [], keptSessions: [], deletedSessions: [], deletedSnapshots: [] }),
+    rewind: async () => {
+      throw new SandkeepError({ code: 'CAPABILITY_UNSUPPORTED', message: 'The fake sessions do not rewind.' })
+    },
+    fork: async () => {
+      throw new SandkeepError({ code: 'CAPABILITY_UNSUPPORTED', message: 'The fake sessions do not fork.' })
+    },
+    listCheckpoints: async () => [],
     on: () => () => {},
     store: undefined as never,
     provider: { specificationVersion: 'v1', providerId: 'fake' } as never,

@@ -38,6 +38,12 @@ export const SandkeepErrorCode = {
   TURN_ENDED: 'TURN_ENDED',
   /** The sandbox exists but was paused by someone else while a turn used it; a new turn resumes it. */
   SANDBOX_PAUSED: 'SANDBOX_PAUSED',
+  /** The platform has no snapshot of that id (deleted, never made, or another team's). */
+  SNAPSHOT_NOT_FOUND: 'SNAPSHOT_NOT_FOUND',
+  /** A rewind or fork named a turn the session has no checkpoint of (pruned, never taken, past the last turn). */
+  CHECKPOINT_NOT_FOUND: 'CHECKPOINT_NOT_FOUND',
+  /** A session with that conversation id already exists (a fork must start a new one). Nothing was written. */
+  SESSION_EXISTS: 'SESSION_EXISTS',
 } as const
 
 export type SandkeepErrorCode = (typeof SandkeepErrorCode)[keyof typeof SandkeepErrorCode]

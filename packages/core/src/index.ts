@@ -30,7 +30,13 @@ export type { CodeLanguage, JournalEntry, JournalStep } from './journal.js'
 // The in-memory store
 export { createMemorySessionStore, type MemorySessionStoreOptions } from './memory-store.js'
 // Reports
-export type { RehydrateFailures, ResumeOutcome, ResumeReport, TurnEndReport } from './report.js'
+export type {
+  RehydrateFailures,
+  RestoreReport,
+  ResumeOutcome,
+  ResumeReport,
+  TurnEndReport,
+} from './report.js'
 // What sandkeep writes on the sandboxes it creates
 export { hashConversationId, SANDKEEP_METADATA } from './sandbox-metadata.js'
 // The provider contract
@@ -40,6 +46,7 @@ export type {
   CommandResult,
   ConnectSandboxOptions,
   CreateSandboxOptions,
+  CreateSnapshotOptions,
   FileEntry,
   PortEndpoint,
   PortEndpointOptions,
@@ -53,13 +60,20 @@ export type {
   SandboxNetworkPolicy,
   SandboxProvider,
   SandboxState,
+  SnapshotInfo,
+  SnapshotKeeps,
 } from './sandbox-provider.js'
 // The session manager
 export { createSessionManager } from './session-manager.js'
 export type {
+  CheckpointsOption,
+  ForkOptions,
+  ForkResult,
   GcOptions,
   GcResult,
   OnTurnEnd,
+  RewindOptions,
+  RewindResultReport,
   SessionManager,
   SessionManagerEvents,
   SessionManagerOptions,
@@ -70,14 +84,21 @@ export type {
 // The store contract
 export {
   type AcquireResult,
+  type Checkpoint,
+  type CheckpointInput,
+  type CheckpointSnapshot,
   type ClaimResult,
+  type CreateForkInput,
   type FileWitness,
   type Lease,
   type ReleaseInput,
   type ReleaseResult,
+  type RewindInput,
+  type RewindResult,
   SESSION_RECORD_SCHEMA_VERSION,
   type SessionPage,
   type SessionRecord,
+  type SessionRestore,
   type SessionSandboxState,
   type SessionStore,
   type SetSandboxInput,

@@ -1,5 +1,6 @@
 import type { HealthCheckResult } from './health.js'
 import type { JournalStep } from './journal.js'
+import type { Checkpoint } from './session-store.js'
 
 /** How the turn got its sandbox. */
 export type ResumeOutcome =
@@ -11,6 +12,29 @@ export type ResumeOutcome =
   | 'reconnected'
   /** The mapped sandbox was gone (killed, past retention): a new one was created and rehydrated. */
   | 'recreated'
+  /** A `rewind` was pending: the sandbox was made from that checkpoint (see `restored`). */
+  | 'rewound'
+  /** The session's first turn after a `fork`: the sandbox was made from the source's checkpoint (`restored`). */
+  | 'forked'
+
+/** How a rewound or forked turn got the checkpoint's state (`ResumeReport.restored`). */
+export interface RestoreReport {
+  /** Rewind or fork. */
+  kind: 'rewound' | 'forked'
+  /** The checkpoint's turn (0: before the first turn). */
+  turn: number
+  /**
+   * `'snapshot'`: created from the checkpoint's platform snapshot (what it did not keep, such as memory, was
+   * rebuilt from the journal); `'journal'`: a fresh sandbox with the journal replayed up to the checkpoint.
+   */
+  source: 'snapshot' | 'journal'
+  /** The snapshot created from (or the one that was lost, with `snapshotLost`). */
+  snapshotId?: string
+  /** The checkpoint's snapshot was gone on the platform (404): the journal stood in, and `stateLost` is true. */
+  snapshotLost?: boolean
+  /** For a fork: the conversation it was forked from. */
+  fromConversationId?: string
+}
 
 /** What the start of a turn found and did. Available as `turn.report` once the sandbox is resumed. */
 export interface ResumeReport {
@@ -57,6 +81,8 @@ export interface ResumeReport {
    * version of them: kept as they were, since they may be newer than the journal's. Present only then.
    */
   keptFiles?: string[]
+  /** With `outcome` `'rewound'` or `'forked'`: what was restored, from where. */
+  restored?: RestoreReport
 }
 
 /** The journal steps a replay could not apply. */
@@ -90,7 +116,14 @@ export interface TurnEndReport {
     storeMs: number
     /** The pause (or setTimeout, or kill) call. */
     pauseMs: number
+    /** The platform snapshot of the turn's checkpoint; 0 without one. */
+    checkpointMs?: number
   }
+  /**
+   * The checkpoint of this turn's end, with the `checkpoints` option (store it with the assistant message:
+   * `rewind` and `fork` take its `turn`). Absent when checkpoints are off or the release did not record one.
+   */
+  checkpoint?: Checkpoint
   /** An error the end swallowed so the turn body's outcome stands (pause failed, store down). */
   error?: { code: string; message: string }
 }

@@ -53,6 +53,37 @@ export interface SandboxInfo {
   endAt?: Date
 }
 
+/** What a platform snapshot of a sandbox keeps, as the provider knows its platform. */
+export interface SnapshotKeeps {
+  /** The sandbox's files (its home, /tmp, installed packages). */
+  files: boolean
+  /** Its memory: running processes and interpreter state. A sandbox made from a snapshot without it boots cold. */
+  memory: boolean
+}
+
+/** A platform snapshot, as {@link SandboxProvider.listSnapshots} lists it. */
+export interface SnapshotInfo {
+  /** The id `createFromSnapshot` and `deleteSnapshot` take. */
+  snapshotId: string
+  /** The names it was created under, when the platform keeps names. */
+  names?: string[]
+  /** The sandbox it was taken of, when the platform says. */
+  sandboxId?: string
+  /** When it was taken, when the platform says. */
+  createdAt?: Date
+}
+
+/** Options of {@link SandboxProvider.createSnapshot}. */
+export interface CreateSnapshotOptions {
+  /**
+   * A name to find it by in `listSnapshots` (1 to 128 characters from A-Z, a-z, 0-9, `.`, `_`, `-`,
+   * starting with a letter or digit). sandkeep names checkpoint snapshots `sandkeep-<session hash>-<turn>-…`.
+   */
+  name?: string
+  /** Aborts the call. */
+  signal?: AbortSignal
+}
+
 /** Result of {@link SandboxHandle.runCommand}. A non-zero exit code is a result, not an error. */
 export interface CommandResult {
   /** Exit code; `-1` when the process was killed by a signal or timed out. */
@@ -319,4 +350,35 @@ export interface SandboxProvider<Native = unknown> {
   ): Promise<void>
   /** Reads a sandbox's info. SANDBOX_NOT_FOUND when it is gone. */
   getInfo?(sandboxId: string, options?: { signal?: AbortSignal }): Promise<SandboxInfo>
+  /**
+   * Snapshot capability: what a snapshot keeps on this platform. Present exactly when `createSnapshot`,
+   * `createFromSnapshot` and `deleteSnapshot` are (the session manager's checkpoints use them together).
+   */
+  readonly snapshotKeeps?: SnapshotKeeps
+  /**
+   * Takes a snapshot of a running sandbox; the sandbox goes on running (the platform may freeze it for the
+   * copy). The snapshot outlives the sandbox until `deleteSnapshot`.
+   * @throws SandkeepError SANDBOX_NOT_FOUND (gone), SANDBOX_UNAVAILABLE (retryable: 5xx, 409 paused or
+   *   transitioning, 429 over the platform's snapshot limit)
+   */
+  createSnapshot?(sandboxId: string, options?: CreateSnapshotOptions): Promise<{ snapshotId: string }>
+  /**
+   * Creates a new sandbox from a snapshot (its own copy: deleting the snapshot later does not touch it).
+   * `options.template` is ignored: the snapshot decides. What the snapshot did not keep (`snapshotKeeps`)
+   * starts empty.
+   * @throws SandkeepError SNAPSHOT_NOT_FOUND (deleted, never made, another team's), and as `create`
+   */
+  createFromSnapshot?(snapshotId: string, options: CreateSandboxOptions): Promise<SandboxHandle<Native>>
+  /** Deletes a snapshot. Returns false when it did not exist. */
+  deleteSnapshot?(snapshotId: string, options?: { signal?: AbortSignal }): Promise<boolean>
+  /**
+   * Lists snapshots, optionally only those with a name starting with `namePrefix`. Optional even with the
+   * other snapshot methods; `gc` sweeps leaked checkpoint snapshots with it.
+   */
+  listSnapshots?(options?: {
+    namePrefix?: string
+    limit?: number
+    cursor?: string
+    signal?: AbortSignal
+  }): Promise<{ snapshots: SnapshotInfo[]; cursor?: string }>
 }

@@ -2,11 +2,70 @@ import type { HealthCheck } from './health.js'
 import type { JournalStep } from './journal.js'
 import type { ResumeReport, TurnEndReport } from './report.js'
 import type { SandboxHandle, SandboxProvider } from './sandbox-provider.js'
-import type { SessionPage, SessionRecord, SessionStore } from './session-store.js'
+import type { Checkpoint, SessionPage, SessionRecord, SessionStore } from './session-store.js'
 import type { TelemetryOption } from './telemetry/api.js'
 
 /** What happens to the sandbox when the last turn holding it ends. */
 export type OnTurnEnd = 'pause' | 'auto-pause' | 'keep' | 'kill'
+
+/**
+ * Per-turn checkpoints (`SessionManagerOptions.checkpoints`): at each turn end a platform snapshot (where the
+ * provider has snapshots) and the journal's position, so `rewind` and `fork` can go back to any kept turn.
+ */
+export interface CheckpointsOption {
+  /** When to take one: at the end of every turn. */
+  every: 'turn'
+  /** Checkpoints kept per session, newest first (older ones and their snapshots are deleted). Default 10, 1 to 1000. */
+  keep?: number
+}
+
+/** Options of `rewind`. */
+export interface RewindOptions {
+  /** The turn whose end the next turn starts from; 0 = before the first turn. */
+  toTurn: number
+  /** Tenant; default `'default'`. */
+  tenant?: string
+  /** Aborts the wait for the session and the store calls. */
+  abortSignal?: AbortSignal
+}
+
+/** What `rewind` did. */
+export interface RewindResultReport {
+  /** The turn gone back to. */
+  toTurn: number
+  /** How the next turn will restore it: from the checkpoint's snapshot, or a fresh sandbox and the journal. */
+  source: 'snapshot' | 'journal'
+  /** The checkpoint gone back to; `null` for turn 0. */
+  checkpoint: Checkpoint | null
+  /** Turns whose checkpoints were dropped (after `toTurn`). */
+  droppedTurns: number[]
+  /** The sandbox that was mapped before and was killed (`null` when none was mapped). */
+  killedSandboxId: string | null
+  /** Journal steps dropped (recorded after the checkpoint). */
+  droppedJournalSteps: number
+}
+
+/** Options of `fork`. */
+export interface ForkOptions {
+  /** The source turn whose checkpoint the fork starts from; default the latest checkpoint. */
+  atTurn?: number
+  /** Tenant of both sessions (a fork never crosses tenants); default `'default'`. */
+  tenant?: string
+  /** Aborts the call. */
+  abortSignal?: AbortSignal
+}
+
+/** What `fork` did. */
+export interface ForkResult {
+  /** The new conversation's id. */
+  conversationId: string
+  /** The source turn it starts from. */
+  atTurn: number
+  /** How its first turn will restore it. */
+  source: 'snapshot' | 'journal'
+  /** The new session's record (no sandbox yet: its first turn makes one). */
+  record: SessionRecord
+}
 
 /** Options of `createSessionManager`. */
 export interface SessionManagerOptions {
@@ -33,6 +92,12 @@ export interface SessionManagerOptions {
   }
   /** Declared probes run after every resume. */
   healthChecks?: HealthCheck[]
+  /**
+   * Per-turn checkpoints for `rewind` and `fork`. Off by default (`false`). Needs a store with checkpoints
+   * (memory and Redis have them); with a provider without snapshots a checkpoint is the journal's position
+   * alone (no provider call).
+   */
+  checkpoints?: CheckpointsOption | false
   /** Built-in fidelity probes (memory sentinel, marker file, process list). Default true. */
   fidelityProbes?: boolean
   /**
@@ -183,6 +248,8 @@ export interface GcResult {
   keptSessions: Array<{ tenant: string; conversationId: string }>
   /** Sessions whose sandbox is gone, deleted because `deleteSessions` asked for it. */
   deletedSessions: Array<{ tenant: string; conversationId: string }>
+  /** Checkpoint snapshots deleted because no kept checkpoint refers to them (a crash between taking and recording). */
+  deletedSnapshots: string[]
 }
 
 /** Keeps conversations' sandboxes across turns. Made by `createSessionManager`. */
@@ -202,6 +269,22 @@ export interface SessionManager {
    * deleted with `deleteSessions`.
    */
   gc(options?: GcOptions): Promise<GcResult>
+  /**
+   * Sets the session back to the end of turn `toTurn`: its next turn starts from that checkpoint (from its
+   * snapshot, or a fresh sandbox with the journal replayed that far). Later journal steps and checkpoints are
+   * dropped, the old sandbox is killed once the store holds the rewound session.
+   * @throws SandkeepError CHECKPOINT_NOT_FOUND (no checkpoint of that turn: pruned, never taken, past the last
+   *   turn), INVALID_ARGUMENT, SESSION_BUSY (a turn of the session is running), before any side effect
+   */
+  rewind(conversationId: string, options: RewindOptions): Promise<RewindResultReport>
+  /**
+   * Starts `newConversationId` from a checkpoint of `conversationId` (the latest by default): its first turn
+   * gets its own sandbox from that checkpoint and its own copy of the journal; the source is not touched.
+   * @throws SandkeepError SESSION_EXISTS (the new id has a session), CHECKPOINT_NOT_FOUND, INVALID_ARGUMENT
+   */
+  fork(conversationId: string, newConversationId: string, options?: ForkOptions): Promise<ForkResult>
+  /** The session's checkpoints, oldest first (empty without the `checkpoints` option). */
+  listCheckpoints(conversationId: string, options?: { tenant?: string }): Promise<Checkpoint[]>
   /** Subscribes to an event; returns the unsubscribe function. */
   on<E extends keyof SessionManagerEvents>(
     event: E,

@@ -1,4 +1,5 @@
 import type { JournalEntry, JournalStep } from './journal.js'
+import type { SnapshotKeeps } from './sandbox-provider.js'
 import type { SessionKey } from './validation.js'
 
 /** The schema version of {@link SessionRecord}s written by this version of sandkeep. */
@@ -60,6 +61,63 @@ export interface FileWitness {
   sha256: string
 }
 
+/** A platform snapshot a checkpoint (or a pending restore) refers to. */
+export interface CheckpointSnapshot {
+  /** The provider's snapshot id. */
+  snapshotId: string
+  /** What the provider said it keeps. */
+  keeps: SnapshotKeeps
+}
+
+/**
+ * The state of a session at the end of one of its turns, as a rewind or fork can restore it: a platform
+ * snapshot where the provider has them, and always the journal's length (a fresh sandbox replays that much).
+ * Written with the turn's release by the session manager's `checkpoints` option.
+ */
+export interface Checkpoint {
+  /** The turn it was taken at the end of: the record's `turnCount` after that turn's release (1-based). */
+  turn: number
+  /** When it was taken, epoch ms on the store's clock (the release's `turnEndedAt`). */
+  createdAt: number
+  /** The sandbox it was taken of. */
+  sandboxId: string
+  /** The platform snapshot, or `null` when the provider has none (or taking it failed). */
+  snapshot: CheckpointSnapshot | null
+  /** Journal entries recorded up to that point: a restore replays the first `journalLength` entries. */
+  journalLength: number
+  /** The manifest the turn left (the record's after that release), for the probes after a restore. */
+  manifest: TurnManifest | null
+}
+
+/** What a turn's release asks the store to record as a checkpoint (the store adds the turn and length). */
+export interface CheckpointInput {
+  /** The sandbox the snapshot is of: written only while the record still maps it, else refused. */
+  sandboxId: string
+  /** The snapshot taken, or `null` for a journal-position-only checkpoint. */
+  snapshot: CheckpointSnapshot | null
+  /** Checkpoints to keep, newest first, this one included (1 to 1000); older ones are pruned and returned. */
+  keep: number
+}
+
+/**
+ * A restore the session's next turn must carry out (set by a rewind or a fork, cleared by the next
+ * `setSandbox`): that turn creates the sandbox from the snapshot, or fresh, and replays the journal.
+ */
+export interface SessionRestore {
+  /** `'rewound'` by `rewind`, `'forked'` by `createFork`. */
+  kind: 'rewound' | 'forked'
+  /** The checkpoint's turn (0: the state before the first turn). */
+  turn: number
+  /** The snapshot to create from; `null` to start fresh and replay the journal. */
+  snapshot: CheckpointSnapshot | null
+  /** The sandbox the session mapped before the rewind, or the fork source's sandbox. */
+  fromSandboxId: string | null
+  /** For a fork: the source conversation. */
+  fromConversationId?: string
+  /** When it was asked for, epoch ms on the store's clock. */
+  at: number
+}
+
 /** One session: a conversation mapped to a sandbox. Stored as JSON with a schema version. */
 export interface SessionRecord {
   /** Always {@link SESSION_RECORD_SCHEMA_VERSION} for records this version writes. */
@@ -102,6 +160,11 @@ export interface SessionRecord {
    * The manager's `prewarm: 'auto'` resumes early when it is true.
    */
   lastTurnUsedSandbox: boolean | null
+  /**
+   * A rewind or fork the next turn carries out; `null` when none is pending (and in records written before
+   * this field). While set, `sandboxId` is `null`.
+   */
+  restore: SessionRestore | null
   /** Free-form, JSON-safe data for integrations (never secrets). */
   extra?: Record<string, unknown>
 }
@@ -201,6 +264,13 @@ export interface ReleaseInput {
    * lease lapsing, as the caller stops renewing it) lets them in. Ignored when not last.
    */
   holdIfLast?: boolean
+  /**
+   * Record a checkpoint of this turn's end (after the counters and manifest are written: its `turn` is the
+   * new `turnCount`, its `manifest` the record's, its `journalLength` the journal's). Refused, and said in
+   * `checkpointRefused`, when the lease's fencing token is below the record's `mappingToken` (a rewind came
+   * after this turn began) or the record no longer maps `checkpoint.sandboxId`.
+   */
+  checkpoint?: CheckpointInput
   /** Session TTL to set, ms; default the store's `ttlMs`. */
   ttlMs?: number
 }
@@ -216,6 +286,50 @@ export interface ReleaseResult {
    * Omitted otherwise.
    */
   held?: boolean
+  /** The checkpoint recorded, when `checkpoint` was given and not refused. */
+  checkpoint?: Checkpoint
+  /** True when `checkpoint` was given and refused (the caller deletes its snapshot). */
+  checkpointRefused?: boolean
+  /** Checkpoints pruned past `keep` (oldest first): the caller deletes their snapshots on the platform. */
+  prunedCheckpoints?: Checkpoint[]
+}
+
+/** What {@link SessionStore.rewind} sets the session back to. */
+export interface RewindInput {
+  /** The turn whose checkpoint the session goes back to; 0 = before the first turn (always possible). */
+  toTurn: number
+  /** The sandbox the caller saw mapped (`null` for none): another is refused with LEASE_LOST. */
+  expectedSandboxId: string | null
+  /** Session TTL to set, ms; default the store's `ttlMs`. */
+  ttlMs?: number
+}
+
+/** Answer of {@link SessionStore.rewind}. */
+export interface RewindResult {
+  /** The record after the rewind: `sandboxId` null, `restore` set, `turnCount` = `toTurn`. */
+  record: SessionRecord
+  /** The checkpoint gone back to; `null` for turn 0. */
+  checkpoint: Checkpoint | null
+  /** Checkpoints after `toTurn`, dropped (oldest first): the caller deletes their snapshots. */
+  dropped: Checkpoint[]
+}
+
+/** What {@link SessionStore.createFork} writes for the new session. */
+export interface CreateForkInput {
+  /** The source session's conversation id (same tenant). */
+  fromConversationId: string
+  /** The source's sandbox when the fork was made. */
+  fromSandboxId: string | null
+  /** The checkpoint forked from: its turn, snapshot and manifest become the new session's. */
+  checkpoint: Pick<Checkpoint, 'turn' | 'snapshot' | 'manifest'>
+  /** The source journal's first `checkpoint.journalLength` steps, in order: the new session's journal. */
+  journal: JournalStep[]
+  /** The provider of the source session. */
+  providerId: string | null
+  /** The template of the source session. */
+  template: string | null
+  /** Session TTL, ms; default the store's `ttlMs`. */
+  ttlMs?: number
 }
 
 /** One page of {@link SessionStore.list}. */
@@ -264,7 +378,7 @@ export interface SessionStore {
   /**
    * Compare-and-set of the mapping, fenced: refused unless the lease is live, its token is at least the
    * record's `mappingToken`, and the stored sandbox id equals `expectedSandboxId`. Creates the record on
-   * first creation and releases the creation claim.
+   * first creation and releases the creation claim. Clears a pending `restore` (the new sandbox carried it out).
    * @throws SandkeepError LEASE_LOST when refused.
    */
   setSandbox(key: SessionKey, lease: Lease, input: SetSandboxInput): Promise<SessionRecord>
@@ -291,7 +405,7 @@ export interface SessionStore {
   ): Promise<SessionRecord | null>
   /** Reads a record; `null` when there is none. */
   get(key: SessionKey): Promise<SessionRecord | null>
-  /** Deletes the record, its leases and its journal. Returns false when there was nothing to delete. */
+  /** Deletes the record, its leases, its journal and its checkpoints. Returns false when there was nothing to delete. */
   delete(key: SessionKey): Promise<boolean>
   /** Sessions of one tenant, most recently active first, paged. `limit` default 50, at most 1000. */
   list(tenant: string, options?: { limit?: number; cursor?: string }): Promise<SessionPage>
@@ -313,6 +427,25 @@ export interface SessionStore {
    * @throws SandkeepError STORE_UNAVAILABLE, as every method
    */
   now?(): Promise<number>
+  /**
+   * The session's checkpoints, oldest first (empty when none). Optional, with `rewind` and `createFork`: the
+   * session manager's `checkpoints` option needs all three (and `release`'s `checkpoint`).
+   */
+  readCheckpoints?(key: SessionKey): Promise<Checkpoint[]>
+  /**
+   * Sets the session back to the end of turn `toTurn` in one atomic, fenced step: refused with LEASE_LOST
+   * unless the lease is live, its token is at least the record's `mappingToken` and the record maps
+   * `expectedSandboxId`; with CHECKPOINT_NOT_FOUND (nothing written) when `toTurn` is neither 0 nor the turn
+   * of a kept checkpoint. Truncates the journal to the checkpoint's `journalLength`, drops later checkpoints,
+   * sets `turnCount` to `toTurn`, `manifest` to the checkpoint's, `sandboxId` to null, `state` to `'unknown'`,
+   * `restore` to the pending rewind and `mappingToken` to the lease's token.
+   */
+  rewind?(key: SessionKey, lease: Lease, input: RewindInput): Promise<RewindResult>
+  /**
+   * Creates a new session from a checkpoint of another (the fork's first turn restores it), atomically:
+   * refused with SESSION_EXISTS, writing nothing, when `key` already has a record or live holders.
+   */
+  createFork?(key: SessionKey, input: CreateForkInput): Promise<SessionRecord>
   /** Releases connections. Further calls throw. */
   close(): Promise<void>
 }

@@ -42,7 +42,12 @@ export async function gc(ctx: ManagerContext, gcOptions?: GcOptions): Promise<Gc
   // a sandbox it took for old could be one another process is creating right now.
   const now = typeof ctx.store.now === 'function' ? await ctx.store.now() : Date.now()
   const tenants = only ? [only] : [...new Set([...sandboxes.map((s) => s.tenant), 'default'])]
-  const result: GcResult = { killedSandboxes: [], deletedSessions: [], keptSessions: [] }
+  const result: GcResult = {
+    killedSandboxes: [],
+    deletedSessions: [],
+    keptSessions: [],
+    deletedSnapshots: [],
+  }
   const live = new Set(sandboxes.map((s) => s.sandboxId))
   // A sandbox younger than this may be one whose creator has not mapped it yet.
   const graceMs = config.createWaitMs + config.leaseMs

@@ -17,6 +17,7 @@ const SESSION_MANAGER_OPTION_NAMES = [
   'idleTimeoutMs',
   'sandbox',
   'healthChecks',
+  'checkpoints',
   'fidelityProbes',
   'speculativeConnect',
   'bootstrap',

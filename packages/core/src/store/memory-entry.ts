@@ -70,6 +70,7 @@ export function newRecord(key: SessionKey, now: number, startedAt: number): Sess
     mappingToken: 0,
     manifest: null,
     lastTurnUsedSandbox: null,
+    restore: null,
   }
 }
 

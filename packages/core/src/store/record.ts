@@ -106,6 +106,7 @@ export function parseRecordFields(
     mappingToken: read.number('mappingToken'),
     manifest,
     lastTurnUsedSandbox: read.nullableBoolean('lastTurnUsedSandbox'),
+    restore: null,
   }
   const extra = read.json('extra', 'field extra does not parse', (value) => value)
   if (isPlainObject(extra)) record.extra = extra
