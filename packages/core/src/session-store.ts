@@ -433,14 +433,18 @@ export interface SessionStore {
    */
   readCheckpoints?(key: SessionKey): Promise<Checkpoint[]>
   /**
-   * Sets the session back to the end of turn `toTurn` in one atomic, fenced step: refused with LEASE_LOST
-   * unless the lease is live, its token is at least the record's `mappingToken` and the record maps
-   * `expectedSandboxId`; with CHECKPOINT_NOT_FOUND (nothing written) when `toTurn` is neither 0 nor the turn
-   * of a kept checkpoint. Truncates the journal to the checkpoint's `journalLength`, drops later checkpoints,
-   * sets `turnCount` to `toTurn`, `manifest` to the checkpoint's, `sandboxId` to null, `state` to `'unknown'`,
-   * `restore` to the pending rewind and `mappingToken` to the lease's token.
+   * Sets the session back to the end of turn `toTurn` in one atomic step, without a lease of the caller's:
+   * refused with SESSION_BUSY (retryable, `retryAfterMs` = the longest remaining lease) while any live holder
+   * or hold exists (a running turn, a pause), with LEASE_LOST when the record does not map
+   * `expectedSandboxId`, and with CHECKPOINT_NOT_FOUND when `toTurn` is neither 0 nor the turn of a kept
+   * checkpoint (nothing is written in each case). Takes the next fencing token (as `acquire` would) and sets
+   * `mappingToken` to it, so a turn that began before and lost its lease can neither map a sandbox nor record
+   * a checkpoint after the rewind. Truncates the journal (and its byte count) to the checkpoint's
+   * `journalLength`, drops later checkpoints, sets `turnCount` to `toTurn`, `manifest` to the checkpoint's,
+   * `sandboxId` to null, `state` to `'unknown'`, `pausedAt` to null and `restore` to the pending rewind
+   * (`fromSandboxId` = the sandbox mapped before). Refreshes the TTL.
    */
-  rewind?(key: SessionKey, lease: Lease, input: RewindInput): Promise<RewindResult>
+  rewind?(key: SessionKey, input: RewindInput): Promise<RewindResult>
   /**
    * Creates a new session from a checkpoint of another (the fork's first turn restores it), atomically:
    * refused with SESSION_EXISTS, writing nothing, when `key` already has a record or live holders.
