@@ -11,6 +11,7 @@ import {
   journalFull,
   leaseLost,
   parseRecordFields,
+  parseStoredCheckpoints,
 } from './index.js'
 
 const key = { tenant: 't', conversationId: 'c' }
@@ -93,6 +94,69 @@ describe('the store kit', () => {
     )
     expect(SandkeepError.hasCode(error, 'STORE_CORRUPT')).toBe(true)
     expect((error as Error).message).toMatch(/lastTurnUsedSandbox/)
+  })
+
+  it('reads a pending restore strictly: none in a record from before the field, STORE_CORRUPT when damaged', () => {
+    const fields = {
+      schemaVersion: '1',
+      tenant: 't',
+      conversationId: 'c',
+      state: 'unknown',
+      createdAt: '1',
+      updatedAt: '2',
+      turnCount: '2',
+      runningSeconds: '0',
+      pausedSeconds: '0',
+      mappingToken: '3',
+    }
+    expect(parseRecordFields(fields, 'at-key', key).restore).toBeNull()
+    const restore = {
+      kind: 'forked',
+      turn: 2,
+      snapshot: { snapshotId: 'snap-1', keeps: { files: true, memory: false } },
+      fromSandboxId: 'sbx-1',
+      fromConversationId: 'source',
+      at: 5,
+    }
+    const read = parseRecordFields({ ...fields, restore: JSON.stringify(restore) }, 'at-key', key)
+    expect(read.restore).toEqual(restore)
+    for (const damaged of [
+      'rewound',
+      JSON.stringify({ ...restore, kind: 'moved' }),
+      JSON.stringify({ ...restore, turn: -1 }),
+      JSON.stringify({ ...restore, snapshot: { snapshotId: 'a\nb', keeps: { files: true, memory: true } } }),
+      JSON.stringify({ ...restore, fromSandboxId: '' }),
+      JSON.stringify({ ...restore, extra: 1 }),
+    ]) {
+      const error = catchError(() => parseRecordFields({ ...fields, restore: damaged }, 'at-key', key))
+      expect(SandkeepError.hasCode(error, 'STORE_CORRUPT'), damaged).toBe(true)
+      expect((error as Error).message).toContain('at-key')
+    }
+  })
+
+  it('reads stored checkpoints strictly, one per turn and oldest first', () => {
+    const checkpoint = {
+      turn: 1,
+      createdAt: 10,
+      sandboxId: 'sbx-1',
+      snapshot: null,
+      journalLength: 0,
+      manifest: null,
+    }
+    expect(parseStoredCheckpoints([checkpoint, { ...checkpoint, turn: 3 }], 'cp-key')).toHaveLength(2)
+    for (const damaged of [
+      [{ ...checkpoint, turn: 0 }],
+      [{ ...checkpoint, journalLength: -1 }],
+      [{ ...checkpoint, sandboxId: 'a\u0000' }],
+      [{ ...checkpoint, manifest: { writtenAt: 'x' } }],
+      [{ ...checkpoint, surprise: true }],
+      [checkpoint, checkpoint],
+      [{ ...checkpoint, turn: 2 }, checkpoint],
+    ]) {
+      const error = catchError(() => parseStoredCheckpoints(damaged, 'cp-key'))
+      expect(SandkeepError.hasCode(error, 'STORE_CORRUPT'), JSON.stringify(damaged)).toBe(true)
+      expect((error as Error).message).toContain('cp-key')
+    }
   })
 })
 
