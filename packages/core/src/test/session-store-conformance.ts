@@ -14,8 +14,8 @@ export interface SessionStoreConformanceOptions extends AreaOptions {
 
 /**
  * Registers tests that check a {@link SessionStore} against the v1 contract: leases, fencing,
- * single-flight creation, compare-and-set, tenants, hostile ids, listing, journal, delete, TTL and input
- * validation. Call it at the top level of a test file with a factory that makes a fresh store:
+ * single-flight creation, compare-and-set, tenants, hostile ids, listing, journal, delete, TTL, input
+ * validation, and checkpoints, rewind and fork (for a store with them: see the `branching` option). Call it at the top level of a test file with a factory that makes a fresh store:
  *
  * ```ts
  * sessionStoreConformance('memory', (settings) => createMemorySessionStore(settings))
