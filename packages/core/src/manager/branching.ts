@@ -15,7 +15,7 @@ import {
 import { hasLiveTurn, rememberLastTurn } from './caches.js'
 import { deleteReleasedSnapshots } from './checkpoints.js'
 import type { ManagerContext } from './context.js'
-import { waitForLocalEnds } from './end-wait.js'
+import { waitForEndings, waitForLocalEnds } from './end-wait.js'
 import { providerHasSnapshots, storeHasCheckpoints, tenantOption } from './options.js'
 import { checkRecord } from './records.js'
 import { killOwnedSandbox } from './tenancy.js'
@@ -61,6 +61,9 @@ export async function rewind(
   if (toTurn > 0 && !checkpoints.some((c) => c.turn === toTurn)) {
     throw checkpointNotFound(key, toTurn, missingReason(record, checkpoints, toTurn))
   }
+  // A turn whose end is under way (the reply is out, the checkpoint or the pause is not done) has ended for
+  // the user: wait for it. One still running is refused.
+  await waitForEndings(ctx, key, signal)
   if (hasLiveTurn(ctx.caches, key)) throw runningTurn(key)
   await waitForLocalEnds(ctx, key, signal)
   const result = await rewindWhenFree(ctx, store, key, record, toTurn, signal)

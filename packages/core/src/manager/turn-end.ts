@@ -21,7 +21,7 @@ import {
   unchangedCheckpoint,
 } from './checkpoints.js'
 import { wakeCreationWaiters } from './creation-wait.js'
-import { holdEnd } from './end-wait.js'
+import { holdEnd, markEnding } from './end-wait.js'
 import type { TurnScope } from './scope.js'
 import { type Speculation, settleSpeculation } from './speculation.js'
 
@@ -93,6 +93,15 @@ interface ReleaseWrites {
  * `error`. The turn emits `turn-end` with the report returned.
  */
 export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndReport> {
+  const ended = markEnding(scope.ctx.caches, scope.key)
+  try {
+    return await endTurn(scope, input)
+  } finally {
+    ended()
+  }
+}
+
+async function endTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndReport> {
   const { ctx, key } = scope
   const { assessed } = input
   const handle = assessed?.handle
