@@ -1,11 +1,15 @@
 import type {
   AcquireResult,
+  Checkpoint,
   ClaimResult,
+  CreateForkInput,
   JournalEntry,
   JournalStep,
   Lease,
   ReleaseInput,
   ReleaseResult,
+  RewindInput,
+  RewindResult,
   SessionPage,
   SessionRecord,
   SessionStore,
@@ -13,11 +17,14 @@ import type {
 } from '@sandkeep/core'
 import {
   checkAcquireOptions,
+  checkCreateForkInput,
   checkJournalStep,
   checkLease,
   checkListOptions,
+  checkpointNotFound,
   checkReleaseInput,
   checkRenewOptions,
+  checkRewindInput,
   checkSandboxState,
   checkSetSandboxInput,
   checkSetStateOptions,
@@ -30,9 +37,11 @@ import {
   journalFull,
   leaseLost,
   parseJournalEntry,
+  rewindBusy,
   SandkeepError,
   type SessionKey,
   type StoreLimits,
+  sessionExists,
   sessionHeld,
   validateTenant,
 } from '@sandkeep/core/store'
@@ -76,6 +85,9 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     readJournal: (key) => sessions.readJournal(key),
     clearJournal: (key) => sessions.clearJournal(key),
     now: () => sessions.now(),
+    readCheckpoints: (key) => sessions.readCheckpoints(key),
+    rewind: (key, input) => sessions.rewind(key, input),
+    createFork: (key, input) => sessions.createFork(key, input),
     close: () => sessions.connection.close(),
   }
 }
@@ -218,7 +230,10 @@ class RedisSessions {
     const { session } = this.session(keyInput)
     const { keys } = session
     const [deleted] = await this.connection.roundTrip('delete the session', keys.record, (redis) =>
-      Promise.all([redis.del(keys.record, keys.lease, keys.journal), redis.zrem(keys.index, keys.member)]),
+      Promise.all([
+        redis.del(keys.record, keys.lease, keys.journal, keys.checkpoints),
+        redis.zrem(keys.index, keys.member),
+      ]),
     )
     return deleted > 0
   }
@@ -320,6 +335,37 @@ class RedisSessions {
     )
     if (!Array.isArray(entries)) throw corruptRecordError(where, 'LRANGE did not answer a list', key)
     return entries.map((text) => parseJournalEntry(String(text), where))
+  }
+
+  async readCheckpoints(keyInput: unknown): Promise<Checkpoint[]> {
+    const { session } = this.session(keyInput)
+    return this.connection.roundTrip('read the checkpoints', session.keys.checkpoints, (redis) =>
+      commands.readCheckpoints(redis, session),
+    )
+  }
+
+  async rewind(keyInput: unknown, input: RewindInput): Promise<RewindResult> {
+    const { key, session } = this.session(keyInput)
+    const checked = checkRewindInput(input, this.limits.defaultTtlMs)
+    const reply = await this.connection.roundTrip('rewind the session', session.keys.record, (redis) =>
+      commands.rewind(redis, session, { key, checked }),
+    )
+    if (reply.status === 'busy') throw rewindBusy(key, reply.retryAfterMs)
+    if (reply.status === 'mismatch') throw leaseLost(key, 'another holder changed the mapping first')
+    if (reply.status === 'missing') throw checkpointNotFound(key, checked.toTurn, reply.kept)
+    const { record, checkpoint, dropped } = reply
+    return { record, checkpoint, dropped }
+  }
+
+  async createFork(keyInput: unknown, input: CreateForkInput): Promise<SessionRecord> {
+    const { key, session } = this.session(keyInput)
+    const checked = checkCreateForkInput(input, this.limits.defaultTtlMs)
+    const reply = await this.connection.roundTrip('create the fork', session.keys.record, (redis) =>
+      commands.createFork(redis, session, { key, checked, limits: this.limits }, this.singleSlot),
+    )
+    if (reply.status === 'exists') throw sessionExists(key)
+    if (reply.status === 'full') throw journalFull(key, reply.used, this.limits)
+    return reply.record
   }
 
   async now(): Promise<number> {
