@@ -41,8 +41,6 @@ export interface RewindResultReport {
   droppedTurns: number[]
   /** The sandbox that was mapped before and was killed (`null` when none was mapped). */
   killedSandboxId: string | null
-  /** Journal steps dropped (recorded after the checkpoint). */
-  droppedJournalSteps: number
 }
 
 /** Options of `fork`. */
@@ -201,8 +199,11 @@ export interface SessionManagerEvents {
     /** Steps that failed (the others still ran); the `error` event of phase `rehydrate` says which. */
     failed: number
     ms: number
-    /** Why the journal was replayed: a fresh sandbox, or a resume that lost memory (or, rarely, only files). */
-    reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost'
+    /**
+     * Why the journal was replayed: a fresh sandbox, a resume that lost memory (or, rarely, only files), or
+     * the first turn after a rewind or fork (a fresh sandbox, or a snapshot's without memory).
+     */
+    reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost' | 'rewound' | 'forked'
     /** Files kept as the sandbox had them instead of written from the journal (see `ResumeReport.keptFiles`). */
     keptFiles?: string[]
   }

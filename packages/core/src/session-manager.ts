@@ -1,16 +1,9 @@
-import { SandkeepError } from './errors.js'
 import { beginTurn, withTurn } from './manager/begin.js'
+import { fork, listCheckpoints, rewind } from './manager/branching.js'
 import { createManagerContext } from './manager/context.js'
 import { gc } from './manager/gc.js'
 import { endSession, getSession, listSessions } from './manager/sessions.js'
 import type { SessionManager, SessionManagerOptions } from './session-manager-types.js'
-
-function notYet(name: string): SandkeepError {
-  return new SandkeepError({
-    code: 'CAPABILITY_UNSUPPORTED',
-    message: `${name} is not available in this build.`,
-  })
-}
 
 /**
  * Creates the session manager: turns that resume a conversation's sandbox, check what survived the pause,
@@ -28,10 +21,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     getSession: (conversationId, getOptions) => getSession(ctx, conversationId, getOptions),
     listSessions: (listOptions) => listSessions(ctx, listOptions),
     gc: (gcOptions) => gc(ctx, gcOptions),
-    // Branching lands in the next commits; until then these say so.
-    rewind: () => Promise.reject(notYet('rewind')),
-    fork: () => Promise.reject(notYet('fork')),
-    listCheckpoints: () => Promise.reject(notYet('listCheckpoints')),
+    rewind: (conversationId, rewindOptions) => rewind(ctx, conversationId, rewindOptions),
+    fork: (conversationId, newConversationId, forkOptions) =>
+      fork(ctx, conversationId, newConversationId, forkOptions),
+    listCheckpoints: (conversationId, listOptions) => listCheckpoints(ctx, conversationId, listOptions),
     on: (event, listener) => ctx.events.on(event, listener),
     store: ctx.config.store,
     provider: ctx.provider,

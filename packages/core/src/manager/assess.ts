@@ -6,6 +6,7 @@ import { type FirstProbes, probeDeclaredChecks, runDeclaredChecks } from '../hea
 import { type ReplayOutcome, replayFailedError, replaySteps } from '../rehydrate.js'
 import type { RehydrateFailures, ResumeReport } from '../report.js'
 import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
+import type { SessionManagerEvents } from '../session-manager-types.js'
 import type { SessionRecord, TurnManifest } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
 import { filesToLeave } from './file-steps.js'
@@ -84,9 +85,8 @@ export async function assess(
   attempt: ResumeAttempt,
   input: AssessInput,
 ): Promise<Assessed> {
-  const created = climbed.outcome === 'created' || climbed.outcome === 'recreated'
   const { handle } = input
-  const manifestBase = created ? null : input.acquiredManifest
+  const manifestBase = startsFresh(climbed) ? null : input.acquiredManifest
   const progress: Progress = {
     verified: { contexts: [], marker: false },
     processesAtResume: undefined,
@@ -175,7 +175,18 @@ async function check(
     rehydratedSteps: restored.rehydratedSteps,
     ...(restored.rehydrateFailures ? { rehydrateFailures: restored.rehydrateFailures } : {}),
     ...(restored.keptFiles ? { keptFiles: restored.keptFiles } : {}),
+    ...(climbed.restored ? { restored: climbed.restored } : {}),
   }
+}
+
+/**
+ * A sandbox that holds nothing of the conversation yet: created, recreated, or restored from the journal
+ * alone (no snapshot, or a lost one). The assessment bootstraps it and replays the whole journal.
+ */
+function startsFresh(climbed: Climbed): boolean {
+  return (
+    climbed.outcome === 'created' || climbed.outcome === 'recreated' || climbed.restored?.source === 'journal'
+  )
 }
 
 /**
@@ -189,8 +200,8 @@ function firstProbes(
   handles: { sandbox: SandboxHandle; probeSandbox: SandboxHandle; signal: AbortSignal },
 ): Promise<FirstProbes> | undefined {
   const { config } = scope.ctx
-  const { outcome, record } = climbed
-  if (outcome === 'created' || outcome === 'recreated' || config.healthChecks.length === 0) return undefined
+  const { record } = climbed
+  if (startsFresh(climbed) || climbed.restored || config.healthChecks.length === 0) return undefined
   const probesList = config.fidelityProbes && (record?.manifest?.processes?.length ?? 0) > 0
   return probeDeclaredChecks(config.healthChecks, { ...handles, listProcesses: !probesList })
 }
@@ -239,14 +250,15 @@ async function restore(
 ): Promise<Restored> {
   const { config } = scope.ctx
   const { outcome, record } = climbed
-  const created = outcome === 'created' || outcome === 'recreated'
+  const created = startsFresh(climbed)
   const restored: Restored = {
     survived:
-      outcome === 'recreated'
+      created && outcome !== 'created'
         ? { memory: false, filesystem: false, processes: false }
         : { memory: null, filesystem: null, processes: null },
     checks: [],
-    stateLost: outcome === 'recreated' || climbed.sessionLost,
+    // A restore from the journal alone rebuilds only what was recorded, as a recreate does.
+    stateLost: (created && outcome !== 'created') || climbed.sessionLost,
     rehydratedSteps: 0,
     rehydrateMs: 0,
     processesRestarted: false,
@@ -256,12 +268,47 @@ async function restore(
     const started = performance.now()
     await runBootstrap(scope, handle, progress)
     if (config.rehydrate === 'journal')
-      await replayJournal(scope, handle, progress, outcome === 'created' ? 'created' : 'recreated', restored)
+      await replayJournal(scope, handle, progress, replayReason(climbed), restored)
     restored.rehydrateMs += performance.now() - started
   } else if (config.fidelityProbes && record?.manifest && !created) {
     await probeAndRehydrate(scope, handle, record, restored, progress)
+  } else if (climbed.restored && !climbed.adopted) {
+    await rebuildUnprobedMemory(scope, climbed, handle, restored, progress)
   }
   return restored
+}
+
+/** Why a fresh sandbox's journal is replayed. */
+function replayReason(climbed: Climbed): 'created' | 'recreated' | 'rewound' | 'forked' {
+  const { outcome } = climbed
+  return outcome === 'rewound' || outcome === 'forked'
+    ? outcome
+    : outcome === 'created'
+      ? 'created'
+      : 'recreated'
+}
+
+/**
+ * A sandbox made from a snapshot with nothing to probe it against (fidelity probes off, or a checkpoint
+ * without a manifest): the snapshot's files are the checkpoint's; memory it did not keep is rebuilt from
+ * the journal's code steps.
+ */
+async function rebuildUnprobedMemory(
+  scope: TurnScope,
+  climbed: Climbed,
+  handle: SandboxHandle,
+  restored: Restored,
+  progress: Progress,
+): Promise<void> {
+  const { config, provider } = scope.ctx
+  if (provider.snapshotKeeps?.memory === true) return
+  restored.survived = { memory: false, filesystem: true, processes: false }
+  restored.stateLost = true
+  if (config.rehydrate !== 'journal') return
+  const started = performance.now()
+  const reason = climbed.outcome === 'forked' ? 'forked' : 'rewound'
+  await replayJournal(scope, handle, progress, reason, restored, { codeOnly: true, keepFiles: true })
+  restored.rehydrateMs += performance.now() - started
 }
 
 /** The built-in probes against the manifest the previous turn left; lost memory or files → journal replay. */
@@ -344,7 +391,7 @@ async function replayJournal(
   scope: TurnScope,
   handle: SandboxHandle,
   progress: Progress,
-  reason: 'created' | 'recreated' | 'memory-lost' | 'filesystem-lost',
+  reason: SessionManagerEvents['rehydrate']['reason'],
   restored: Restored,
   rule: ReplayRule = {},
 ): Promise<void> {

@@ -27,6 +27,8 @@ export interface SessionCaches {
   readonly creationWaiters: Map<string, Set<() => void>>
   /** Turn ends of this process that hold a session while they pause its sandbox (see end-wait.ts). */
   readonly endHolds: Map<string, Set<Promise<void>>>
+  /** Turn ends of this process under way, from their first step to their last (a rewind waits for them). */
+  readonly endings: Map<string, Set<Promise<void>>>
 }
 
 export function createSessionCaches(): SessionCaches {
@@ -36,6 +38,7 @@ export function createSessionCaches(): SessionCaches {
     liveTurns: new Map(),
     creationWaiters: new Map(),
     endHolds: new Map(),
+    endings: new Map(),
   }
 }
 

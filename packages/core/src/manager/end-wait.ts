@@ -11,14 +11,39 @@ import type { ManagerContext } from './context.js'
 
 /** Marks a turn end of this process that holds `key`'s session; call the returned function once it let go. */
 export function holdEnd(caches: SessionCaches, key: SessionKey): () => void {
-  const cacheKey = sessionCacheKey(key)
+  return track(caches.endHolds, sessionCacheKey(key))
+}
+
+/** Marks a turn end of this process under way; call the returned function once it is done. */
+export function markEnding(caches: SessionCaches, key: SessionKey): () => void {
+  return track(caches.endings, sessionCacheKey(key))
+}
+
+/** Waits until no turn end of this process is under way for `key` (bounded by `createWaitMs`). */
+export async function waitForEndings(
+  ctx: ManagerContext,
+  key: SessionKey,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const deadline = performance.now() + ctx.config.createWaitMs
+  for (;;) {
+    const endings = ctx.caches.endings.get(sessionCacheKey(key))
+    if (!endings || endings.size === 0) return
+    const left = deadline - performance.now()
+    if (left <= 0) throw stillHeld(key, ctx.config.createWaitMs)
+    await Promise.race([Promise.all(endings), sleep(left, signal, 'reject')])
+  }
+}
+
+/** Adds a pending promise under `cacheKey`; the returned function settles and removes it. */
+function track(map: Map<string, Set<Promise<void>>>, cacheKey: string): () => void {
   const { promise, resolve } = Promise.withResolvers<void>()
-  const holds = caches.endHolds.get(cacheKey) ?? new Set<Promise<void>>()
-  holds.add(promise)
-  caches.endHolds.set(cacheKey, holds)
+  const set = map.get(cacheKey) ?? new Set<Promise<void>>()
+  set.add(promise)
+  map.set(cacheKey, set)
   return () => {
-    holds.delete(promise)
-    if (holds.size === 0 && caches.endHolds.get(cacheKey) === holds) caches.endHolds.delete(cacheKey)
+    set.delete(promise)
+    if (set.size === 0 && map.get(cacheKey) === set) map.delete(cacheKey)
     resolve()
   }
 }

@@ -1,9 +1,16 @@
 import { SandkeepError } from '../errors.js'
 import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
 import type { GcOptions, GcResult } from '../session-manager-types.js'
-import type { SessionRecord } from '../session-store.js'
+import type { Checkpoint, SessionRecord } from '../session-store.js'
 import { invalidArgument, rejectUnknownOptions, validateTenant } from '../validation.js'
+import {
+  deleteReleasedSnapshots,
+  parseSnapshotName,
+  SNAPSHOT_NAME_PREFIX,
+  sessionTag,
+} from './checkpoints.js'
 import type { ManagerContext } from './context.js'
+import { providerHasSnapshots } from './options.js'
 
 /** A sandbox sandkeep made, found by its metadata. */
 interface Found {
@@ -20,7 +27,9 @@ const GC_OPTIONS = ['tenant', 'dryRun', 'deleteSessions'] as const
  * creation in flight is not hit) and finds the sessions whose sandbox is confirmed gone. Those are kept
  * (`keptSessions`): their journal is what the next turn of the conversation recreates the sandbox from, and
  * the store forgets them at their TTL. `deleteSessions` deletes them instead (`deletedSessions`), journal
- * and all, as `endSession` would. `dryRun` reports without doing.
+ * and all, as `endSession` would. With a provider that lists snapshots, it also deletes the checkpoint
+ * snapshots no kept checkpoint or pending restore refers to (`deletedSnapshots`: a process that died between
+ * taking a snapshot and recording it, or before deleting a pruned one). `dryRun` reports without doing.
  * @throws SandkeepError CAPABILITY_UNSUPPORTED without the provider's list capability
  */
 export async function gc(ctx: ManagerContext, gcOptions?: GcOptions): Promise<GcResult> {
@@ -51,8 +60,10 @@ export async function gc(ctx: ManagerContext, gcOptions?: GcOptions): Promise<Gc
   const live = new Set(sandboxes.map((s) => s.sandboxId))
   // A sandbox younger than this may be one whose creator has not mapped it yet.
   const graceMs = config.createWaitMs + config.leaseMs
+  const snapshotUse: SnapshotUse = { referenced: new Set(), tags: new Set(), bySession: new Map() }
   for (const tenant of tenants) {
     const sessions = await listAllSessions(ctx, tenant)
+    await noteSnapshotUse(ctx, sessions, snapshotUse)
     const mapped = new Set(sessions.flatMap((session) => (session.sandboxId ? [session.sandboxId] : [])))
     for (const session of sessions) {
       if (!session.sandboxId || live.has(session.sandboxId)) continue
@@ -62,7 +73,11 @@ export async function gc(ctx: ManagerContext, gcOptions?: GcOptions): Promise<Gc
         result.keptSessions.push(key)
         continue
       }
-      if (!dryRun) await ctx.store.delete(key)
+      if (!dryRun) {
+        const checkpoints = snapshotUse.bySession.get(sessionTag(key)) ?? []
+        await ctx.store.delete(key)
+        result.deletedSnapshots.push(...(await deleteReleasedSnapshots(ctx, key, checkpoints, [])))
+      }
       result.deletedSessions.push(key)
     }
     for (const sandbox of sandboxes) {
@@ -72,7 +87,68 @@ export async function gc(ctx: ManagerContext, gcOptions?: GcOptions): Promise<Gc
       result.killedSandboxes.push(sandbox.sandboxId)
     }
   }
+  const sweep = { now, graceMs, dryRun, allTenants: only === undefined }
+  result.deletedSnapshots.push(...(await sweepSnapshots(ctx, snapshotUse, sweep)))
   return result
+}
+
+/** What the sessions gc saw refer to: snapshot ids, the tags of the sessions, each session's checkpoints. */
+interface SnapshotUse {
+  referenced: Set<string>
+  tags: Set<string>
+  bySession: Map<string, Checkpoint[]>
+}
+
+/** Notes the snapshots the sessions' checkpoints and pending restores stand on (with a store that keeps them). */
+async function noteSnapshotUse(
+  ctx: ManagerContext,
+  sessions: SessionRecord[],
+  use: SnapshotUse,
+): Promise<void> {
+  const { store } = ctx
+  if (typeof store.readCheckpoints !== 'function' || !providerHasSnapshots(ctx.provider)) return
+  for (const session of sessions) {
+    const key = { tenant: session.tenant, conversationId: session.conversationId }
+    const tag = sessionTag(key)
+    const checkpoints = await store.readCheckpoints(key)
+    use.tags.add(tag)
+    use.bySession.set(tag, checkpoints)
+    for (const checkpoint of checkpoints)
+      if (checkpoint.snapshot) use.referenced.add(checkpoint.snapshot.snapshotId)
+    if (session.restore?.snapshot) use.referenced.add(session.restore.snapshot.snapshotId)
+  }
+}
+
+/**
+ * Deletes checkpoint snapshots (named by sandkeep) that nothing refers to, older than the grace period by the
+ * time in their name (store clock): one younger may belong to a turn end that has not recorded it yet. With
+ * `tenant`, only the snapshots of sessions gc saw (a name does not say its tenant).
+ */
+async function sweepSnapshots(
+  ctx: ManagerContext,
+  use: SnapshotUse,
+  sweep: { now: number; graceMs: number; dryRun: boolean; allTenants: boolean },
+): Promise<string[]> {
+  const { provider } = ctx
+  if (typeof provider.listSnapshots !== 'function' || !providerHasSnapshots(provider)) return []
+  if (typeof ctx.store.readCheckpoints !== 'function') return []
+  const deleted: string[] = []
+  let cursor: string | undefined
+  do {
+    const page = await ctx.call(() =>
+      provider.listSnapshots!({ namePrefix: SNAPSHOT_NAME_PREFIX, ...(cursor ? { cursor } : {}) }),
+    )
+    for (const snapshot of page.snapshots) {
+      if (use.referenced.has(snapshot.snapshotId)) continue
+      const named = (snapshot.names ?? []).map(parseSnapshotName).find((parsed) => parsed !== undefined)
+      if (!named || sweep.now - named.at < sweep.graceMs) continue
+      if (!sweep.allTenants && !use.tags.has(named.tag)) continue
+      if (!sweep.dryRun) await ctx.call(() => provider.deleteSnapshot(snapshot.snapshotId))
+      deleted.push(snapshot.snapshotId)
+    }
+    cursor = page.cursor
+  } while (cursor)
+  return deleted
 }
 
 function booleanOption(name: string, value: unknown): boolean {

@@ -5,7 +5,12 @@ import { validateJournalStep } from '../rehydrate.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../retry.js'
 import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
 import type { SandboxProvider } from '../sandbox-provider.js'
-import type { OnTurnEnd, SessionManagerOptions, TurnOptions } from '../session-manager-types.js'
+import type {
+  CheckpointsOption,
+  OnTurnEnd,
+  SessionManagerOptions,
+  TurnOptions,
+} from '../session-manager-types.js'
 import type { SessionStore } from '../session-store.js'
 import { invalidArgument, rejectUnknownOptions, validateInteger, validateTenant } from '../validation.js'
 
@@ -43,11 +48,14 @@ const TURN_OPTION_NAMES = [
   'lazy',
   'prewarm',
 ] as const satisfies readonly (keyof TurnOptions)[]
+/** Every option name of its `checkpoints` option. */
+const CHECKPOINT_OPTION_NAMES = ['every', 'keep'] as const satisfies readonly (keyof CheckpointsOption)[]
 const optionListsComplete: [
   NamesEveryOption<SessionManagerOptions, typeof SESSION_MANAGER_OPTION_NAMES>,
   NamesEveryOption<SandboxOptions, typeof SANDBOX_OPTION_NAMES>,
   NamesEveryOption<TurnOptions, typeof TURN_OPTION_NAMES>,
-] = [true, true, true]
+  NamesEveryOption<CheckpointsOption, typeof CHECKPOINT_OPTION_NAMES>,
+] = [true, true, true, true]
 void optionListsComplete
 const ON_TURN_END: readonly OnTurnEnd[] = ['pause', 'auto-pause', 'keep', 'kill']
 const CHECK_KINDS = ['process', 'port', 'code', 'file', 'custom']
@@ -81,6 +89,16 @@ export interface ResolvedOptions {
   ttlMs: number
   createWaitMs: number
   retry: RetryPolicy
+  /** Per-turn checkpoints, or null when off. */
+  checkpoints: ResolvedCheckpoints | null
+}
+
+/** The `checkpoints` option, checked. */
+export interface ResolvedCheckpoints {
+  /** Checkpoints kept per session. */
+  keep: number
+  /** The provider takes platform snapshots (else a checkpoint is the journal's position alone). */
+  snapshots: boolean
 }
 
 /**
@@ -128,7 +146,55 @@ export function resolveOptions(options: SessionManagerOptions): ResolvedOptions 
     ttlMs: validateInteger('ttlMs', options.ttlMs ?? 30 * DAY_MS, 1000, 3650 * DAY_MS),
     createWaitMs: validateInteger('createWaitMs', options.createWaitMs ?? 60_000, 0, DAY_MS),
     retry: resolveRetry(options.retry ?? {}),
+    checkpoints: resolveCheckpoints(options.checkpoints, store, provider),
   }
+}
+
+function resolveCheckpoints(
+  value: SessionManagerOptions['checkpoints'],
+  store: SessionStore,
+  provider: SandboxProvider,
+): ResolvedCheckpoints | null {
+  if (value === undefined || value === false) return null
+  if (typeof value !== 'object' || value === null)
+    throw invalidArgument('options.checkpoints', "must be false or { every: 'turn', keep? }.")
+  rejectUnknownOptions('options.checkpoints', value, CHECKPOINT_OPTION_NAMES)
+  if (value.every !== 'turn') throw invalidArgument('options.checkpoints.every', "must be 'turn'.")
+  const keep = validateInteger('checkpoints.keep', value.keep ?? 10, 1, 1000)
+  if (!storeHasCheckpoints(store)) {
+    throw new SandkeepError({
+      code: 'CAPABILITY_UNSUPPORTED',
+      message: `Store '${store.storeId}' keeps no checkpoints (readCheckpoints, rewind, createFork), which the checkpoints option needs.`,
+    })
+  }
+  return { keep, snapshots: providerHasSnapshots(provider) }
+}
+
+/** The store methods checkpoints, rewind and fork use. */
+export function storeHasCheckpoints(
+  store: SessionStore,
+): store is SessionStore & Required<Pick<SessionStore, 'readCheckpoints' | 'rewind' | 'createFork'>> {
+  return (
+    typeof store.readCheckpoints === 'function' &&
+    typeof store.rewind === 'function' &&
+    typeof store.createFork === 'function'
+  )
+}
+
+/** The provider's snapshot capability, whole (a part of it is not used). */
+export function providerHasSnapshots(
+  provider: SandboxProvider,
+): provider is SandboxProvider &
+  Required<
+    Pick<SandboxProvider, 'snapshotKeeps' | 'createSnapshot' | 'createFromSnapshot' | 'deleteSnapshot'>
+  > {
+  return (
+    typeof provider.snapshotKeeps === 'object' &&
+    provider.snapshotKeeps !== null &&
+    typeof provider.createSnapshot === 'function' &&
+    typeof provider.createFromSnapshot === 'function' &&
+    typeof provider.deleteSnapshot === 'function'
+  )
 }
 
 function resolveOnTurnEnd(value: OnTurnEnd | undefined, provider: SandboxProvider): OnTurnEnd {

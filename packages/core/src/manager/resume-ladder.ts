@@ -1,12 +1,13 @@
 import { SandkeepError } from '../errors.js'
 import { MARKER_PATH } from '../fidelity.js'
-import type { ResumeOutcome } from '../report.js'
+import type { RestoreReport, ResumeOutcome } from '../report.js'
 import { SANDKEEP_METADATA, sessionMetadata } from '../sandbox-metadata.js'
 import type { SandboxHandle, SandboxInfo } from '../sandbox-provider.js'
-import type { AcquireResult, SessionRecord } from '../session-store.js'
+import type { AcquireResult, SessionRecord, SessionRestore } from '../session-store.js'
 import type { LastTurn } from './caches.js'
 import { sandboxCreateOptions } from './create-options.js'
 import { waitForCreation, wakeCreationWaiters } from './creation-wait.js'
+import { providerHasSnapshots } from './options.js'
 import { abortedError, checkRecord } from './records.js'
 import type { ResumeAttempt } from './resume-attempt.js'
 import type { TurnScope } from './scope.js'
@@ -44,6 +45,8 @@ export interface Climbed {
    * by its metadata): its journal and manifest are gone.
    */
   sessionLost: boolean
+  /** With outcome `'rewound'` or `'forked'`: the restore carried out, and from where. */
+  restored?: RestoreReport
 }
 
 /**
@@ -82,6 +85,10 @@ export async function climbLadder(
   })
   const lost = sessionLost ? await adoptLostSession(scope, start.known!, start.speculation, attempt) : null
   if (lost) return climbed('resumed', lost)
+  if ((create || !mapped) && record?.restore) {
+    const made = await restoreAndMap(scope, record.restore, attempt)
+    return { ...climbed(record.restore.kind, made.handle, made.adopted), restored: made.restored }
+  }
   if (create || !mapped) {
     // A session the store does not know may still have a sandbox: another process used it before the store
     // lost it (a restart without persistence, a flush). Looked for alongside the creation, unless this
@@ -174,20 +181,60 @@ async function recordRemapping(
 }
 
 /**
- * Creates a sandbox and maps the session to it; joins the one an overlapping turn mapped first (`adopted`).
- * With `search`, the conversation's earlier sandbox, found by its metadata meanwhile, is mapped instead of
- * the new one (`previous`), which is then killed.
+ * Carries out the rewind or fork the record holds: a sandbox made from the checkpoint's snapshot, or (no
+ * snapshot, or the platform lost it) a fresh one that the assessment bootstraps and fills from the journal,
+ * which the store already cut back to the checkpoint. Mapping it clears the pending restore; a process that
+ * dies before that leaves the restore pending (the next turn carries it out) and the new sandbox unmapped,
+ * where gc finds it by its metadata.
+ */
+async function restoreAndMap(
+  scope: TurnScope,
+  restore: SessionRestore,
+  attempt: ResumeAttempt,
+): Promise<{ handle: SandboxHandle; adopted: boolean; restored: RestoreReport }> {
+  const { ctx, key } = scope
+  const { provider } = ctx
+  const base = {
+    kind: restore.kind,
+    turn: restore.turn,
+    ...(restore.fromConversationId !== undefined ? { fromConversationId: restore.fromConversationId } : {}),
+  }
+  const snapshot = restore.snapshot
+  if (snapshot && providerHasSnapshots(provider)) {
+    const { snapshotId } = snapshot
+    try {
+      const fromSnapshot = () =>
+        provider.createFromSnapshot(snapshotId, sandboxCreateOptions(ctx.config, key))
+      const made = await createAndMap(scope, null, attempt, false, fromSnapshot)
+      return { ...made, restored: { ...base, source: 'snapshot', snapshotId } }
+    } catch (error) {
+      if (!SandkeepError.hasCode(error, 'SNAPSHOT_NOT_FOUND')) throw error
+      // Deleted on the platform (pruned by the fork's source, expired): the journal is all that is left.
+      ctx.emitError('restore-snapshot', error, key)
+      const made = await createAndMap(scope, null, attempt)
+      return { ...made, restored: { ...base, source: 'journal', snapshotId, snapshotLost: true } }
+    }
+  }
+  const made = await createAndMap(scope, null, attempt)
+  return { ...made, restored: { ...base, source: 'journal' } }
+}
+
+/**
+ * Creates a sandbox (with `make`, default the provider's create) and maps the session to it; joins the one
+ * an overlapping turn mapped first (`adopted`). With `search`, the conversation's earlier sandbox, found by
+ * its metadata meanwhile, is mapped instead of the new one (`previous`), which is then killed.
  */
 async function createAndMap(
   scope: TurnScope,
   expected: string | null,
   attempt: ResumeAttempt,
   search = false,
+  make?: () => Promise<SandboxHandle>,
 ): Promise<{ handle: SandboxHandle; adopted: boolean; previous: boolean }> {
   const { ctx, key } = scope
   const made = search
     ? await createOrFindPrevious(scope, attempt)
-    : { handle: await createSandbox(scope, attempt), previous: false }
+    : { handle: await createSandbox(scope, attempt, make), previous: false }
   const { handle, previous } = made
   rememberVerified(ctx, handle.id, key.tenant)
   try {
@@ -207,19 +254,24 @@ async function createAndMap(
 }
 
 /**
- * `provider.create` for the session, never cut short by the turn's abort. A platform that received the
+ * `provider.create` (or `make`) for the session, never cut short by the turn's abort. A platform that received the
  * create may make the sandbox whatever the caller does afterwards, and only its answer names the sandbox:
  * so the call gets no signal (its retries stop once the signal fired), and an abort only stops the turn
  * waiting. The sandbox, once made, is killed; the turn end waits for that kill.
  * @throws SandkeepError ABORTED when the signal fires first; the create's error otherwise
  */
-function createSandbox(scope: TurnScope, attempt: ResumeAttempt): Promise<SandboxHandle> {
+function createSandbox(
+  scope: TurnScope,
+  attempt: ResumeAttempt,
+  make: () => Promise<SandboxHandle> = () =>
+    scope.ctx.provider.create(sandboxCreateOptions(scope.ctx.config, scope.key)),
+): Promise<SandboxHandle> {
   const { ctx, key } = scope
   const { signal } = attempt
   const creating = ctx.call(
     () => {
       if (signal.aborted) throw abortedError(key, signal.reason)
-      return ctx.provider.create(sandboxCreateOptions(ctx.config, key))
+      return make()
     },
     { onRetry: attempt.onRetry },
   )

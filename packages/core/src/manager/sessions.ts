@@ -1,12 +1,16 @@
 import type { SessionRecord } from '../session-store.js'
 import { invalidArgument, validateInteger, validateSessionKey } from '../validation.js'
 import { rememberLastTurn } from './caches.js'
+import { deleteReleasedSnapshots } from './checkpoints.js'
 import type { ManagerContext } from './context.js'
 import { tenantOption } from './options.js'
 import { checkRecord } from './records.js'
 import { killOwnedSandbox } from './tenancy.js'
 
-/** `sessions.endSession`: kills the session's sandbox (when it is this tenant's) and deletes the session. */
+/**
+ * `sessions.endSession`: kills the session's sandbox (when it is this tenant's), deletes the session with its
+ * checkpoints, then their snapshots on the platform (a failure there is reported; gc deletes what is left).
+ */
 export async function endSession(
   ctx: ManagerContext,
   conversationId: string,
@@ -17,7 +21,11 @@ export async function endSession(
   const record = checkRecord(await ctx.store.get(key), key)
   if (!record) return false
   if (record.sandboxId) await killOwnedSandbox(ctx, record.sandboxId, key)
-  return ctx.store.delete(key)
+  const checkpoints =
+    typeof ctx.store.readCheckpoints === 'function' ? await ctx.store.readCheckpoints(key) : []
+  const deleted = await ctx.store.delete(key)
+  await deleteReleasedSnapshots(ctx, key, checkpoints, [])
+  return deleted
 }
 
 /** `sessions.getSession`: the stored record. */

@@ -5,11 +5,23 @@ import type { TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
 import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
 import type { OnTurnEnd } from '../session-manager-types.js'
-import type { FileWitness, SessionRecord, SessionSandboxState, TurnManifest } from '../session-store.js'
+import type {
+  Checkpoint,
+  FileWitness,
+  SessionRecord,
+  SessionSandboxState,
+  TurnManifest,
+} from '../session-store.js'
 import type { Assessed } from './assess.js'
 import { countLiveTurn, rememberLastTurn } from './caches.js'
+import {
+  deleteReleasedSnapshots,
+  snapshotCheckpoint,
+  type TakenCheckpoint,
+  unchangedCheckpoint,
+} from './checkpoints.js'
 import { wakeCreationWaiters } from './creation-wait.js'
-import { holdEnd } from './end-wait.js'
+import { holdEnd, markEnding } from './end-wait.js'
 import type { TurnScope } from './scope.js'
 import { type Speculation, settleSpeculation } from './speculation.js'
 
@@ -58,6 +70,19 @@ interface Released {
   record: SessionRecord | null
   /** The release kept the lease as the session's hold: no other turn begins until `releaseHold`. */
   held: boolean
+  /** The checkpoint recorded with the release. */
+  checkpoint?: Checkpoint
+  /** The store refused the checkpoint (a rewind came after this turn began, or the mapping changed). */
+  checkpointRefused?: boolean
+  /** Checkpoints pruned past `keep`. */
+  prunedCheckpoints?: Checkpoint[]
+}
+
+/** What the release writes besides the accounting. */
+interface ReleaseWrites {
+  manifest: TurnManifest | undefined
+  processesAtResume: readonly ProcessInfo[] | undefined
+  checkpoint: TakenCheckpoint | undefined
 }
 
 /**
@@ -68,6 +93,15 @@ interface Released {
  * `error`. The turn emits `turn-end` with the report returned.
  */
 export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndReport> {
+  const ended = markEnding(scope.ctx.caches, scope.key)
+  try {
+    return await endTurn(scope, input)
+  } finally {
+    ended()
+  }
+}
+
+async function endTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndReport> {
   const { ctx, key } = scope
   const { assessed } = input
   const handle = assessed?.handle
@@ -82,8 +116,9 @@ export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise
   // again, on condition that no other turn (which may have started processes) ended meanwhile.
   const processesAtResume = input.processesMayHaveChanged ? undefined : assessed?.processesAtResume
   const manifest = await writeTurnManifest(scope, input, processesAtResume, fail)
+  const taken = await takeCheckpoint(scope, input, fail)
   const storeStarted = performance.now()
-  const outcome = await release(scope, input, manifest, processesAtResume, fail)
+  const outcome = await release(scope, input, { manifest, processesAtResume, checkpoint: taken }, fail)
   // Marked before any other await, so a turn of this process begun from now on waits for the pause.
   const letGo = outcome.held ? holdEnd(ctx.caches, key) : undefined
   countLiveTurn(ctx.caches, key, -1)
@@ -101,6 +136,7 @@ export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise
     await ctx.store.releaseHold!(key, scope.lease()).catch((cause: unknown) => fail('release-hold', cause))
     letGo()
   }
+  await dropReleasedSnapshots(scope, taken, outcome)
   if (action !== 'none' && action !== 'left-running-for-other-holders' && sandboxId) {
     ctx.events.emit('pause-end', {
       conversationId: key.conversationId,
@@ -113,9 +149,37 @@ export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise
   return {
     action,
     last: outcome.last,
-    timings: { workMs, storeMs, pauseMs },
+    timings: { workMs, storeMs, pauseMs, ...(taken ? { checkpointMs: taken.ms } : {}) },
+    ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}),
     ...(error ? { error } : {}),
   }
+}
+
+/**
+ * The checkpoint of this turn's end (with the `checkpoints` option): a snapshot of the sandbox in hand, or,
+ * for a turn that never had it, the previous checkpoint's. Never for another tenant's sandbox.
+ */
+function takeCheckpoint(
+  scope: TurnScope,
+  input: TurnEndInput,
+  fail: Fail,
+): Promise<TakenCheckpoint | undefined> | undefined {
+  const { ctx, key } = scope
+  if (!ctx.config.checkpoints || input.foreign) return undefined
+  const handle = input.assessed?.handle
+  if (handle) return snapshotCheckpoint(ctx, key, handle, scope.storeNow(), fail)
+  return unchangedCheckpoint(ctx, key, input.acquiredTurnCount, fail)
+}
+
+/** Deletes the snapshots the release let go: pruned past `keep`, or this turn's own when it was not recorded. */
+async function dropReleasedSnapshots(
+  scope: TurnScope,
+  taken: TakenCheckpoint | undefined,
+  outcome: Released,
+): Promise<void> {
+  const unrecorded = taken?.fresh && (!outcome.released || outcome.checkpointRefused) ? [taken.input] : []
+  const released = [...(outcome.prunedCheckpoints ?? []), ...unrecorded]
+  if (released.length > 0) await deleteReleasedSnapshots(scope.ctx, scope.key, released)
 }
 
 /** The manifest for the next turn's probes (with fidelity probes on and a sandbox in hand). */
@@ -154,10 +218,10 @@ function stateIfLast(onTurnEnd: OnTurnEnd): SessionSandboxState {
 async function release(
   scope: TurnScope,
   input: TurnEndInput,
-  manifest: TurnManifest | undefined,
-  processesAtResume: readonly ProcessInfo[] | undefined,
+  writes: ReleaseWrites,
   fail: Fail,
 ): Promise<Released> {
+  const { manifest, processesAtResume, checkpoint } = writes
   const { ctx, key } = scope
   const { store, config } = ctx
   const inHand = input.assessed !== undefined
@@ -183,9 +247,18 @@ async function release(
       ...(inHand ? { stateIfLast: stateIfLast(config.onTurnEnd) } : {}),
       usedSandbox: input.used,
       ...(hold ? { holdIfLast: true } : {}),
+      ...(checkpoint ? { checkpoint: checkpoint.input } : {}),
       ttlMs: config.ttlMs,
     })
-    return { released: true, last: result.last, record: result.record, held: result.held === true }
+    return {
+      released: true,
+      last: result.last,
+      record: result.record,
+      held: result.held === true,
+      ...(result.checkpoint ? { checkpoint: result.checkpoint } : {}),
+      ...(result.checkpointRefused ? { checkpointRefused: true } : {}),
+      ...(result.prunedCheckpoints?.length ? { prunedCheckpoints: result.prunedCheckpoints } : {}),
+    }
   } catch (cause) {
     // Without the release we cannot know whether other turns hold the sandbox, so it is not paused: the
     // lease lapses and the platform timeout bounds the cost.
