@@ -111,12 +111,16 @@ export {
   DEFAULT_TENANT,
   MAX_CONVERSATION_ID_BYTES,
   type SessionKey,
+  SNAPSHOT_NAME_PATTERN,
   TENANT_PATTERN,
   validateConversationId,
+  validateCreateSnapshotOptions,
+  validateListSnapshotsOptions,
   validateNetworkPolicy,
   validatePort,
   validateSandboxId,
   validateSessionKey,
+  validateSnapshotId,
   validateTenant,
 } from './validation.js'
 export { SANDKEEP_VERSION } from './version.js'

@@ -2,9 +2,12 @@ import { describe, expect, it } from 'vitest'
 import { SandkeepError } from './errors.js'
 import {
   validateConversationId,
+  validateCreateSnapshotOptions,
+  validateListSnapshotsOptions,
   validateNetworkPolicy,
   validatePort,
   validateSessionKey,
+  validateSnapshotId,
   validateTenant,
 } from './validation.js'
 
@@ -107,6 +110,56 @@ describe('validateTenant', () => {
     ]) {
       expect(
         codeOf(() => validateNetworkPolicy(bad)),
+        JSON.stringify(bad),
+      ).toBe('INVALID_ARGUMENT')
+    }
+  })
+
+  it('takes snapshot ids of printable text up to 256 bytes, and snapshot names E2B takes', () => {
+    expect(validateSnapshotId('local/base-env:default')).toBe('local/base-env:default')
+    expect(validateSnapshotId('é'.repeat(128))).toBe('é'.repeat(128))
+    for (const bad of ['', 'é'.repeat(128) + 'x', 'a\nb', 'a\u0000b', 42, undefined]) {
+      expect(
+        codeOf(() => validateSnapshotId(bad)),
+        String(bad),
+      ).toBe('INVALID_ARGUMENT')
+    }
+    validateCreateSnapshotOptions(undefined)
+    validateCreateSnapshotOptions({ name: 'sandkeep-ab12-3.v_1', signal: new AbortController().signal })
+    validateCreateSnapshotOptions({ name: `a${'b'.repeat(127)}` })
+    for (const bad of [
+      null,
+      { name: '' },
+      { name: '-leading' },
+      { name: 'has space' },
+      { name: 'team/name' },
+      { name: 'name:tag' },
+      { name: `a${'b'.repeat(128)}` },
+      { name: 7 },
+      { tag: 'v1' },
+    ]) {
+      expect(
+        codeOf(() => validateCreateSnapshotOptions(bad)),
+        JSON.stringify(bad),
+      ).toBe('INVALID_ARGUMENT')
+    }
+  })
+
+  it('takes listSnapshots options: a name prefix, a limit of 1 to 1000, a cursor', () => {
+    validateListSnapshotsOptions(undefined)
+    validateListSnapshotsOptions({ namePrefix: '', limit: 1000, cursor: 'next' })
+    validateListSnapshotsOptions({ namePrefix: 'sandkeep-ab12-' })
+    for (const bad of [
+      { namePrefix: 'a/b' },
+      { namePrefix: 'a:b' },
+      { namePrefix: 'x'.repeat(129) },
+      { limit: 0 },
+      { limit: 1.5 },
+      { cursor: '' },
+      { sandboxId: 'x' },
+    ]) {
+      expect(
+        codeOf(() => validateListSnapshotsOptions(bad)),
         JSON.stringify(bad),
       ).toBe('INVALID_ARGUMENT')
     }

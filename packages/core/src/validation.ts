@@ -67,13 +67,74 @@ export function validateTenant(tenant: unknown): string {
  * @throws SandkeepError INVALID_ARGUMENT
  */
 export function validateSandboxId(sandboxId: unknown): string {
-  if (typeof sandboxId !== 'string' || sandboxId.length === 0) {
-    throw invalid(`sandboxId must be a non-empty string, got ${describe(sandboxId)}.`)
+  return validatePlatformId('sandboxId', sandboxId)
+}
+
+/**
+ * Checks a snapshot id as returned by a provider's `createSnapshot`: a non-empty printable string of at
+ * most 256 bytes.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function validateSnapshotId(snapshotId: unknown): string {
+  return validatePlatformId('snapshotId', snapshotId)
+}
+
+function validatePlatformId(name: string, id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0) {
+    throw invalid(`${name} must be a non-empty string, got ${describe(id)}.`)
   }
-  if (encoder.encode(sandboxId).byteLength > 256 || CONTROL_CHARACTERS.test(sandboxId)) {
-    throw invalid('sandboxId must be at most 256 bytes of printable text.')
+  if (encoder.encode(id).byteLength > 256 || CONTROL_CHARACTERS.test(id)) {
+    throw invalid(`${name} must be at most 256 bytes of printable text.`)
   }
-  return sandboxId
+  return id
+}
+
+/** Snapshot names (`CreateSnapshotOptions.name`): what E2B takes as a name, without a tag. */
+export const SNAPSHOT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
+
+/**
+ * Checks `createSnapshot`'s options: an object with only `name` (matching {@link SNAPSHOT_NAME_PATTERN})
+ * and `signal`.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function validateCreateSnapshotOptions(options: unknown): void {
+  if (options === undefined) return
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw invalid(`createSnapshot options must be an object, got ${describe(options)}.`)
+  }
+  rejectUnknownOptions('createSnapshot options', options, ['name', 'signal'])
+  const { name } = options as { name?: unknown }
+  if (name !== undefined && (typeof name !== 'string' || !SNAPSHOT_NAME_PATTERN.test(name))) {
+    throw invalid(
+      `snapshot name ${describe(name)} is not allowed: use 1 to 128 characters from A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit.`,
+    )
+  }
+}
+
+/**
+ * Checks `listSnapshots`' options: `namePrefix` (up to 128 characters a snapshot name may hold), `limit`
+ * (1 to 1000), `cursor` (a non-empty string) and `signal`.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function validateListSnapshotsOptions(options: unknown): void {
+  if (options === undefined) return
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw invalid(`listSnapshots options must be an object, got ${describe(options)}.`)
+  }
+  rejectUnknownOptions('listSnapshots options', options, ['namePrefix', 'limit', 'cursor', 'signal'])
+  const { namePrefix, limit, cursor } = options as Record<string, unknown>
+  if (
+    namePrefix !== undefined &&
+    (typeof namePrefix !== 'string' || !/^[A-Za-z0-9._-]{0,128}$/.test(namePrefix))
+  ) {
+    throw invalid(
+      `namePrefix ${describe(namePrefix)} is not allowed: a snapshot name holds only A-Z, a-z, 0-9, '.', '_' and '-' (at most 128).`,
+    )
+  }
+  if (limit !== undefined) validateInteger('listSnapshots limit', limit, 1, 1000)
+  if (cursor !== undefined && (typeof cursor !== 'string' || cursor.length === 0)) {
+    throw invalid(`listSnapshots cursor must be a non-empty string, got ${describe(cursor)}.`)
+  }
 }
 
 /**

@@ -6,11 +6,25 @@ import { createMockProvider } from './mock-provider.js'
 import { sandboxProviderConformance } from './provider-conformance.js'
 
 // The mock is a SandboxProvider like any other: it passes the same suite, at each fidelity it imitates.
-sandboxProviderConformance({ name: 'mock provider (keeps everything)', provider: () => createMockProvider() })
+sandboxProviderConformance({
+  name: 'mock provider (keeps everything; snapshots keep files)',
+  provider: () => createMockProvider(),
+  snapshotKeeps: { files: true, memory: false },
+})
 sandboxProviderConformance({
   name: 'mock provider (filesystem only)',
   provider: () => createMockProvider({ pauseKeeps: { memory: false, processes: false } }),
   pauseKeeps: { memory: false, filesystem: true, processes: false },
+})
+sandboxProviderConformance({
+  name: 'mock provider (snapshots keep memory too)',
+  provider: () => createMockProvider({ snapshots: { keepsMemory: true } }),
+  snapshotKeeps: { files: true, memory: true },
+})
+sandboxProviderConformance({
+  name: 'mock provider (no snapshots)',
+  provider: () => createMockProvider({ snapshots: false }),
+  snapshotKeeps: false,
 })
 sandboxProviderConformance({
   name: 'mock provider (processes restarted, files lost)',
@@ -145,5 +159,112 @@ describe('createMockProvider controls', () => {
     const lost = await probeFidelity(other, manifest(other.id), signal)
     expect(lost.survived).toMatchObject({ memory: false, filesystem: false })
     expect(asked).toEqual([{ context: 'python:default', variable: SENTINEL_VARIABLE, path: MARKER_PATH }])
+  })
+
+  it('snapshots: copies that outlive their sandbox, memory only when configured, calls recorded', async () => {
+    const provider = createMockProvider({ snapshots: { keepsMemory: true } })
+    const source = await provider.create({ metadata: {}, envs: { FROM: 'source' } })
+    await source.writeFile('/home/user/a.txt', 'a')
+    await source.runCode('v = 7')
+    await source.startProcess('server 8080')
+    const { snapshotId } = await provider.createSnapshot!(source.id, { name: 'base' })
+    await source.writeFile('/home/user/a.txt', 'changed')
+    await provider.kill(source.id)
+    const copy = await provider.createFromSnapshot!(snapshotId, {
+      metadata: { 'sandkeep.session': 's1' },
+      envs: { OWN: 'copy' },
+    })
+    expect(await copy.readFile('/home/user/a.txt')).toBe('a')
+    expect((await copy.runCode('v')).text).toBe('7')
+    expect((await copy.listProcesses()).map((p) => p.command)).toEqual(['server 8080'])
+    expect(copy.native).toMatchObject({
+      metadata: { 'sandkeep.session': 's1' },
+      envs: { FROM: 'source', OWN: 'copy' },
+      template: snapshotId,
+    })
+    // The same name replaces the snapshot under the same id, as E2B assigns a new build to the name.
+    const again = await provider.createSnapshot!(copy.id, { name: 'base' })
+    expect(again.snapshotId).toBe(snapshotId)
+    expect(provider.snapshots.size).toBe(1)
+    expect(provider.calls.filter((c) => c.operation.includes('napshot'))).toMatchObject([
+      { operation: 'createSnapshot', sandboxId: source.id, detail: 'base' },
+      { operation: 'createFromSnapshot', detail: snapshotId },
+      { operation: 'createSnapshot', sandboxId: copy.id, detail: 'base' },
+    ])
+
+    const filesOnly = createMockProvider()
+    expect(filesOnly.snapshotKeeps).toEqual({ files: true, memory: false })
+    const plain = await filesOnly.create({ metadata: {} })
+    await plain.runCode('v = 7')
+    await plain.startProcess('server 8080')
+    const cold = await filesOnly.createFromSnapshot!((await filesOnly.createSnapshot!(plain.id)).snapshotId, {
+      metadata: {},
+    })
+    expect((await cold.runCode("globals().get('v')")).text).toBeNull()
+    expect(await cold.listProcesses()).toEqual([])
+  })
+
+  it('snapshots: a vanished one is SNAPSHOT_NOT_FOUND, failures on demand, a paused sandbox refused, bad input before any call', async () => {
+    const provider = createMockProvider()
+    const sandbox = await provider.create({ metadata: {} })
+    const { snapshotId } = await provider.createSnapshot!(sandbox.id)
+    expect(provider.expireSnapshot(snapshotId)).toBe(true)
+    expect(provider.expireSnapshot(snapshotId)).toBe(false)
+    await expect(provider.createFromSnapshot!(snapshotId, { metadata: {} })).rejects.toMatchObject({
+      code: 'SNAPSHOT_NOT_FOUND',
+    })
+    expect(await provider.deleteSnapshot!(snapshotId)).toBe(false)
+
+    provider.failNext('createSnapshot', 'SANDBOX_UNAVAILABLE')
+    await expect(provider.createSnapshot!(sandbox.id)).rejects.toMatchObject({
+      code: 'SANDBOX_UNAVAILABLE',
+      retryable: true,
+    })
+    provider.failNext('createFromSnapshot', 'SNAPSHOT_NOT_FOUND')
+    const kept = await provider.createSnapshot!(sandbox.id)
+    await expect(provider.createFromSnapshot!(kept.snapshotId, { metadata: {} })).rejects.toMatchObject({
+      code: 'SNAPSHOT_NOT_FOUND',
+    })
+    expect(provider.snapshots.has(kept.snapshotId)).toBe(true)
+
+    await provider.pause!(sandbox.id)
+    await expect(provider.createSnapshot!(sandbox.id)).rejects.toMatchObject({ code: 'SANDBOX_UNAVAILABLE' })
+
+    provider.clearCalls()
+    await expect(provider.createSnapshot!(sandbox.id, { name: 'no spaces' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    })
+    await expect(provider.createFromSnapshot!('', { metadata: {} })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    })
+    await expect(provider.listSnapshots!({ namePrefix: 'a b' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    })
+    expect(provider.calls).toEqual([])
+  })
+
+  it('snapshots: listed newest first by name prefix, in pages; left out on request', async () => {
+    const provider = createMockProvider()
+    const sandbox = await provider.create({ metadata: {} })
+    const ids: string[] = []
+    for (const name of ['sk-1-a', 'sk-1-b', 'sk-2-a']) {
+      ids.push((await provider.createSnapshot!(sandbox.id, { name })).snapshotId)
+    }
+    await provider.createSnapshot!(sandbox.id)
+    const first = await provider.listSnapshots!({ namePrefix: 'sk-1-', limit: 1 })
+    expect(first.snapshots.map((s) => s.names)).toEqual([['sk-1-b']])
+    expect(first.snapshots[0]).toMatchObject({ snapshotId: ids[1], sandboxId: sandbox.id })
+    const second = await provider.listSnapshots!({ namePrefix: 'sk-1-', limit: 1, cursor: first.cursor })
+    expect(second).toEqual({ snapshots: [expect.objectContaining({ snapshotId: ids[0] })] })
+    expect((await provider.listSnapshots!()).snapshots).toHaveLength(4)
+
+    expect(createMockProvider({ without: ['listSnapshots'] }).listSnapshots).toBeUndefined()
+    const none = createMockProvider({ snapshots: false })
+    expect([none.snapshotKeeps, none.createSnapshot, none.createFromSnapshot, none.deleteSnapshot]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ])
   })
 })

@@ -5,8 +5,10 @@
 import { SandkeepError } from '../errors.js'
 import { validateNetworkPolicy } from '../validation.js'
 import { handleFor } from './mock/handle.js'
-import { createPlatform, infoOf, type MockPlatform, nextSerial } from './mock/platform.js'
-import type { MockProvider, MockProviderOptions, MockSandbox } from './mock/types.js'
+import { createPlatform, infoOf, type MockPlatform, nextSerial, pageOf } from './mock/platform.js'
+import { snapshotOps } from './mock/snapshots.js'
+import { startSandbox } from './mock/start.js'
+import type { MockProvider, MockProviderOptions } from './mock/types.js'
 
 export type {
   MockOperation,
@@ -17,6 +19,7 @@ export type {
   MockProviderCall,
   MockProviderOptions,
   MockSandbox,
+  MockSnapshot,
 } from './mock/types.js'
 
 type SandboxOps = Pick<MockProvider, 'create' | 'connect' | 'kill' | 'pause' | 'setTimeout'>
@@ -26,22 +29,7 @@ function sandboxOps(platform: MockPlatform): SandboxOps {
   return {
     async create(createOptions) {
       await platform.enter('create', undefined, createOptions.template)
-      const id = `mock-${process.pid}-${nextSerial()}`
-      const sandbox: MockSandbox = {
-        id,
-        state: 'running',
-        metadata: { ...createOptions.metadata },
-        envs: { ...createOptions.envs },
-        template: createOptions.template ?? 'mock-template',
-        files: new Map(),
-        processes: [],
-        memory: new Map(),
-        createOptions,
-        endAt: Date.now() + (createOptions.timeoutMs ?? 300_000),
-        startedAt: new Date(),
-      }
-      sandboxes.set(id, sandbox)
-      return handleFor(platform, sandbox)
+      return startSandbox(platform, createOptions)
     },
     async connect(sandboxId, connectOptions) {
       await platform.enter('connect', sandboxId)
@@ -90,12 +78,8 @@ function queryOps(platform: MockPlatform): Pick<MockProvider, 'list' | 'getInfo'
           Object.entries(listOptions?.metadata ?? {}).every(([k, v]) => s.metadata[k] === v) &&
           (!listOptions?.state || listOptions.state.includes(s.state)),
       )
-      const start = listOptions?.cursor ? Number(listOptions.cursor) : 0
-      const limit = listOptions?.limit ?? 100
-      const page = matches.slice(start, start + limit).map(infoOf)
-      return start + limit < matches.length
-        ? { sandboxes: page, cursor: String(start + limit) }
-        : { sandboxes: page }
+      const { page, cursor } = pageOf(matches, listOptions)
+      return { sandboxes: page.map(infoOf), ...(cursor ? { cursor } : {}) }
     },
     async getInfo(sandboxId) {
       await platform.enter('getInfo', sandboxId)
@@ -111,7 +95,7 @@ function queryOps(platform: MockPlatform): Pick<MockProvider, 'list' | 'getInfo'
 
 type Controls = Pick<
   MockProvider,
-  'callsOf' | 'failNext' | 'remapNextConnect' | 'expire' | 'dropMemory' | 'clearCalls'
+  'callsOf' | 'failNext' | 'remapNextConnect' | 'expire' | 'expireSnapshot' | 'dropMemory' | 'clearCalls'
 >
 
 function controls(platform: MockPlatform): Controls {
@@ -138,6 +122,9 @@ function controls(platform: MockPlatform): Controls {
     expire(sandboxId) {
       platform.sandboxes.delete(sandboxId)
     },
+    expireSnapshot(snapshotId) {
+      return platform.snapshots.delete(snapshotId)
+    },
     dropMemory(sandboxId) {
       const sandbox = platform.existing(sandboxId)
       sandbox.memory.clear()
@@ -158,8 +145,10 @@ export function createMockProvider(options: MockProviderOptions = {}): MockProvi
     defaultTemplate: 'mock-template',
     calls: platform.calls,
     sandboxes: platform.sandboxes,
+    snapshots: platform.snapshots,
     ...sandboxOps(platform),
     ...queryOps(platform),
+    ...(options.snapshots === false ? {} : snapshotOps(platform, options.snapshots ?? {})),
     ...controls(platform),
   }
   for (const capability of options.without ?? []) {

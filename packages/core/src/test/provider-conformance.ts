@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { SandkeepError } from '../errors.js'
-import type { SandboxHandle, SandboxProvider } from '../sandbox-provider.js'
+import type { SandboxHandle, SandboxProvider, SnapshotKeeps } from '../sandbox-provider.js'
 import { type ProviderConformanceTestApi, runnerTestApi } from './test-api.js'
 
 /** What a pause keeps on the platform under test; the suite checks exactly this after pause + connect. */
@@ -23,6 +23,11 @@ export interface SandboxProviderConformanceOptions {
   metadata?: Record<string, string>
   /** What a pause keeps; default everything (E2B cloud). */
   pauseKeeps?: PauseFidelity
+  /**
+   * What a snapshot keeps on the platform under test: the suite checks that the provider declares exactly
+   * this (`false`: no snapshot capability). Default: whatever the provider declares, checked as declared.
+   */
+  snapshotKeeps?: SnapshotKeeps | false
   /** Sandbox timeout for created sandboxes, ms; default 120 000. */
   sandboxTimeoutMs?: number
   /** Skip the interpreter tests (platforms without a code interpreter). */
@@ -50,6 +55,8 @@ interface ProviderSuite {
   run: string
   metadata: Record<string, string>
   created: string[]
+  /** Snapshots the suite took; deleted afterwards. */
+  snapshots: string[]
   provider: SandboxProvider
   sandbox: SandboxHandle
   expectCode(promise: Promise<unknown>, code: string): Promise<SandkeepError>
@@ -337,11 +344,165 @@ function lifecycleTests(s: ProviderSuite): void {
   })
 }
 
+/** The provider's snapshot methods, when it has the capability. */
+type Snapshots = Required<
+  Pick<SandboxProvider, 'snapshotKeeps' | 'createSnapshot' | 'createFromSnapshot' | 'deleteSnapshot'>
+>
+
+/** The snapshot capability: present whole or not at all, and what a snapshot keeps is what it declares. */
+function snapshotTests(s: ProviderSuite): void {
+  const { it, expect } = s.api
+  const { options, timeout, run, metadata, created, snapshots, expectCode } = s
+  const sandboxTimeout = options.sandboxTimeoutMs ?? 120_000
+  /** The capability, or a skip when the provider has none. */
+  const capability = (context: { skip: () => void }): Snapshots => {
+    if (!s.provider.snapshotKeeps) context.skip()
+    return s.provider as Snapshots
+  }
+  // For the helpers below: the tests that call them have checked the capability first.
+  const provider = () => s.provider as Snapshots
+  const snapshot = async (sandboxId: string, name?: string) => {
+    const taken = await provider().createSnapshot(sandboxId, name ? { name } : {})
+    snapshots.push(taken.snapshotId)
+    return taken.snapshotId
+  }
+  const createFrom = async (snapshotId: string) => {
+    const sandbox = await provider().createFromSnapshot(snapshotId, {
+      metadata,
+      timeoutMs: sandboxTimeout,
+    })
+    created.push(sandbox.id)
+    return sandbox
+  }
+  const newSource = async () => {
+    const sandbox = await s.provider.create({ metadata, timeoutMs: sandboxTimeout })
+    created.push(sandbox.id)
+    return sandbox
+  }
+
+  it('has the snapshot methods together with snapshotKeeps, or none of them', { timeout }, () => {
+    const keeps = s.provider.snapshotKeeps
+    const methods = [s.provider.createSnapshot, s.provider.createFromSnapshot, s.provider.deleteSnapshot]
+    expect(methods.map((method) => typeof method)).toEqual(
+      methods.map(() => (keeps ? 'function' : 'undefined')),
+    )
+    if (keeps) {
+      expect(typeof keeps.files).toBe('boolean')
+      expect(typeof keeps.memory).toBe('boolean')
+    } else {
+      expect(s.provider.listSnapshots).toBeUndefined()
+    }
+    if (options.snapshotKeeps !== undefined) expect(keeps ?? false).toEqual(options.snapshotKeeps)
+  })
+
+  it('a sandbox from a snapshot has the files written before it, not after, and memory as declared; the source runs on', {
+    timeout,
+  }, async (context) => {
+    const { snapshotKeeps: keeps } = capability(context)
+    const source = await newSource()
+    const dir = `/home/user/${run}-snapshot`
+    await source.writeFile(`${dir}/before.txt`, 'before the snapshot')
+    if (!options.skipCode) await source.runCode('conformance_snapshot_value = 42')
+    const snapshotId = await snapshot(source.id)
+    expect(typeof snapshotId).toBe('string')
+    await source.writeFile(`${dir}/after.txt`, 'after the snapshot')
+
+    // The source was not paused or replaced: same id, its files and memory as they were.
+    expect((await source.runCommand('echo still-running')).stdout).toBe('still-running\n')
+    expect(await source.readFile(`${dir}/before.txt`)).toBe('before the snapshot')
+    if (s.provider.getInfo) expect((await s.provider.getInfo(source.id)).state).toBe('running')
+    if (!options.skipCode) expect((await source.runCode('conformance_snapshot_value')).text).toBe('42')
+
+    const copy = await createFrom(snapshotId)
+    expect(copy.id === source.id, 'the copy has its own id').toBe(false)
+    expect(copy.providerId).toBe(s.provider.providerId)
+    if (s.provider.getInfo) {
+      expect((await s.provider.getInfo(copy.id)).metadata['sandkeep.conformance']).toBe(run)
+    }
+    expect(await copy.exists(`${dir}/before.txt`)).toBe(keeps.files)
+    if (keeps.files) expect(await copy.readFile(`${dir}/before.txt`)).toBe('before the snapshot')
+    expect(await copy.exists(`${dir}/after.txt`)).toBe(false)
+    if (!options.skipCode) {
+      const memory = await copy.runCode("globals().get('conformance_snapshot_value')")
+      expect(memory.text === '42', `memory kept: ${memory.text}`).toBe(keeps.memory)
+    }
+    // Each has its own copy from now on.
+    await copy.writeFile(`${dir}/before.txt`, 'changed in the copy')
+    expect(await source.readFile(`${dir}/before.txt`)).toBe('before the snapshot')
+  })
+
+  it('deleteSnapshot says true, then false; createFromSnapshot of a deleted or unknown id is SNAPSHOT_NOT_FOUND', {
+    timeout,
+  }, async (context) => {
+    const provider = capability(context)
+    const source = await newSource()
+    const file = `/home/user/${run}-deleted.txt`
+    await source.writeFile(file, 'kept by the copy')
+    const snapshotId = await snapshot(source.id)
+    const before = await createFrom(snapshotId)
+    expect(await provider.deleteSnapshot(snapshotId)).toBe(true)
+    expect(await provider.deleteSnapshot(snapshotId)).toBe(false)
+    await expectCode(provider.createFromSnapshot(snapshotId, { metadata }), 'SNAPSHOT_NOT_FOUND')
+    // A sandbox made from it before keeps its own copy.
+    if (provider.snapshotKeeps.files) expect(await before.readFile(file)).toBe('kept by the copy')
+    expect(await provider.deleteSnapshot(`never-${run}`)).toBe(false)
+    await expectCode(provider.createFromSnapshot(`never-${run}`, { metadata }), 'SNAPSHOT_NOT_FOUND')
+    await expectCode(provider.createSnapshot(`never-${run}`), 'SANDBOX_NOT_FOUND')
+  })
+
+  it('listSnapshots with a namePrefix finds a named snapshot and leaves out the others', {
+    timeout,
+  }, async (context) => {
+    capability(context)
+    const list = s.provider.listSnapshots
+    if (!list) return context.skip()
+    const source = await newSource()
+    const named = await snapshot(source.id, `${run}-named`)
+    const other = await snapshot(source.id, `other-${run}`)
+    /** Every snapshot the listing pages through. */
+    const listed = async (namePrefix?: string) => {
+      const ids: string[] = []
+      let cursor: string | undefined
+      for (let page = 0; page < 100; page++) {
+        const answer = await list({ ...(namePrefix ? { namePrefix } : {}), ...(cursor ? { cursor } : {}) })
+        ids.push(...answer.snapshots.map((info) => info.snapshotId))
+        cursor = answer.cursor
+        if (!cursor) break
+      }
+      return ids
+    }
+    expect(await listed(`${run}-na`)).toEqual([named])
+    expect(await listed(`${run}-none`)).toEqual([])
+    const all = await listed()
+    expect(all).toContain(named)
+    expect(all).toContain(other)
+  })
+
+  it('refuses bad snapshot ids, names and list options with INVALID_ARGUMENT', {
+    timeout,
+  }, async (context) => {
+    const provider = capability(context)
+    for (const bad of ['', 'x'.repeat(257), 'a\nb', 7 as unknown as string]) {
+      await expectCode(provider.createFromSnapshot(bad, { metadata }), 'INVALID_ARGUMENT')
+      await expectCode(provider.deleteSnapshot(bad), 'INVALID_ARGUMENT')
+    }
+    await expectCode(provider.createSnapshot(''), 'INVALID_ARGUMENT')
+    for (const name of ['', '-leading', 'has space', 'team/name', 'x'.repeat(129)]) {
+      await expectCode(provider.createSnapshot(s.sandbox.id, { name }), 'INVALID_ARGUMENT')
+    }
+    if (s.provider.listSnapshots) {
+      await expectCode(s.provider.listSnapshots({ namePrefix: 'a/b' }), 'INVALID_ARGUMENT')
+      await expectCode(s.provider.listSnapshots({ limit: 0 }), 'INVALID_ARGUMENT')
+    }
+  })
+}
+
 /**
  * The contract every SandboxProvider must meet, as a test suite on the runner's functions (`options.testApi`,
  * default the running vitest's): create with metadata, commands (a non-zero exit is a result), files, background processes, the code interpreter, port endpoints (when the handles have them), pause (twice) and connect with the
  * platform's declared fidelity, getInfo, list by metadata, setTimeout, kill (twice) and SANDBOX_NOT_FOUND
- * afterwards. Call it at the top level of a test file. Every sandbox it creates is killed afterwards.
+ * afterwards, and snapshots (when the provider has them: files and memory as `snapshotKeeps` declares, the
+ * source running on, SNAPSHOT_NOT_FOUND once deleted, the list by name prefix). Call it at the top level of a test file. Every sandbox it creates is killed afterwards.
  */
 export function sandboxProviderConformance(options: SandboxProviderConformanceOptions): void {
   const keeps = options.pauseKeeps ?? { memory: true, filesystem: true, processes: true }
@@ -354,6 +515,7 @@ export function sandboxProviderConformance(options: SandboxProviderConformanceOp
 
   suite(`sandboxProviderConformance: ${title}`, () => {
     const created: string[] = []
+    const snapshots: string[] = []
     // provider and sandbox are set by beforeAll, before any test reads them.
     const state = {
       api,
@@ -363,6 +525,7 @@ export function sandboxProviderConformance(options: SandboxProviderConformanceOp
       run,
       metadata,
       created,
+      snapshots,
     } as Partial<ProviderSuite> as ProviderSuite
     state.expectCode = expectCodeWith(api.expect)
     api.beforeAll(async () => {
@@ -375,10 +538,12 @@ export function sandboxProviderConformance(options: SandboxProviderConformanceOp
     }, timeout)
     api.afterAll(async () => {
       for (const id of created) await state.provider?.kill(id).catch(() => false)
+      for (const id of snapshots) await state.provider?.deleteSnapshot?.(id).catch(() => false)
     }, timeout)
     basicTests(state)
     codeTests(state)
     portTests(state)
+    snapshotTests(state)
     lifecycleTests(state)
   })
 }

@@ -2,7 +2,13 @@
 // failures and re-maps, and the entry every operation goes through (record, latency, injected failure).
 import { SandkeepError } from '../../errors.js'
 import type { SandboxInfo } from '../../sandbox-provider.js'
-import type { MockOperation, MockProviderCall, MockProviderOptions, MockSandbox } from './types.js'
+import type {
+  MockOperation,
+  MockProviderCall,
+  MockProviderOptions,
+  MockSandbox,
+  MockSnapshot,
+} from './types.js'
 
 let counter = 0
 
@@ -16,6 +22,7 @@ export interface MockPlatform {
   /** What a pause keeps. */
   keeps: { memory: boolean; filesystem: boolean; processes: boolean | 'restart' }
   sandboxes: Map<string, MockSandbox>
+  snapshots: Map<string, MockSnapshot>
   calls: MockProviderCall[]
   failures: Map<MockOperation, Array<() => Error>>
   /** Ids whose next connect re-maps the sandbox to a new id. */
@@ -36,6 +43,17 @@ export function notFound(sandboxId: string): SandkeepError {
     message: `Mock sandbox ${sandboxId} does not exist.`,
     sandboxId,
   })
+}
+
+/** One page of `items` as the mock's list calls answer: the cursor is the offset of the next page. */
+export function pageOf<T>(
+  items: T[],
+  listOptions: { limit?: number; cursor?: string } | undefined,
+): { page: T[]; cursor?: string } {
+  const start = listOptions?.cursor ? Number(listOptions.cursor) : 0
+  const limit = listOptions?.limit ?? 100
+  const page = items.slice(start, start + limit)
+  return start + limit < items.length ? { page, cursor: String(start + limit) } : { page }
 }
 
 export function infoOf(sandbox: MockSandbox): SandboxInfo {
@@ -64,6 +82,7 @@ export function createPlatform(options: MockProviderOptions): MockPlatform {
     providerId: options.providerId ?? 'mock',
     keeps: { memory: true, filesystem: true, processes: true as boolean | 'restart', ...options.pauseKeeps },
     sandboxes,
+    snapshots: new Map(),
     calls,
     failures,
     remaps: new Set(),

@@ -20,6 +20,10 @@ export type MockOperation =
   | 'list'
   | 'getInfo'
   | 'updateNetwork'
+  | 'createSnapshot'
+  | 'createFromSnapshot'
+  | 'deleteSnapshot'
+  | 'listSnapshots'
   | 'runCommand'
   | 'startProcess'
   | 'listProcesses'
@@ -35,9 +39,12 @@ export type MockOperation =
 export interface MockProviderCall {
   /** The operation. */
   operation: MockOperation
-  /** Sandbox concerned (absent for create before it has an id, and list). */
+  /** Sandbox concerned (absent for create before it has an id, list, and the snapshot calls but createSnapshot). */
   sandboxId?: string
-  /** The call's first argument beyond the id (command, code, path), when there is one. */
+  /**
+   * The call's first argument beyond the id (command, code, path; a snapshot's name for createSnapshot, its
+   * id for createFromSnapshot and deleteSnapshot), when there is one.
+   */
   detail?: string
   /** When it was made, epoch ms. */
   at: number
@@ -63,7 +70,14 @@ export interface MockProviderOptions {
    * Capabilities to leave out, to test code paths for platforms without them (`portEndpoint` is the handles'
    * capability; the others are the provider's).
    */
-  without?: Array<'pause' | 'setTimeout' | 'list' | 'getInfo' | 'updateNetwork' | 'portEndpoint'>
+  without?: Array<
+    'pause' | 'setTimeout' | 'list' | 'getInfo' | 'updateNetwork' | 'listSnapshots' | 'portEndpoint'
+  >
+  /**
+   * Snapshots: what one keeps besides the files (`keepsMemory`: interpreter variables and background
+   * processes; default false, as local-e2b), or `false` for a platform without snapshots. Default `{}`.
+   */
+  snapshots?: { keepsMemory?: boolean } | false
   /** Handles commands the built-in mini shell does not know; return undefined to fall through (exit 127). */
   onCommand?: (command: string, sandbox: MockSandbox) => CommandResult | undefined
   /**
@@ -128,6 +142,26 @@ export interface MockSandbox {
   network?: SandboxNetworkPolicy
 }
 
+/** A mock snapshot: copies of what its sandbox held when it was taken. */
+export interface MockSnapshot {
+  /** The id `createFromSnapshot` takes. */
+  snapshotId: string
+  /** The name it was taken under, if any (a second snapshot under the same name replaces it, as on E2B). */
+  names: string[]
+  /** The sandbox it was taken of. */
+  sandboxId: string
+  /** When it was taken. */
+  createdAt: Date
+  /** The source's template. */
+  template: string
+  /** The source's environment (a sandbox made from it gets these under its own). */
+  envs: Record<string, string>
+  /** Files by absolute path. */
+  files: Map<string, Uint8Array>
+  /** Interpreter globals and background processes; absent when snapshots do not keep memory. */
+  memory?: { globals: Map<string, Map<string, unknown>>; processes: ProcessInfo[] }
+}
+
 /** The mock provider: a SandboxProvider plus controls. */
 export interface MockProvider extends SandboxProvider<MockSandbox> {
   /** Every call, in order. */
@@ -136,6 +170,8 @@ export interface MockProvider extends SandboxProvider<MockSandbox> {
   callsOf(operation: MockOperation): MockProviderCall[]
   /** Sandboxes that exist, by id. */
   readonly sandboxes: Map<string, MockSandbox>
+  /** Snapshots that exist, by id. */
+  readonly snapshots: Map<string, MockSnapshot>
   /**
    * Makes the next `times` (default 1) calls of `operation` fail. `failure` is a SandkeepError, a code
    * (SANDBOX_UNAVAILABLE is made retryable), or any other error (thrown as is, like a buggy provider).
@@ -149,6 +185,11 @@ export interface MockProvider extends SandboxProvider<MockSandbox> {
   remapNextConnect(sandboxId: string): void
   /** Deletes a sandbox as a platform past its retention would: connect then fails with SANDBOX_NOT_FOUND. */
   expire(sandboxId: string): void
+  /**
+   * Deletes a snapshot behind the provider's back, as another process or the platform could: createFromSnapshot
+   * then fails with SNAPSHOT_NOT_FOUND. Returns false when there was none.
+   */
+  expireSnapshot(snapshotId: string): boolean
   /** Drops a sandbox's interpreter memory and processes, keeping files. */
   dropMemory(sandboxId: string): void
   /** Forgets recorded calls. */
