@@ -52,6 +52,19 @@ describe('fromE2BError', () => {
     expect(mapped.sandboxId).toBe('sbx1')
   })
 
+  it('a 404 about a snapshot is SNAPSHOT_NOT_FOUND; its other failures map as any call', () => {
+    const about = { operation: 'createFromSnapshot', snapshotId: 'abc:default' }
+    const missing = fromE2BError(withStatus(404, "template 'abc:default' not found"), about)
+    expect(missing).toMatchObject({ code: 'SNAPSHOT_NOT_FOUND', retryable: false })
+    expect(missing.message).toContain('abc:default')
+    expect(fromE2BError(withStatus(503), about)).toMatchObject({
+      code: 'SANDBOX_UNAVAILABLE',
+      retryable: true,
+    })
+    expect(fromE2BError(new RateLimitError('limit'), about).code).toBe('SANDBOX_UNAVAILABLE')
+    expect(fromE2BError(withStatus(401), about).code).toBe('PROVIDER_AUTH')
+  })
+
   it('tells what to do in the message and never includes a key', () => {
     const mapped = fromE2BError(new AuthenticationError('Unauthorized, please check your credentials.'), at)
     expect(mapped.message).toMatch(/E2B_API_KEY/)

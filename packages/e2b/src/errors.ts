@@ -10,6 +10,8 @@ export interface ErrorContext {
   sandboxId?: string
   /** File path concerned, when known. */
   path?: string
+  /** Snapshot concerned (`createFromSnapshot`, `deleteSnapshot`): a 404 then means the snapshot is gone. */
+  snapshotId?: string
 }
 
 const NETWORK_CODES = new Set([
@@ -175,6 +177,13 @@ function byStatus({ error, context, detail, where, make }: Facts): SandkeepError
   if (status === undefined) return undefined
   if (status === 401 || status === 403) {
     return make('PROVIDER_AUTH', `E2B refused the credentials (${status}) for ${context.operation}.`)
+  }
+  if (status === 404 && context.snapshotId !== undefined) {
+    // E2B answers a create from a snapshot it does not have as from any unknown template: `template '<id>' not found`.
+    return make(
+      'SNAPSHOT_NOT_FOUND',
+      `E2B has no snapshot ${context.snapshotId} (deleted, never made, or another team's): ${detail}`,
+    )
   }
   if (status === 404) return make('SANDBOX_NOT_FOUND', `E2B says the sandbox does not exist${where} (404).`)
   if (status === 409) {

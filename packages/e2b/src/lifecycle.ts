@@ -1,19 +1,56 @@
 // The sandbox lifecycle over the SDK's static calls: create, connect (following a re-mapped id), kill,
 // pause, setTimeout, getInfo and list.
 import { Sandbox } from '@e2b/code-interpreter'
-import { type SandboxInfo, type SandboxProvider, validateSandboxId } from '@sandkeep/core'
-import { withE2BErrors } from './errors.js'
+import {
+  type CreateSandboxOptions,
+  type SandboxHandle,
+  type SandboxInfo,
+  type SandboxProvider,
+  validateSandboxId,
+} from '@sandkeep/core'
+import { type ErrorContext, withE2BErrors } from './errors.js'
 import { ExecutingSandbox } from './execute.js'
 import { handleFor } from './handle.js'
-import type { Connection, OutputLimits } from './options.js'
+import { type Connection, type OutputLimits, requestOptions } from './options.js'
 
 type Lifecycle = Pick<
   SandboxProvider<Sandbox>,
   'create' | 'connect' | 'kill' | 'pause' | 'setTimeout' | 'getInfo' | 'list'
 >
 
+/**
+ * Creates a sandbox from a template or a snapshot (E2B takes either as the template) and returns its handle:
+ * the one create path behind `create` and `createFromSnapshot`. Errors are converted with `context`.
+ */
+export function createSandbox(
+  connection: Connection,
+  limits: OutputLimits,
+  template: string,
+  createOptions: CreateSandboxOptions,
+  context: ErrorContext,
+): Promise<SandboxHandle<Sandbox>> {
+  return withE2BErrors(context, async () => {
+    const sandbox = await ExecutingSandbox.create(template, {
+      ...requestOptions(connection, createOptions.signal),
+      metadata: createOptions.metadata,
+      ...(createOptions.timeoutMs !== undefined ? { timeoutMs: createOptions.timeoutMs } : {}),
+      ...(createOptions.envs ? { envs: createOptions.envs } : {}),
+      // sandkeep's default is no internet; the SDK's is on.
+      allowInternetAccess: createOptions.allowInternetAccess ?? false,
+      ...(createOptions.lifecycle
+        ? {
+            lifecycle: {
+              onTimeout: createOptions.lifecycle.onTimeout,
+              autoResume: createOptions.lifecycle.autoResume ?? false,
+            },
+          }
+        : {}),
+    })
+    return handleFor(sandbox, limits, connection)
+  })
+}
+
 export function lifecycleCalls(connection: Connection, template: string, limits: OutputLimits): Lifecycle {
-  const withSignal = (signal: AbortSignal | undefined) => (signal ? { ...connection, signal } : connection)
   /** A call about one existing sandbox: its id is checked before any I/O. */
   const about = <T>(operation: string, sandboxId: string, work: () => Promise<T>) =>
     withE2BErrors({ operation, sandboxId }, async () => {
@@ -22,44 +59,28 @@ export function lifecycleCalls(connection: Connection, template: string, limits:
     })
   return {
     create: (createOptions) =>
-      withE2BErrors({ operation: 'create' }, async () => {
-        const sandbox = await ExecutingSandbox.create(createOptions.template ?? template, {
-          ...withSignal(createOptions.signal),
-          metadata: createOptions.metadata,
-          ...(createOptions.timeoutMs !== undefined ? { timeoutMs: createOptions.timeoutMs } : {}),
-          ...(createOptions.envs ? { envs: createOptions.envs } : {}),
-          // sandkeep's default is no internet; the SDK's is on.
-          allowInternetAccess: createOptions.allowInternetAccess ?? false,
-          ...(createOptions.lifecycle
-            ? {
-                lifecycle: {
-                  onTimeout: createOptions.lifecycle.onTimeout,
-                  autoResume: createOptions.lifecycle.autoResume ?? false,
-                },
-              }
-            : {}),
-        })
-        return handleFor(sandbox, limits, connection)
+      createSandbox(connection, limits, createOptions.template ?? template, createOptions, {
+        operation: 'create',
       }),
     connect: (sandboxId, options) =>
       about('connect', sandboxId, async () => {
         const sandbox = await FollowingSandbox.connectFollowingId(sandboxId, {
-          ...withSignal(options?.signal),
+          ...requestOptions(connection, options?.signal),
           ...(options?.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
         })
         return handleFor(sandbox, limits, connection)
       }),
     kill: (sandboxId, options) =>
-      about('kill', sandboxId, () => Sandbox.kill(sandboxId, withSignal(options?.signal))),
+      about('kill', sandboxId, () => Sandbox.kill(sandboxId, requestOptions(connection, options?.signal))),
     pause: (sandboxId, options) =>
-      about('pause', sandboxId, () => Sandbox.pause(sandboxId, withSignal(options?.signal))),
+      about('pause', sandboxId, () => Sandbox.pause(sandboxId, requestOptions(connection, options?.signal))),
     setTimeout: (sandboxId, timeoutMs, options) =>
       about('setTimeout', sandboxId, async () => {
-        await Sandbox.setTimeout(sandboxId, timeoutMs, withSignal(options?.signal))
+        await Sandbox.setTimeout(sandboxId, timeoutMs, requestOptions(connection, options?.signal))
       }),
     getInfo: (sandboxId, options) =>
       about('getInfo', sandboxId, async () =>
-        toInfo(await Sandbox.getInfo(sandboxId, withSignal(options?.signal))),
+        toInfo(await Sandbox.getInfo(sandboxId, requestOptions(connection, options?.signal))),
       ),
     list: (listOptions = {}) =>
       withE2BErrors({ operation: 'list' }, async () => {
@@ -72,7 +93,7 @@ export function lifecycleCalls(connection: Connection, template: string, limits:
           ...(listOptions.limit !== undefined ? { limit: listOptions.limit } : {}),
           ...(listOptions.cursor !== undefined ? { nextToken: listOptions.cursor } : {}),
         })
-        const items = await paginator.nextItems(withSignal(listOptions.signal))
+        const items = await paginator.nextItems(requestOptions(connection, listOptions.signal))
         const cursor = paginator.hasNext ? paginator.nextToken : undefined
         return { sandboxes: items.map(toInfo), ...(cursor ? { cursor } : {}) }
       }),

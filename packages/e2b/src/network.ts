@@ -11,7 +11,7 @@ import {
   validateSandboxId,
 } from '@sandkeep/core'
 import { fromE2BError, withE2BErrors } from './errors.js'
-import type { Connection } from './options.js'
+import { type Connection, requestOptions } from './options.js'
 
 export function networkCalls(connection: Connection): Pick<SandboxProvider<Sandbox>, 'updateNetwork'> {
   return {
@@ -19,7 +19,7 @@ export function networkCalls(connection: Connection): Pick<SandboxProvider<Sandb
       withE2BErrors({ operation: 'updateNetwork', sandboxId }, async () => {
         validateSandboxId(sandboxId)
         const update: SandboxNetworkPolicy = { ...validateNetworkPolicy(policy) }
-        const opts = options?.signal ? { ...connection, signal: options.signal } : connection
+        const opts = requestOptions(connection, options?.signal)
         try {
           await Sandbox.updateNetwork(sandboxId, update, opts)
         } catch (error) {

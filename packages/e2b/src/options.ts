@@ -1,4 +1,4 @@
-import { SandkeepError } from '@sandkeep/core'
+import { SandkeepError, type SnapshotKeeps } from '@sandkeep/core'
 import { DEFAULT_MAX_OUTPUT_CHARS } from './output.js'
 
 /** Options of {@link createE2BProvider}. Each connection option falls back to the SDK's environment variable. */
@@ -23,6 +23,13 @@ export interface E2BProviderOptions {
    * {@link DEFAULT_MAX_OUTPUT_CHARS} (16 Mi).
    */
   maxOutputChars?: number
+  /**
+   * The snapshot capability (`createSnapshot`, `createFromSnapshot`, `deleteSnapshot`, `listSnapshots`), and
+   * whether a snapshot keeps memory: E2B cloud's keep the memory and the files (the default, `{}`); a
+   * local-e2b host's keep the files only, so pass `{ keepsMemory: false }` for one (the host cannot be told
+   * apart through the API without a request). `false`: no snapshot capability.
+   */
+  snapshots?: { keepsMemory?: boolean } | false
 }
 
 /** The output caps every handle applies. */
@@ -46,6 +53,7 @@ const KNOWN = new Set([
   'template',
   'headers',
   'maxOutputChars',
+  'snapshots',
 ])
 
 function invalid(message: string): SandkeepError {
@@ -79,6 +87,17 @@ export function checkOptions(options: E2BProviderOptions): void {
   if (maxOutputChars !== undefined && (!Number.isSafeInteger(maxOutputChars) || maxOutputChars < 1)) {
     throw invalid('createE2BProvider option maxOutputChars must be a positive integer (characters).')
   }
+  const snapshots = options.snapshots
+  if (
+    snapshots !== undefined &&
+    snapshots !== false &&
+    (typeof snapshots !== 'object' ||
+      snapshots === null ||
+      Object.keys(snapshots).some((key) => key !== 'keepsMemory') ||
+      !['boolean', 'undefined'].includes(typeof snapshots.keepsMemory))
+  ) {
+    throw invalid('createE2BProvider option snapshots must be false or { keepsMemory?: boolean }.')
+  }
   if (options.headers !== undefined) {
     if (typeof options.headers !== 'object' || options.headers === null)
       throw invalid('headers must be an object of strings.')
@@ -103,4 +122,15 @@ export function connectionOf(options: E2BProviderOptions): Connection {
 /** The output caps of the options, with their defaults. */
 export function outputLimitsOf(options: E2BProviderOptions): OutputLimits {
   return { maxOutputChars: options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS }
+}
+
+/** What a snapshot keeps, by the options; undefined without the snapshot capability. */
+export function snapshotKeepsOf(options: E2BProviderOptions): SnapshotKeeps | undefined {
+  if (options.snapshots === false) return undefined
+  return { files: true, memory: options.snapshots?.keepsMemory ?? true }
+}
+
+/** The SDK options of one call: the connection, with the call's signal when it has one. */
+export function requestOptions(connection: Connection, signal: AbortSignal | undefined) {
+  return signal ? { ...connection, signal } : connection
 }

@@ -1,5 +1,5 @@
 // createE2BProvider wires the provider together: options.ts checks the options, lifecycle.ts makes the
-// lifecycle calls, network.ts changes a running sandbox's network, handle.ts (with commands.ts, code.ts,
+// lifecycle calls, snapshots.ts the snapshot calls, network.ts changes a running sandbox's network, handle.ts (with commands.ts, code.ts,
 // files.ts, ports.ts) is the SandboxHandle over one SDK sandbox, and errors.ts converts every SDK error at
 // the boundary.
 import type { Sandbox } from '@e2b/code-interpreter'
@@ -12,7 +12,9 @@ import {
   DEFAULT_TEMPLATE,
   type E2BProviderOptions,
   outputLimitsOf,
+  snapshotKeepsOf,
 } from './options.js'
+import { snapshotCalls } from './snapshots.js'
 
 export type { E2BProviderOptions } from './options.js'
 
@@ -33,11 +35,14 @@ export function createE2BProvider(options: E2BProviderOptions = {}): E2BProvider
   const template = options.template ?? DEFAULT_TEMPLATE
   // Kept in the lifecycle calls' closure only: the provider object exposes no field holding the key.
   const connection = connectionOf(options)
+  const limits = outputLimitsOf(options)
+  const keeps = snapshotKeepsOf(options)
   return {
     specificationVersion: 'v1',
     providerId: 'e2b',
     defaultTemplate: template,
-    ...lifecycleCalls(connection, template, outputLimitsOf(options)),
+    ...lifecycleCalls(connection, template, limits),
     ...networkCalls(connection),
+    ...(keeps ? snapshotCalls(connection, limits, keeps) : {}),
   }
 }
