@@ -51,6 +51,8 @@ export interface E2BConnection {
   sandboxUrl?: string
   /** E2B domain. */
   domain?: string
+  /** What the platform's snapshots keep, when not E2B cloud's memory and files (a local-e2b host: files only). */
+  snapshots?: { keepsMemory: boolean }
 }
 
 /** E2B settings from `E2B_API_KEY`, `E2B_API_URL`, `E2B_SANDBOX_URL`, `E2B_DOMAIN`; `null` without a key. */

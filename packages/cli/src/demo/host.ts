@@ -30,7 +30,13 @@ export async function startEmbeddedHost(options: {
     ...(options.isolation ? { isolation: options.isolation } : {}),
   })
   return {
-    connection: { apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl },
+    connection: {
+      apiKey: host.apiKey,
+      apiUrl: host.apiUrl,
+      sandboxUrl: host.sandboxUrl,
+      // local-e2b's snapshots keep the files, not the memory: checkpoints must say so.
+      snapshots: { keepsMemory: false },
+    },
     isolation: host.isolation,
     host,
     close: () => host.close(),
