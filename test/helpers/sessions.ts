@@ -42,6 +42,8 @@ export async function startRig(
     apiKey: host.apiKey,
     apiUrl: host.apiUrl,
     sandboxUrl: host.sandboxUrl,
+    // local-e2b's snapshots keep the files only.
+    snapshots: { keepsMemory: false },
   })
   const sessions = createSessionManager({
     store,

@@ -20,6 +20,8 @@ export async function embeddedDefaults(options: { redisPrefix?: string } = {}): 
     apiKey: host.apiKey,
     apiUrl: host.apiUrl,
     sandboxUrl: host.sandboxUrl,
+    // local-e2b's snapshots keep the files, not the memory (E2B cloud's keep both: drop this there).
+    snapshots: { keepsMemory: false },
   })
   const store = process.env.REDIS_URL
     ? createRedisSessionStore({

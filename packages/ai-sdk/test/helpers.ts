@@ -28,7 +28,12 @@ export async function startLocalSessions(
   const sessions = createSessionManager({
     ...managerOptions,
     store,
-    provider: createE2BProvider({ apiKey: host.apiKey, apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl }),
+    provider: createE2BProvider({
+      apiKey: host.apiKey,
+      apiUrl: host.apiUrl,
+      sandboxUrl: host.sandboxUrl,
+      snapshots: { keepsMemory: false },
+    }),
   })
   return { host, sessions, store }
 }
