@@ -70,7 +70,7 @@ describe('sandkeep usage errors', () => {
     [['sessions', 'rewind', 'chat'], 'sessions rewind', 'missing --to-turn <n>'],
     [['sessions', 'rewind'], 'sessions rewind', 'missing <conversation-id>'],
     [
-      ['sessions', 'rewind', 'chat', '--to-turn', '-1'],
+      ['sessions', 'rewind', 'chat', '--to-turn=-1'],
       'sessions rewind',
       '--to-turn must be a whole number (got "-1")',
     ],
