@@ -14,8 +14,8 @@ import { startLocalE2B } from '@sandkeep/local-e2b'
 import { ms, summary, table } from './stats.mjs'
 
 const checkpoints = { every: 'turn', keep: 1000 }
-/** The file each turn writes (journaled): what a fresh sandbox gets back by replaying, and a snapshot copies. */
-const FILE_BYTES = 64 * 1024
+/** The file each turn writes (journaled; 20 turns stay under the journal's 1 MiB): what a replay writes back, a snapshot copies. */
+const FILE_BYTES = 32 * 1024
 
 /** The same work in every turn: a journaled file and a journaled cell that leaves a variable. */
 async function work(turn, n) {
@@ -87,7 +87,7 @@ export async function runBranching({ turns = 20, rewinds = 8, log = console.log 
       }
     }
     const created = host.events.list({ type: 'snapshot-create' })
-    const eventBytes = created.map((event) => event.bytes).filter((bytes) => typeof bytes === 'number')
+    const eventBytes = created.map((event) => event.detail.bytes).filter((bytes) => typeof bytes === 'number')
     const snapshotsDir = join(stateDir, 'snapshots')
     const dirBytes = diskBytes(snapshotsDir)
 
