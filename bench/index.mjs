@@ -1,12 +1,13 @@
 // Root benchmarks (`pnpm bench` runs the packages' benches first, then this). Uses the BUILT packages: run
 // `pnpm build` before. Options: --iterations N (overhead turns per variant, default 200), --rows N (seed data
 // set rows, default 200000), --think-ms N (user think time between seed turns, default 2000), --only
-// overhead|seed|latency, --host process|in-process (where the local-e2b host of the overhead bench runs,
+// overhead|seed|latency|branching, --host process|in-process (where the local-e2b host of the overhead bench runs,
 // default its own process), --json FILE (write the figures as JSON too). The latency bench: --rtts 0,20,60
 // (round-trip times through the delaying proxy), --latency-turns N (turns per variant and RTT, default 4),
 // --model-think-ms N (before the first tool call, default 1000), --step-think-ms N (before each later step,
 // default 300), --resume-ms LOW-HIGH (default 300-1000), --pause-ms LOW-HIGH (default 1000-4000),
-// --no-tool-turns N (turns whose model uses no tool, at the largest RTT, default 2), --seed N.
+// --no-tool-turns N (turns whose model uses no tool, at the largest RTT, default 2), --seed N. The branching
+// bench: --branching-turns N (turns per variant, default 20), --rewinds N (rewinds per variant, default 8).
 import { writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
@@ -29,11 +30,13 @@ const { values } = parseArgs({
     'pause-ms': { type: 'string', default: '1000-4000' },
     'no-tool-turns': { type: 'string', default: '2' },
     seed: { type: 'string', default: '24' },
+    'branching-turns': { type: 'string', default: '20' },
+    rewinds: { type: 'string', default: '8' },
   },
 })
 const only = values.only
-if (only !== undefined && !['overhead', 'seed', 'latency'].includes(only)) {
-  console.error(`--only must be overhead, seed or latency, got ${only}`)
+if (only !== undefined && !['overhead', 'seed', 'latency', 'branching'].includes(only)) {
+  console.error(`--only must be overhead, seed, latency or branching, got ${only}`)
   process.exit(2)
 }
 /** A `LOW-HIGH` range of ms. */
@@ -90,6 +93,16 @@ if (only === undefined || only === 'latency') {
     noToolTurns: Number(values['no-tool-turns']),
     seed: Number(values.seed),
     redisUrl,
+  })
+}
+if (only === undefined || only === 'branching') {
+  console.log(
+    '\n## Branching: checkpoints at turn end, and a rewind restored from a snapshot vs the journal\n',
+  )
+  const { runBranching } = await import('./branching.mjs')
+  figures.branching = await runBranching({
+    turns: Number(values['branching-turns']),
+    rewinds: Number(values.rewinds),
   })
 }
 figures.loadAverageAtEnd = loadavg()

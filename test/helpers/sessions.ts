@@ -21,6 +21,8 @@ export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 export interface SessionRig {
   host: LocalE2BHost
   store: SessionStore
+  /** The Redis store's key prefix (random per rig), for a test that reads the keys or a child that joins. */
+  prefix: string
   sessions: SessionManager
   /** A fresh tenant for this rig, so parallel test files never meet. */
   tenant: string
@@ -32,9 +34,10 @@ export async function startRig(
   managerOptions: Omit<Partial<SessionManagerOptions>, 'store' | 'provider'> = {},
 ): Promise<SessionRig> {
   const host = await startLocalE2B({ logger: () => {}, ...hostOptions })
+  const prefix = `sandkeep-it-${randomUUID().slice(0, 8)}`
   const store = createRedisSessionStore({
     redis: REDIS_URL,
-    prefix: `sandkeep-it-${randomUUID().slice(0, 8)}`,
+    prefix,
     // Leftovers of a crashed run expire on their own.
     ttlMs: 15 * 60_000,
   })
@@ -56,6 +59,7 @@ export async function startRig(
   return {
     host,
     store,
+    prefix,
     sessions,
     tenant,
     async close() {

@@ -5,8 +5,10 @@ import { demoCommand } from './commands/demo.js'
 import { hostCommand } from './commands/host.js'
 import { sessionsCommand } from './commands/sessions.js'
 import { sessionsEndCommand } from './commands/sessions-end.js'
+import { sessionsForkCommand } from './commands/sessions-fork.js'
 import { sessionsGcCommand } from './commands/sessions-gc.js'
 import { sessionsListCommand } from './commands/sessions-list.js'
+import { sessionsRewindCommand } from './commands/sessions-rewind.js'
 import { sessionsShowCommand } from './commands/sessions-show.js'
 import { ConfigError, describeError } from './errors.js'
 import { TranscriptError } from './transcript.js'
@@ -23,6 +25,8 @@ const commands: Record<string, Command> = {
   'sessions show': sessionsShowCommand,
   'sessions end': sessionsEndCommand,
   'sessions gc': sessionsGcCommand,
+  'sessions rewind': sessionsRewindCommand,
+  'sessions fork': sessionsForkCommand,
 }
 
 function topLevelHelp(): string {
@@ -36,6 +40,8 @@ Commands:
   sessions show     ${sessionsShowCommand.spec.summary}
   sessions end      ${sessionsEndCommand.spec.summary}
   sessions gc       ${sessionsGcCommand.spec.summary}
+  sessions rewind   ${sessionsRewindCommand.spec.summary}
+  sessions fork     ${sessionsForkCommand.spec.summary}
   host              ${hostCommand.spec.summary}
 
 Options:
@@ -66,7 +72,7 @@ export async function main(argv: string[], context: CommandContext): Promise<num
       return usage(
         context,
         'sessions',
-        `unknown subcommand ${JSON.stringify(second)}; use list, show, end or gc`,
+        `unknown subcommand ${JSON.stringify(second)}; use list, show, end, gc, rewind or fork`,
       )
   }
   const command = commands[name]

@@ -37,6 +37,11 @@ const usage = {
 export interface ScriptedModelOptions {
   /** Delay between streamed text chunks, ms (0 = none). Makes streaming visible in a terminal. */
   chunkDelayMs?: number
+  /**
+   * The transcript turn (1-based `index`) the model is playing, for a replay whose conversations branch: a
+   * regenerated answer or a fork is not the prompt's n-th user message. Default: the prompt's count.
+   */
+  currentTurn?: () => number
 }
 
 /**
@@ -50,7 +55,8 @@ export function createScriptedModel(
   options: ScriptedModelOptions = {},
 ): LanguageModelV4 {
   const plan = (callOptions: LanguageModelV4CallOptions) => {
-    const position = scriptPosition(callOptions.prompt)
+    const counted = scriptPosition(callOptions.prompt)
+    const position = options.currentTurn ? { ...counted, turn: options.currentTurn() } : counted
     const turn = transcript.turns[position.turn - 1]
     if (!turn) {
       return {

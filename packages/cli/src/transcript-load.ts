@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises'
 import { basename, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseDuration } from './args.js'
+import { resolveBranches } from './transcript-branches.js'
 import { describeIssue, jsonErrorPosition, TranscriptError } from './transcript-problems.js'
 import { type Transcript, transcriptSchema } from './transcript-schema.js'
 
@@ -98,6 +99,7 @@ export function parseTranscript(text: string, label: string): Transcript {
     }
     names.add(check.name)
   }
+  const places = resolveBranches(label, result.data.turns)
   return {
     file: label,
     title: result.data.title,
@@ -105,6 +107,7 @@ export function parseTranscript(text: string, label: string): Transcript {
     healthChecks: result.data.healthChecks ?? [],
     turns: result.data.turns.map((turn, index) => ({
       index: index + 1,
+      ...places[index]!,
       user: turn.user,
       idleBeforeMs:
         turn.idleBefore === undefined
@@ -115,6 +118,7 @@ export function parseTranscript(text: string, label: string): Transcript {
       toolCalls: turn.toolCalls,
       text: turn.text,
     })),
+    branches: places.some((place) => place.branch !== undefined),
   }
 }
 

@@ -85,9 +85,28 @@ const healthCheckSchema = z.discriminatedUnion('kind', [
     .strict(),
 ])
 
+/** A conversation's label in a transcript: `main` is the demo's conversation, others are forks of it. */
+const conversationLabel = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{0,39}$/, 'expected a label of lowercase letters, digits and dashes (at most 40)')
+
+const branchSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('regenerate') }).strict(),
+  z.object({ kind: z.literal('edit'), turn: z.number().int().min(1) }).strict(),
+  z
+    .object({
+      kind: z.literal('fork'),
+      from: conversationLabel.optional(),
+      atTurn: z.number().int().min(0).optional(),
+    })
+    .strict(),
+])
+
 const turnSchema = z
   .object({
     user: z.string().min(1).max(20_000),
+    conversation: conversationLabel.optional(),
+    branch: branchSchema.optional(),
     idleBefore: duration.optional(),
     toolCalls: z.array(toolCallSchema).max(50).default([]),
     text: z.string().min(1).max(20_000),
@@ -110,10 +129,38 @@ export type TranscriptHealthCheck = z.output<typeof healthCheckSchema>
 /** One scripted tool call. */
 export type TranscriptToolCall = z.output<typeof toolCallSchema>
 
+/** A transcript turn's branch as written: a regenerate, an edit of an earlier message, or a fork. */
+export type TranscriptBranchInput = z.output<typeof branchSchema>
+
+/**
+ * What happens to the conversation before a turn, resolved against the turns before it: a rewind (the turn
+ * regenerates the last answer, or replaces the user message of turn `toTurn + 1`) or a fork of another
+ * conversation at the end of its turn `atTurn`.
+ */
+export type TranscriptBranch =
+  | {
+      kind: 'regenerate' | 'edit'
+      /** The checkpoint the conversation goes back to: the turn before the one replaced. */
+      toTurn: number
+    }
+  | {
+      kind: 'fork'
+      /** The label of the conversation forked. */
+      from: string
+      /** Its turn whose end the fork starts from. */
+      atTurn: number
+    }
+
 /** One turn, validated, with `idleBefore` turned into milliseconds. */
 export interface TranscriptTurn {
   /** 1-based. */
   index: number
+  /** The label of the conversation it is a turn of (`main` unless a fork's). */
+  conversation: string
+  /** Its number within that conversation, once any branch before it is applied (1-based). */
+  chatTurn: number
+  /** The rewind or fork applied before it. */
+  branch?: TranscriptBranch
   /** The user's message. */
   user: string
   /** How long the user was away before this turn, ms (0 when not scripted). */
@@ -136,7 +183,12 @@ export interface Transcript {
   healthChecks: TranscriptHealthCheck[]
   /** The turns, in order. */
   turns: TranscriptTurn[]
+  /** True when a turn branches (a regenerate, an edit or a fork): the replay takes checkpoints. */
+  branches: boolean
 }
+
+/** The label of the conversation a transcript's turns are on unless they say otherwise. */
+export const MAIN_CONVERSATION = 'main'
 
 /** The JSON Schema of the transcript format, as shipped in `transcript.schema.json`. */
 export function transcriptJsonSchema(): Record<string, unknown> {

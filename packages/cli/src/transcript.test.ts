@@ -111,7 +111,7 @@ describe('transcripts', () => {
     expect(error).toBeInstanceOf(TranscriptError)
     expect(error?.problems).toEqual([
       `no transcript named "nothing-here"; tried /nonexistent-dir/nothing-here, /nonexistent-dir/nothing-here.json, ${join(transcriptsDir, 'nothing-here.json')}`,
-      'shipped transcripts: data-analysis',
+      'shipped transcripts: branching, data-analysis',
     ])
   })
 

@@ -10,8 +10,10 @@ export {
 } from './transcript-load.js'
 export { TranscriptError } from './transcript-problems.js'
 export {
+  MAIN_CONVERSATION,
   TRANSCRIPT_TOOLS,
   type Transcript,
+  type TranscriptBranch,
   type TranscriptHealthCheck,
   type TranscriptToolCall,
   type TranscriptTurn,

@@ -67,7 +67,34 @@ describe('sandkeep usage errors', () => {
       'no session store: set REDIS_URL (or pass --redis); the in-memory store of a demo run is gone when it exits',
     ],
     [['sessions', 'show'], 'sessions show', 'missing <conversation-id>'],
-    [['sessions', 'frobnicate'], 'sessions', 'unknown subcommand "frobnicate"; use list, show, end or gc'],
+    [['sessions', 'rewind', 'chat'], 'sessions rewind', 'missing --to-turn <n>'],
+    [['sessions', 'rewind'], 'sessions rewind', 'missing <conversation-id>'],
+    [
+      ['sessions', 'rewind', 'chat', '--to-turn=-1'],
+      'sessions rewind',
+      '--to-turn must be a whole number (got "-1")',
+    ],
+    [
+      ['sessions', 'rewind', 'chat', '--to-turn', '2'],
+      'sessions rewind',
+      'no session store: set REDIS_URL (or pass --redis); the in-memory store of a demo run is gone when it exits',
+    ],
+    [['sessions', 'fork', 'chat'], 'sessions fork', 'missing <new-conversation-id>'],
+    [
+      ['sessions', 'fork', 'chat', 'chat'],
+      'sessions fork',
+      '<new-conversation-id> must differ from the conversation forked',
+    ],
+    [
+      ['sessions', 'fork', 'chat', 'chat-b', '--at-turn', '1.5'],
+      'sessions fork',
+      '--at-turn must be a whole number (got "1.5")',
+    ],
+    [
+      ['sessions', 'frobnicate'],
+      'sessions',
+      'unknown subcommand "frobnicate"; use list, show, end, gc, rewind or fork',
+    ],
   ])('%j exits 2 with one line', async (args, command, message) => {
     const result = await runCli(args)
     expect(result.code).toBe(2)
@@ -83,15 +110,22 @@ describe('sandkeep usage errors', () => {
     )
   })
 
-  it.each(['demo', 'host', 'sessions', 'sessions list', 'sessions show', 'sessions end', 'sessions gc'])(
-    'sandkeep %s --help prints usage and exits 0',
-    async (command) => {
-      const result = await runCli([...command.split(' '), '--help'])
-      expect(result.code).toBe(0)
-      expect(result.stdout).toContain(`Usage: sandkeep ${command}`)
-      expect(result.stdout).toContain('--help')
-    },
-  )
+  it.each([
+    'demo',
+    'host',
+    'sessions',
+    'sessions list',
+    'sessions show',
+    'sessions end',
+    'sessions gc',
+    'sessions rewind',
+    'sessions fork',
+  ])('sandkeep %s --help prints usage and exits 0', async (command) => {
+    const result = await runCli([...command.split(' '), '--help'])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain(`Usage: sandkeep ${command}`)
+    expect(result.stdout).toContain('--help')
+  })
 
   it('top-level help and version', async () => {
     const help = await runCli(['--help'])

@@ -274,3 +274,114 @@ describe('sandkeep demo interrupted', () => {
     expect(lines.some((line) => line.type === 'turn-start' && line.turn === 5)).toBe(false)
   })
 })
+
+describe('sandkeep demo --transcript branching', () => {
+  interface Branch {
+    kind: string
+    conversationId: string
+    fromConversationId?: string
+    checkpointTurn: number
+    source: string
+    droppedTurns?: number[]
+  }
+  type Restored = { kind: string; turn: number; source: string; fromConversationId?: string }
+  type Checkpoint = { turn: number; snapshot: { snapshotId: string } | null; journalLength: number }
+  const ended = (lines: Line[], turn: number) =>
+    turnEnd(lines, turn) as ReturnType<typeof turnEnd> & {
+      report: Report & { restored?: Restored }
+      end: { action: string; checkpoint?: Checkpoint }
+    }
+
+  it('rewinds for a regenerate and an edit, forks, and checks what each branch sees (--json)', async () => {
+    const run = await demoJson('--transcript', 'branching', '--conversation', 'branching-json')
+    const summary = run.lines.at(-1) as Line & { ok: boolean; turns: Array<{ conversation: string }> }
+    expect(summary.type, run.stderr).toBe('summary')
+    expect(summary.ok, JSON.stringify(run.lines.filter((line) => line.type === 'turn-end' && !line.ok))).toBe(
+      true,
+    )
+    expect(run.code).toBe(0)
+    expect(summary.turns.map((turn) => turn.conversation)).toEqual([
+      'main',
+      'main',
+      'main',
+      'main',
+      'rankine',
+      'main',
+    ])
+
+    const branches = run.lines.filter((line) => line.type === 'branch') as unknown as Array<Branch & Line>
+    expect(
+      branches.map(({ turn, kind, checkpointTurn, source }) => ({ turn, kind, checkpointTurn, source })),
+    ).toEqual([
+      { turn: 3, kind: 'regenerate', checkpointTurn: 1, source: 'snapshot' },
+      { turn: 4, kind: 'edit', checkpointTurn: 1, source: 'snapshot' },
+      { turn: 5, kind: 'fork', checkpointTurn: 2, source: 'snapshot' },
+    ])
+    expect(branches[0]?.droppedTurns).toEqual([2])
+    expect(branches[2]).toMatchObject({
+      conversationId: 'branching-json-rankine',
+      fromConversationId: 'branching-json',
+    })
+
+    // Every turn end took a checkpoint with a snapshot (local-e2b keeps the files in it, not the memory).
+    expect([1, 2, 3, 4, 5, 6].map((turn) => ended(run.lines, turn).end.checkpoint?.turn)).toEqual([
+      1, 2, 2, 2, 3, 3,
+    ])
+    for (let turn = 1; turn <= 6; turn++)
+      expect(ended(run.lines, turn).end.checkpoint?.snapshot).not.toBeNull()
+
+    for (const turn of [3, 4]) {
+      expect(ended(run.lines, turn).report).toMatchObject({
+        outcome: 'rewound',
+        restored: { kind: 'rewound', turn: 1, source: 'snapshot' },
+        survived: { memory: false, filesystem: true },
+        stateLost: true,
+      })
+    }
+    expect(ended(run.lines, 5).report).toMatchObject({
+      outcome: 'forked',
+      restored: { kind: 'forked', turn: 2, source: 'snapshot', fromConversationId: 'branching-json' },
+    })
+    // The main conversation goes on in its own sandbox, untouched by the fork.
+    expect(ended(run.lines, 6).report).toMatchObject({
+      outcome: 'resumed',
+      sandboxId: ended(run.lines, 4).report.sandboxId,
+    })
+    expect(ended(run.lines, 5).report.sandboxId).not.toBe(ended(run.lines, 4).report.sandboxId)
+
+    const results = (turn: number) =>
+      JSON.stringify(run.lines.filter((line) => line.type === 'tool-result' && line.turn === turn))
+    expect(results(3)).toContain('(False, True)')
+    expect(results(3)).toContain("the discarded answer's file is gone")
+    expect(results(4)).toContain('(False, False, True)')
+    expect(results(4)).toContain("the replaced answer's file is gone")
+    expect(results(5)).toContain("('K', 294.65)")
+    expect(results(6)).toContain("('K', 294.65)")
+    expect(results(6)).toContain("the fork's file is not here")
+  })
+
+  it('shows per turn the checkpoint it started from and the one it took (human output)', async () => {
+    const result = await runCli([
+      'demo',
+      '--transcript',
+      'branching',
+      '--idle',
+      '0',
+      '--conversation',
+      'branching-human',
+    ])
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const out = result.stdout
+    expect(out).toContain('↺  regenerate: branching-human rewound to the end of turn 1 (dropped turn 2')
+    expect(out).toContain('↺  edit: branching-human rewound to the end of turn 1')
+    expect(out).toContain('⑂  fork: branching-human-rankine starts from branching-human turn 2')
+    expect(out).toContain('── turn 3/6 · main turn 2 ')
+    expect(out).toContain('── turn 5/6 · rankine turn 3 ')
+    expect(out.match(/restored {3}rewound from turn 1 \(snapshot\)/g)).toHaveLength(2)
+    expect(out).toContain('restored   forked from branching-human turn 2 (snapshot)')
+    expect(out).toMatch(/checkpoint turn 2: snapshot local\/sandkeep-[0-9a-f]{32}-/)
+    expect(out).toMatch(/→ checkpoint \d+ ms → pause \d+ ms/)
+    expect(out).toMatch(/5 +rankine 3 ← 2 +forked/)
+    expect(out).toContain('✓ 6/6 turns passed')
+  })
+})

@@ -46,14 +46,14 @@ afterAll(async () => {
   redis.disconnect()
 })
 
-async function demo(conversation: string): Promise<void> {
+async function demo(conversation: string, file = transcript): Promise<void> {
   const result = await runCli(
     [
       'demo',
       '--provider',
       'e2b',
       '--transcript',
-      transcript,
+      file,
       '--conversation',
       conversation,
       '--tenant',
@@ -167,6 +167,81 @@ describe('sandkeep sessions on Redis', () => {
     expect(gone.code).toBe(1)
     expect(gone.stderr).toContain('no session "kept-a"')
     expect((await json<{ sessions: Session[] }>(['sessions', 'list'])).sessions).toEqual([])
+  }, 300_000)
+
+  it('show lists the checkpoints; rewind and fork work from them and refuse what they cannot do', async () => {
+    // The branching transcript leaves two sessions: the main conversation (3 turns after its rewinds) and its fork.
+    await demo('branch-a', 'branching')
+    type Checkpoint = { turn: number; snapshot: { snapshotId: string } | null; journalLength: number }
+    type Shown = { session: Session & { restore: unknown }; checkpoints: Checkpoint[] }
+    const shown = await json<Shown>(['sessions', 'show', 'branch-a'])
+    expect(shown.checkpoints.map((checkpoint) => checkpoint.turn)).toEqual([1, 2, 3])
+    expect(shown.session.restore).toBeNull()
+    const text = await runCli(['sessions', 'show', 'branch-a', '--tenant', tenant], { env })
+    expect(text.stdout).toContain('checkpoints  3 kept (rewind or fork to any of these turns)')
+    expect(text.stdout).toMatch(/^\s+turn\s+when\s+snapshot\s+journal$/m)
+    const second = shown.checkpoints[1]!
+    const row = text.stdout.split('\n').find((line) => line.includes(second.snapshot!.snapshotId))
+    expect(row).toMatch(/^\s+2\s+\d{4}-\S+Z \(\d+s ago\)\s+\S+\s+\d+ steps$/)
+    expect(row).toContain(`${second.journalLength} steps`)
+
+    const rewound = await json<{
+      toTurn: number
+      source: string
+      droppedTurns: number[]
+      killedSandboxId: string
+    }>(['sessions', 'rewind', 'branch-a', '--to-turn', '2'])
+    expect(rewound).toMatchObject({
+      toTurn: 2,
+      source: 'snapshot',
+      droppedTurns: [3],
+      killedSandboxId: shown.session.sandboxId,
+    })
+    const pending = await runCli(['sessions', 'show', 'branch-a', '--tenant', tenant], { env })
+    expect(pending.stdout).toContain(
+      `restore      pending: rewound to the end of turn 2, from snapshot ${second.snapshot!.snapshotId} (the next turn carries it out)`,
+    )
+    expect(pending.stdout).toContain('sandbox      —')
+
+    const past = await runCli(['sessions', 'rewind', 'branch-a', '--to-turn', '3', '--tenant', tenant], {
+      env,
+    })
+    expect(past.code).toBe(1)
+    expect(past.stderr).toBe(
+      'sandkeep sessions rewind: CHECKPOINT_NOT_FOUND: No checkpoint of turn 3: the session has 2 turn(s) so far (kept: 1, 2). Nothing was changed.\n',
+    )
+    const onto = await runCli(['sessions', 'fork', 'branch-a', 'branch-a-rankine', '--tenant', tenant], {
+      env,
+    })
+    expect(onto.code).toBe(1)
+    expect(onto.stderr).toMatch(
+      /^sandkeep sessions fork: SESSION_EXISTS: A session with this conversation id already exists/,
+    )
+
+    const forked = await json<{ atTurn: number; source: string; record: { restore: { kind: string } } }>([
+      'sessions',
+      'fork',
+      'branch-a',
+      'branch-c',
+      '--at-turn',
+      '1',
+    ])
+    expect(forked).toMatchObject({ atTurn: 1, source: 'snapshot', record: { restore: { kind: 'forked' } } })
+    const latest = await runCli(['sessions', 'fork', 'branch-a', 'branch-d', '--tenant', tenant], { env })
+    expect(latest.stdout).toBe(
+      'forked branch-a at turn 2 into branch-d: its first turn starts from its snapshot\n',
+    )
+    const rewoundText = await runCli(
+      ['sessions', 'rewind', 'branch-d', '--to-turn', '0', '--tenant', tenant],
+      { env },
+    )
+    expect(rewoundText.stdout).toMatch(
+      /^rewound branch-d to the end of turn 0: its next turn starts from a fresh sandbox and the journal \((dropped turns? [\d, ]+|no later turn to drop); no sandbox was mapped\)\n$/,
+    )
+    for (const id of ['branch-a', 'branch-a-rankine', 'branch-c', 'branch-d']) {
+      const ended = await runCli(['sessions', 'end', id, '--tenant', tenant], { env })
+      expect(ended.code, ended.stderr).toBe(0)
+    }
   }, 300_000)
 
   it('refuses bad ids before touching Redis, and reports an unreachable Redis as a failure', async () => {

@@ -3,6 +3,7 @@
 import type { SessionKey, SessionManager, SessionStore } from '@sandkeep/core'
 import {
   type CommandSpec,
+  integerOption,
   type OptionSpec,
   type ParsedArgs,
   stringOption,
@@ -34,7 +35,7 @@ export const environment = {
   title: 'Environment',
   text: `REDIS_URL              the session store (sessions live in Redis; the memory store holds nothing between runs)
 SANDKEEP_REDIS_PREFIX  key prefix (default sandkeep)
-E2B_API_KEY            the sandbox platform, for end and gc (with E2B_API_URL / E2B_SANDBOX_URL for a local host)`,
+E2B_API_KEY            the sandbox platform, for end, gc, rewind and fork (with E2B_API_URL / E2B_SANDBOX_URL for a local host)`,
 }
 
 /** The spec of `sessions <name>`: the common options and help sections plus the subcommand's own. */
@@ -98,6 +99,14 @@ export async function openManager(
 export async function sessionKeyOf(args: ParsedArgs, command: string): Promise<SessionKey> {
   const { validateSessionKey } = await import('@sandkeep/core')
   return usageErrorFrom(command, () => validateSessionKey(args.positionals[0], stringOption(args, 'tenant')))
+}
+
+/** The highest turn number `rewind` and `fork` accept (the core's bound). */
+const MAX_TURN = 1_000_000_000
+
+/** A turn-number option (`--to-turn`, `--at-turn`): a whole number from 0; `undefined` when not given. */
+export function turnOption(args: ParsedArgs, command: string, name: string): number | undefined {
+  return integerOption(args, command, name, { min: 0, max: MAX_TURN })
 }
 
 /** `--tenant`, validated; a bad one is a usage error. */

@@ -1,4 +1,4 @@
-import type { ResumeReport, TurnEndReport } from '@sandkeep/core'
+import type { RestoreReport, ResumeReport, TurnEndReport } from '@sandkeep/core'
 
 /** The fault names `--fault` accepts. */
 export const FAULT_NAMES = [
@@ -47,6 +47,12 @@ export interface DemoSetup {
 export interface TurnSummary {
   /** 1-based turn number. */
   turn: number
+  /** The label of the conversation it was a turn of (`main` unless a fork's). */
+  conversation: string
+  /** Its number within that conversation. */
+  chatTurn: number
+  /** What a rewind or fork before it restored; `null` for a turn that went on from the previous one. */
+  restored: RestoreReport | null
   /** True when the turn passed. */
   ok: boolean
   /** How the sandbox was obtained; `null` when the turn never reached the sandbox. */
@@ -72,7 +78,33 @@ export type DemoEvent =
   | ({ type: 'demo-start' } & DemoSetup)
   | { type: 'idle'; turn: number; scriptedMs: number; waitedMs: number }
   | { type: 'fault'; turn: number; fault: FaultName; detail: string }
-  | { type: 'turn-start'; turn: number; user: string }
+  | {
+      type: 'turn-start'
+      turn: number
+      user: string
+      /** The conversation it is a turn of, with its label (`main` unless a fork's). */
+      conversationId?: string
+      conversation?: string
+      /** Its number within that conversation. */
+      chatTurn?: number
+    }
+  | {
+      /** A rewind (the turn regenerates an answer or edits a message) or a fork, done before the turn. */
+      type: 'branch'
+      turn: number
+      kind: 'regenerate' | 'edit' | 'fork'
+      /** The conversation the turn runs on: the rewound one, or the new fork. */
+      conversationId: string
+      /** For a fork: the conversation forked. */
+      fromConversationId?: string
+      /** The checkpoint's turn the next turn starts from. */
+      checkpointTurn: number
+      /** How that turn will restore it. */
+      source: 'snapshot' | 'journal'
+      /** For a rewind: the turns whose checkpoints it dropped, and the sandbox it killed. */
+      droppedTurns?: number[]
+      killedSandboxId?: string | null
+    }
   | { type: 'tool-call'; turn: number; toolCallId: string; toolName: string; input: unknown }
   | {
       type: 'tool-result'

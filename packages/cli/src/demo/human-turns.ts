@@ -1,6 +1,6 @@
 // How the human renderer shows the setup, the end of each turn (timeline, what survived, repairs) and the
 // summary table.
-import type { ResumeReport } from '@sandkeep/core'
+import type { RestoreReport, ResumeReport, TurnEndReport } from '@sandkeep/core'
 import { formatDuration } from '../args.js'
 import { formatTable, type Style } from '../terminal.js'
 import type { DemoEvent, DemoSetup } from './events.js'
@@ -50,9 +50,11 @@ export function describeTurnEnd(event: Extract<DemoEvent, { type: 'turn-end' }>,
       `health ${ms(t.healthMs)}`,
       ...(t.rehydrateMs >= 0.5 ? [`rehydrate ${ms(t.rehydrateMs)}`] : []),
       `work ${event.end ? ms(event.end.timings.workMs) : '—'}`,
+      ...(event.end?.checkpoint ? [`checkpoint ${ms(event.end.timings.checkpointMs ?? 0)}`] : []),
       `${event.end?.action === 'killed' ? 'kill' : 'pause'} ${event.end ? ms(event.end.timings.pauseMs) : '—'}`,
     ]
     lines.push(`${label('timeline')} ${parts.join(style.dim(' → '))}`)
+    if (report.restored) lines.push(`${label('restored')} ${describeRestored(report.restored, style)}`)
     lines.push(`${label('survived')} ${describeSurvived(report, style)}`)
     // The built-in fidelity probes are already summed up on the `survived` line (and their loss by the
     // rehydration below); this line is about the declared checks.
@@ -82,6 +84,8 @@ export function describeTurnEnd(event: Extract<DemoEvent, { type: 'turn-end' }>,
     if (report.stateLost)
       lines.push(`${label('')} ${style.yellow('earlier sandbox state was lost; the model was told')}`)
   }
+  const checkpoint = event.end?.checkpoint
+  if (checkpoint) lines.push(`${label('checkpoint')} ${describeCheckpoint(checkpoint, style)}`)
   if (event.end?.error)
     lines.push(`${label('end')} ${style.yellow(`${event.end.error.code}: ${event.end.error.message}`)}`)
   if (!event.ok)
@@ -89,6 +93,44 @@ export function describeTurnEnd(event: Extract<DemoEvent, { type: 'turn-end' }>,
       `${label('result')} ${style.red(`turn ${event.turn} failed${event.error ? `: ${event.error.message}` : ''}`)}`,
     )
   return lines
+}
+
+/** Which checkpoint a rewound or forked turn started from: `rewound from turn 1 (snapshot)`. */
+export function describeRestored(restored: RestoreReport, style: Style): string {
+  const from =
+    restored.kind === 'forked'
+      ? `forked from ${restored.fromConversationId ?? 'another conversation'} turn ${restored.turn}`
+      : `rewound from turn ${restored.turn}`
+  const source = restored.snapshotLost
+    ? style.yellow('journal: the snapshot was gone, rebuilt from the journal')
+    : restored.source
+  return `${from} (${source})`
+}
+
+/** The checkpoint a turn end took: its turn, and its snapshot or the journal's length alone. */
+function describeCheckpoint(checkpoint: NonNullable<TurnEndReport['checkpoint']>, style: Style): string {
+  const steps = `journal ${checkpoint.journalLength} step${checkpoint.journalLength === 1 ? '' : 's'}`
+  const kept = checkpoint.snapshot
+    ? `snapshot ${checkpoint.snapshot.snapshotId}`
+    : style.dim('journal only (no snapshot)')
+  return `turn ${checkpoint.turn}: ${kept}, ${steps}`
+}
+
+/** The lines of `branch`: the rewind or fork done before a turn. */
+export function describeBranch(event: Extract<DemoEvent, { type: 'branch' }>, style: Style): string[] {
+  const source = event.source === 'snapshot' ? 'its snapshot' : 'a fresh sandbox and the journal'
+  if (event.kind === 'fork') {
+    return [
+      `${style.magenta('⑂')}  ${style.bold('fork')}: ${event.conversationId} starts from ${event.fromConversationId} turn ${event.checkpointTurn} ${style.dim(`(its first turn restores ${source}; the source is not touched)`)}`,
+    ]
+  }
+  const dropped = event.droppedTurns?.length
+    ? `dropped turn${event.droppedTurns.length === 1 ? '' : 's'} ${event.droppedTurns.join(', ')}`
+    : 'nothing dropped'
+  const killed = event.killedSandboxId ? `, killed ${event.killedSandboxId}` : ''
+  return [
+    `${style.magenta('↺')}  ${style.bold(event.kind)}: ${event.conversationId} rewound to the end of turn ${event.checkpointTurn} ${style.dim(`(${dropped}${killed}; the next turn restores ${source})`)}`,
+  ]
 }
 
 function describeSurvived(report: ResumeReport, style: Style): string {
@@ -109,10 +151,23 @@ function describeSurvived(report: ResumeReport, style: Style): string {
 /** The lines of `summary`: the per-turn table and the verdict. */
 export function describeSummary(event: Extract<DemoEvent, { type: 'summary' }>, style: Style): string[] {
   const seconds = (value: number) => value.toFixed(2)
+  // A replay that branches says which conversation and turn of it each row is, and where it started from.
+  const branched = event.turns.some((turn) => turn.restored !== null || turn.conversation !== 'main')
+  const chat = (turn: (typeof event.turns)[number]) =>
+    branched
+      ? [`${turn.conversation} ${turn.chatTurn}${turn.restored ? ` ← ${turn.restored.turn}` : ''}`]
+      : []
   const rows: string[][] = [
-    ['turn', 'sandbox', 'end', 'running s', 'paused s', 'scripted idle', 'repairs'].map((cell) =>
-      style.bold(cell),
-    ),
+    [
+      'turn',
+      ...(branched ? ['chat'] : []),
+      'sandbox',
+      'end',
+      'running s',
+      'paused s',
+      'scripted idle',
+      'repairs',
+    ].map((cell) => style.bold(cell)),
   ]
   let running = 0
   let paused = 0
@@ -126,6 +181,7 @@ export function describeSummary(event: Extract<DemoEvent, { type: 'summary' }>, 
     ]
     rows.push([
       turn.ok ? String(turn.turn) : style.red(`${turn.turn} ✗`),
+      ...chat(turn),
       turn.outcome ?? '—',
       turn.action ?? '—',
       seconds(turn.runningSeconds),
@@ -134,8 +190,19 @@ export function describeSummary(event: Extract<DemoEvent, { type: 'summary' }>, 
       repairs.length ? repairs.join(', ') : '—',
     ])
   }
-  rows.push([style.bold('total'), '', '', style.bold(seconds(running)), style.bold(seconds(paused)), '', ''])
-  const lines = formatTable(rows, { right: [3, 4], indent: '  ' }).split('\n')
+  const pad = branched ? [''] : []
+  rows.push([
+    style.bold('total'),
+    ...pad,
+    '',
+    '',
+    style.bold(seconds(running)),
+    style.bold(seconds(paused)),
+    '',
+    '',
+  ])
+  const shift = pad.length
+  const lines = formatTable(rows, { right: [3 + shift, 4 + shift], indent: '  ' }).split('\n')
   lines.push('')
   const passed = event.turns.filter((turn) => turn.ok).length
   if (event.ok) {

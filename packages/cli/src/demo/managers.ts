@@ -1,4 +1,5 @@
-// The session managers of a replay: one per set of active health checks, built from the transcript's checks.
+// The session managers of a replay: one per set of active health checks, built from the transcript's checks,
+// with per-turn checkpoints when the transcript rewinds or forks.
 import {
   codeCheck,
   createSessionManager,
@@ -10,7 +11,8 @@ import {
   type SessionManager,
   type SessionStore,
 } from '@sandkeep/core'
-import type { TranscriptHealthCheck } from '../transcript.js'
+import type { Transcript, TranscriptHealthCheck } from '../transcript.js'
+import { DEMO_CHECKPOINTS } from './branches.js'
 
 /**
  * One session manager per set of active health checks: a check declared `fromTurn: 4` (a server started in
@@ -21,11 +23,11 @@ export class ManagerCache {
   constructor(
     readonly store: SessionStore,
     readonly provider: SandboxProvider,
-    readonly checks: TranscriptHealthCheck[],
+    readonly transcript: Pick<Transcript, 'healthChecks' | 'branches'>,
   ) {}
 
   forTurn(turn: number): SessionManager {
-    const active = this.checks.filter((check) => (check.fromTurn ?? 1) <= turn)
+    const active = this.transcript.healthChecks.filter((check) => (check.fromTurn ?? 1) <= turn)
     const key = active.map((check) => check.name).join('\u0000')
     let manager = this.#managers.get(key)
     if (!manager) {
@@ -34,6 +36,8 @@ export class ManagerCache {
         provider: this.provider,
         onTurnEnd: 'pause',
         healthChecks: active.map(toHealthCheck),
+        // Only a transcript that goes back needs them: a checkpoint costs a snapshot at every turn end.
+        checkpoints: this.transcript.branches ? DEMO_CHECKPOINTS : false,
       })
       this.#managers.set(key, manager)
     }

@@ -4,7 +4,7 @@ import { formatDuration } from '../args.js'
 import { createSpinner, createStyle, type Style } from '../terminal.js'
 import type { DemoEvent, DemoRenderer } from './events.js'
 import { describeToolCall, describeToolResult } from './human-tools.js'
-import { describeSetup, describeSummary, describeTurnEnd } from './human-turns.js'
+import { describeBranch, describeSetup, describeSummary, describeTurnEnd } from './human-turns.js'
 
 /** Options of {@link createHumanRenderer}. */
 export interface HumanRendererOptions {
@@ -77,10 +77,12 @@ function describeEvent(event: DemoEvent, state: RenderState, style: Style, width
       ]
     case 'fault':
       return [`${style.yellow('⚡')}  ${style.yellow(`fault ${event.fault}`)}: ${event.detail}`]
+    case 'branch':
+      return ['', ...describeBranch(event, style)]
     case 'turn-start':
       return [
         '',
-        style.bold(rule(`turn ${event.turn}/${state.turns}`, width)),
+        style.bold(rule(`turn ${event.turn}/${state.turns}${chatPlace(event)}`, width)),
         `${style.cyan(style.bold('user'))}       ${event.user}`,
         '',
       ]
@@ -104,6 +106,14 @@ function describeEvent(event: DemoEvent, state: RenderState, style: Style, width
     case 'error':
       return [`${style.red('error')}: ${event.message}`]
   }
+}
+
+/** Where a turn of a branching replay is: its conversation and its number there, when they differ. */
+function chatPlace(event: Extract<DemoEvent, { type: 'turn-start' }>): string {
+  const { conversation, chatTurn } = event
+  if (conversation === undefined || chatTurn === undefined) return ''
+  if (conversation === 'main' && chatTurn === event.turn) return ''
+  return ` · ${conversation} turn ${chatTurn}`
 }
 
 function rule(title: string, width: number): string {

@@ -87,6 +87,102 @@ describe('renderers', () => {
     expect(out).toContain('sandbox    sb1 → sb2')
   })
 
+  it('human: a branch, the checkpoint a turn started from and the one it took', () => {
+    const stream = new PassThrough()
+    const read = collect(stream)
+    const renderer = createHumanRenderer({ stream, color: false, spinner: false })
+    const snapshot = { snapshotId: 'local/sandkeep-abc:default', keeps: { files: true, memory: false } }
+    const branched: DemoEvent[] = [
+      {
+        type: 'branch',
+        turn: 3,
+        kind: 'regenerate',
+        conversationId: 'c',
+        checkpointTurn: 1,
+        source: 'snapshot',
+        droppedTurns: [2],
+        killedSandboxId: 'sb1',
+      },
+      { type: 'turn-start', turn: 3, user: 'again', conversationId: 'c', conversation: 'main', chatTurn: 2 },
+      {
+        type: 'turn-end',
+        turn: 3,
+        ok: true,
+        report: {
+          ...report,
+          outcome: 'rewound',
+          restored: { kind: 'rewound', turn: 1, source: 'snapshot', snapshotId: snapshot.snapshotId },
+        },
+        end: {
+          action: 'paused',
+          last: true,
+          timings: { workMs: 50, storeMs: 1, pauseMs: 9, checkpointMs: 120 },
+          checkpoint: { turn: 2, createdAt: 0, sandboxId: 'sb2', snapshot, journalLength: 4, manifest: null },
+        },
+        rehydrate: null,
+        runningSeconds: 0.3,
+        pausedSeconds: 1.5,
+      },
+      {
+        type: 'branch',
+        turn: 5,
+        kind: 'fork',
+        conversationId: 'c-side',
+        fromConversationId: 'c',
+        checkpointTurn: 2,
+        source: 'journal',
+      },
+      {
+        type: 'turn-end',
+        turn: 5,
+        ok: true,
+        report: {
+          ...report,
+          outcome: 'forked',
+          restored: {
+            kind: 'forked',
+            turn: 2,
+            source: 'journal',
+            snapshotId: 's',
+            snapshotLost: true,
+            fromConversationId: 'c',
+          },
+        },
+        end: {
+          action: 'paused',
+          last: true,
+          timings: { workMs: 1, storeMs: 1, pauseMs: 1, checkpointMs: 0 },
+          checkpoint: {
+            turn: 3,
+            createdAt: 0,
+            sandboxId: 'sb3',
+            snapshot: null,
+            journalLength: 1,
+            manifest: null,
+          },
+        },
+        rehydrate: null,
+        runningSeconds: 0.1,
+        pausedSeconds: 0,
+      },
+    ]
+    for (const event of branched) renderer.emit(event)
+    renderer.close()
+    const out = read()
+    expect(out).toContain(
+      '↺  regenerate: c rewound to the end of turn 1 (dropped turn 2, killed sb1; the next turn restores its snapshot)',
+    )
+    expect(out).toContain('── turn 3/0 · main turn 2 ')
+    expect(out).toContain('→ work 50 ms → checkpoint 120 ms → pause 9 ms')
+    expect(out).toContain('restored   rewound from turn 1 (snapshot)')
+    expect(out).toContain('checkpoint turn 2: snapshot local/sandkeep-abc:default, journal 4 steps')
+    expect(out).toContain('⑂  fork: c-side starts from c turn 2')
+    expect(out).toContain(
+      'restored   forked from c turn 2 (journal: the snapshot was gone, rebuilt from the journal)',
+    )
+    expect(out).toContain('checkpoint turn 3: journal only (no snapshot), journal 1 step')
+  })
+
   it('json: one parsable object per event line', () => {
     const stream = new PassThrough()
     const read = collect(stream)

@@ -39,6 +39,9 @@ export function turnSummary(turn: TranscriptTurn, outcome: TurnOutcome, timing: 
   const { report } = outcome
   return {
     turn: turn.index,
+    conversation: turn.conversation,
+    chatTurn: turn.chatTurn,
+    restored: report?.restored ?? null,
     ok: outcome.ok,
     outcome: report?.outcome ?? null,
     action: outcome.end?.action ?? null,
@@ -50,11 +53,11 @@ export function turnSummary(turn: TranscriptTurn, outcome: TurnOutcome, timing: 
   }
 }
 
-/** Ends the session (unless `--keep-session`) and emits the `summary` event. */
+/** Ends the sessions, forks included (unless `--keep-session`), and emits the `summary` event. */
 export async function finishDemo(
   options: RunDemoOptions,
   managers: ManagerCache,
-  replayed: { summaries: TurnSummary[]; failedTurn: number | null },
+  replayed: { summaries: TurnSummary[]; failedTurn: number | null; conversationIds: string[] },
 ): Promise<DemoResult> {
   const { renderer, signal, transcript } = options
   const { summaries } = replayed
@@ -64,12 +67,15 @@ export async function finishDemo(
   }
   if (!options.keepSession) {
     renderer.progress('ending the session (killing its sandbox)')
-    await managers
-      .forTurn(Number.POSITIVE_INFINITY)
-      .endSession(options.conversationId, { tenant: options.tenant })
-      .catch((caught: unknown) => {
-        renderer.emit({ type: 'error', message: `could not end the session: ${describeError(caught)}` })
+    const sessions = managers.forTurn(Number.POSITIVE_INFINITY)
+    for (const conversationId of replayed.conversationIds) {
+      await sessions.endSession(conversationId, { tenant: options.tenant }).catch((caught: unknown) => {
+        renderer.emit({
+          type: 'error',
+          message: `could not end the session ${conversationId}: ${describeError(caught)}`,
+        })
       })
+    }
   }
   renderer.progress(null)
   const ok = failedTurn === null

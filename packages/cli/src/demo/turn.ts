@@ -34,14 +34,23 @@ export async function playTurn(
   context: {
     sessions: SessionManager
     model: LanguageModel
+    /** The conversation the turn is on (the replay's, or a fork's). */
+    conversationId: string
     messages: ModelMessage[]
     options: RunDemoOptions
   },
 ): Promise<TurnOutcome> {
-  const { sessions, model, messages, options } = context
+  const { sessions, model, messages, options, conversationId } = context
   const { renderer, signal } = options
-  const observed = observeTurn(sessions, options.conversationId)
-  renderer.emit({ type: 'turn-start', turn: turn.index, user: turn.user })
+  const observed = observeTurn(sessions, conversationId)
+  renderer.emit({
+    type: 'turn-start',
+    turn: turn.index,
+    user: turn.user,
+    conversationId,
+    conversation: turn.conversation,
+    chatTurn: turn.chatTurn,
+  })
   renderer.progress('waiting for the model')
 
   let ok = true
@@ -51,7 +60,7 @@ export async function playTurn(
   messages.push({ role: 'user', content: turn.user })
   const handle = sandkeepTurn({
     sessions,
-    conversationId: options.conversationId,
+    conversationId,
     tenant: options.tenant,
     abortSignal: signal,
   })
@@ -179,7 +188,8 @@ export function checkToolOutput(output: unknown, call: TranscriptToolCall | unde
   return undefined
 }
 
-function errorInfo(error: unknown): TurnError {
+/** A thrown error as events carry it: its code (when it has one) and message. */
+export function errorInfo(error: unknown): TurnError {
   const code = (error as { code?: unknown })?.code
   const message = error instanceof Error ? error.message : String(error)
   return typeof code === 'string' && /^[A-Z_]+$/.test(code) ? { code, message } : { message }
