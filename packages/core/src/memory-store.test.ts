@@ -27,6 +27,13 @@ sessionStoreConformance('memory', (settings) => createMemorySessionStore(setting
     damageMemoryRecord(store, key, (record) => Object.assign(record, { turnCount: 'three, I think' })),
   corruptField: (store, key, field: CorruptibleRecordField, value) =>
     damageMemoryRecord(store, key, (record) => Object.assign(record, { [field]: value })),
+  branching: true,
+  corruptCheckpoints: (store, key) => {
+    const checkpoint = memoryEntries.get(store)?.(key)?.checkpoints[0]
+    if (!checkpoint) throw new Error('no memory checkpoint to damage')
+    Object.assign(checkpoint, { journalLength: -1 })
+    return damageMemoryRecord(store, key, () => {})
+  },
 })
 
 describe('createMemorySessionStore', () => {

@@ -2,10 +2,14 @@ import type { JournalEntry, JournalStep } from './journal.js'
 import type { NamesEveryOption } from './option-names.js'
 import type {
   AcquireResult,
+  Checkpoint,
   ClaimResult,
+  CreateForkInput,
   Lease,
   ReleaseInput,
   ReleaseResult,
+  RewindInput,
+  RewindResult,
   SessionPage,
   SessionRecord,
   SessionStore,
@@ -13,13 +17,16 @@ import type {
 } from './session-store.js'
 import {
   checkAcquireOptions,
+  checkCreateForkInput,
   checkJournalRoom,
   checkJournalStep,
   checkLease,
   checkListOptions,
+  checkpointNotFound,
   checkRecordValues,
   checkReleaseInput,
   checkRenewOptions,
+  checkRewindInput,
   checkSandboxState,
   checkSetSandboxInput,
   checkSetStateOptions,
@@ -30,13 +37,17 @@ import {
   conversationHash,
   decodeListCursor,
   encodeListCursor,
+  forkJournal,
+  forkRestore,
   invalidArgument,
   isAfterListPosition,
   leaseLost,
   parseJournalEntry,
+  parseStoredCheckpoints,
   type SessionKey,
   type StoreLimits,
   serializeJournalEntry,
+  sessionExists,
   sessionHeld,
   storeClosed,
   utf8Bytes,
@@ -49,6 +60,7 @@ import {
   memoryEntries,
   newRecord,
   prune,
+  recordCheckpoint,
   recordTurnEnd,
   touch,
 } from './store/memory-entry.js'
@@ -106,6 +118,9 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
     readJournal: (key) => sessions.run(() => sessions.readJournal(key)),
     clearJournal: (key) => sessions.run(() => sessions.clearJournal(key)),
     now: () => sessions.run(() => sessions.now()),
+    readCheckpoints: (key) => sessions.run(() => sessions.readCheckpoints(key)),
+    rewind: (key, lease, input) => sessions.run(() => sessions.rewind(key, lease, input)),
+    createFork: (key, input) => sessions.run(() => sessions.createFork(key, input)),
     close: async () => sessions.close(),
   }
   memoryEntries.set(store, (key) => sessions.entry(key))
@@ -170,6 +185,7 @@ class MemorySessions {
       runFrom: null,
       journal: [],
       journalBytes: 0,
+      checkpoints: [],
       expiresAt: now + this.limits.defaultTtlMs,
       activity: null,
       member: conversationHash(key.conversationId),
@@ -277,6 +293,8 @@ class MemorySessions {
       pausedAt: checked.state === 'paused' ? now : null,
       mappingToken: lease.fencingToken,
       updatedAt: now,
+      // The new sandbox is the one a pending rewind or fork asked for.
+      restore: null,
     }
     if (current) {
       Object.assign(current, mapping)
@@ -301,7 +319,10 @@ class MemorySessions {
     this.assertOpen()
     const now = this.clock()
     const entry = this.find(key, now)
-    if (!entry) return { last: true, record: null }
+    if (!entry)
+      return { last: true, record: null, ...(checked.checkpoint ? { checkpointRefused: true } : {}) }
+    // Damaged checkpoints are refused before the turn is written, as a damaged record is.
+    if (checked.checkpoint) this.checkpoints(key, entry)
     prune(entry, now)
     const mine = entry.holders.get(lease.holderId)?.token === lease.fencingToken
     const others = entry.holders.size - (mine ? 1 : 0)
@@ -320,7 +341,20 @@ class MemorySessions {
       touch(entry, checked.turnEndedAt)
     }
     entry.expiresAt = now + checked.ttlMs
-    return { last, record: copy(entry.record), ...(held ? { held } : {}) }
+    const result: ReleaseResult = { last, record: copy(entry.record), ...(held ? { held } : {}) }
+    if (checked.checkpoint) {
+      const recorded = recordCheckpoint(entry, checked.checkpoint, {
+        fencingToken: lease.fencingToken,
+        createdAt: checked.turnEndedAt,
+      })
+      if (recorded) {
+        result.checkpoint = structuredClone(recorded.checkpoint)
+        result.prunedCheckpoints = structuredClone(recorded.pruned)
+      } else {
+        result.checkpointRefused = true
+      }
+    }
+    return result
   }
 
   releaseHold(keyInput: unknown, leaseInput: unknown): void {
@@ -417,6 +451,100 @@ class MemorySessions {
     if (!entry) return
     entry.journal = []
     entry.journalBytes = 0
+  }
+
+  /** The checked checkpoints of an entry (STORE_CORRUPT, naming the session, when one is damaged). */
+  private checkpoints(key: SessionKey, entry: Entry): Checkpoint[] {
+    return parseStoredCheckpoints(entry.checkpoints, `${memoryLocation(key.tenant, entry)} checkpoints`)
+  }
+
+  readCheckpoints(keyInput: unknown): Checkpoint[] {
+    const key = checkStoreKey(keyInput)
+    this.assertOpen()
+    const entry = this.find(key, this.clock(), false)
+    return entry ? this.checkpoints(key, entry) : []
+  }
+
+  rewind(keyInput: unknown, leaseInput: unknown, input: RewindInput): RewindResult {
+    const key = checkStoreKey(keyInput)
+    const lease = checkLease(leaseInput)
+    const checked = checkRewindInput(input, this.limits.defaultTtlMs)
+    this.assertOpen()
+    const now = this.clock()
+    const { entry } = this.holding(key, lease, now, 'it lapsed before the rewind')
+    const checkpoints = this.checkpoints(key, entry)
+    const record = entry.record
+    if (record && lease.fencingToken < record.mappingToken) {
+      throw leaseLost(key, `fencing token ${lease.fencingToken} is older than ${record.mappingToken}`)
+    }
+    if ((record?.sandboxId ?? null) !== checked.expectedSandboxId) {
+      throw leaseLost(key, 'another holder changed the mapping first')
+    }
+    const target = checkpoints.find((checkpoint) => checkpoint.turn === checked.toTurn) ?? null
+    // Without a record no turn ever ended: there is nothing to go back to, not even turn 0.
+    if (!record || (checked.toTurn !== 0 && !target)) {
+      throw checkpointNotFound(
+        key,
+        checked.toTurn,
+        checkpoints.map((checkpoint) => checkpoint.turn),
+      )
+    }
+    const length = target?.journalLength ?? 0
+    if (entry.journal.length > length) {
+      entry.journal = entry.journal.slice(0, length)
+      entry.journalBytes = entry.journal.reduce((sum, text) => sum + utf8Bytes(text), 0)
+    }
+    entry.checkpoints = checkpoints.filter((checkpoint) => checkpoint.turn <= checked.toTurn)
+    Object.assign(record, {
+      turnCount: checked.toTurn,
+      manifest: target?.manifest ?? null,
+      sandboxId: null,
+      state: 'unknown',
+      pausedAt: null,
+      restore: {
+        kind: 'rewound',
+        turn: checked.toTurn,
+        snapshot: target?.snapshot ?? null,
+        fromSandboxId: record.sandboxId,
+        at: now,
+      },
+      mappingToken: lease.fencingToken,
+      updatedAt: now,
+    } satisfies Partial<SessionRecord>)
+    entry.expiresAt = now + checked.ttlMs
+    return {
+      record: copy(record)!,
+      checkpoint: target,
+      dropped: checkpoints.filter((checkpoint) => checkpoint.turn > checked.toTurn),
+    }
+  }
+
+  createFork(keyInput: unknown, input: CreateForkInput): SessionRecord {
+    const key = checkStoreKey(keyInput)
+    const checked = checkCreateForkInput(input, this.limits.defaultTtlMs)
+    this.assertOpen()
+    const now = this.clock()
+    const existing = this.find(key, now)
+    if (existing) prune(existing, now)
+    if (existing && (existing.record !== null || existing.holders.size > 0)) throw sessionExists(key)
+    const journal = forkJournal(key, checked.journal, now, this.limits)
+    const entry = this.findOrCreate(key, now)
+    entry.record = {
+      ...newRecord(key, now, now),
+      lastTurnStartedAt: null,
+      providerId: checked.providerId,
+      template: checked.template,
+      turnCount: checked.checkpoint.turn,
+      state: 'unknown',
+      manifest: checked.checkpoint.manifest,
+      restore: forkRestore(checked, now),
+    }
+    entry.journal = journal.entries
+    entry.journalBytes = journal.bytes
+    entry.checkpoints = []
+    entry.expiresAt = now + checked.ttlMs
+    touch(entry, now)
+    return copy(entry.record)!
   }
 
   /** The stored entry of a session as it is, unchecked (for {@link memoryEntries}). */

@@ -1,10 +1,11 @@
 // Every Redis key the store uses is built here, and only here.
 //
-//   <prefix>:{<tenant>:<hash>}:record    hash: the session record (core JSON + manifest JSON)
-//   <prefix>:{<tenant>:<hash>}:lease     hash: holders, fencing token counter, creation claim, journal bytes
-//   <prefix>:{<tenant>:<hash>}:journal   list: journal entries
-//   <prefix>:{<tenant>}:index            sorted set: the tenant's sessions by last activity
-//   <prefix>:clock                       never stored: names the Cluster node whose clock `now()` reads
+//   <prefix>:{<tenant>:<hash>}:record       hash: the session record (core JSON + manifest and restore JSON)
+//   <prefix>:{<tenant>:<hash>}:lease        hash: holders, fencing token counter, creation claim, journal bytes
+//   <prefix>:{<tenant>:<hash>}:journal      list: journal entries
+//   <prefix>:{<tenant>:<hash>}:checkpoints  hash: kept checkpoints, three fields per turn (includes/checkpoints.lua)
+//   <prefix>:{<tenant>}:index               sorted set: the tenant's sessions by last activity
+//   <prefix>:clock                          never stored: names the Cluster node whose clock `now()` reads
 //
 // `<hash>` is a hash of the conversation id (the raw id lives only inside the record), so ids such as
 // `a:b`, `{x}` or `*` cannot add separators, change the Cluster hash tag or act as glob patterns. The hash
@@ -23,6 +24,8 @@ export interface SessionKeys {
   lease: string
   /** The journal list. */
   journal: string
+  /** The checkpoints hash. */
+  checkpoints: string
   /** The tenant's listing index. */
   index: string
   /** The session's member in the index: the conversation hash. */
@@ -73,6 +76,7 @@ export function sessionKeysByMember(prefix: string, tenant: string, member: stri
     record: `${base}:record`,
     lease: `${base}:lease`,
     journal: `${base}:journal`,
+    checkpoints: `${base}:checkpoints`,
     index: tenantIndexKey(prefix, tenant),
     member,
   }

@@ -21,6 +21,7 @@ export const RECORD_FIELDS = [
   'mappingToken',
   'manifest',
   'lastTurnUsedSandbox',
+  'restore',
 ] as const
 
 /** A script's positional record reply as a field map (null values left out). */

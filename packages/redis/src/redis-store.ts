@@ -1,11 +1,15 @@
 import type {
   AcquireResult,
+  Checkpoint,
   ClaimResult,
+  CreateForkInput,
   JournalEntry,
   JournalStep,
   Lease,
   ReleaseInput,
   ReleaseResult,
+  RewindInput,
+  RewindResult,
   SessionPage,
   SessionRecord,
   SessionStore,
@@ -13,11 +17,14 @@ import type {
 } from '@sandkeep/core'
 import {
   checkAcquireOptions,
+  checkCreateForkInput,
   checkJournalStep,
   checkLease,
   checkListOptions,
+  checkpointNotFound,
   checkReleaseInput,
   checkRenewOptions,
+  checkRewindInput,
   checkSandboxState,
   checkSetSandboxInput,
   checkSetStateOptions,
@@ -33,6 +40,7 @@ import {
   SandkeepError,
   type SessionKey,
   type StoreLimits,
+  sessionExists,
   sessionHeld,
   validateTenant,
 } from '@sandkeep/core/store'
@@ -76,6 +84,9 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     readJournal: (key) => sessions.readJournal(key),
     clearJournal: (key) => sessions.clearJournal(key),
     now: () => sessions.now(),
+    readCheckpoints: (key) => sessions.readCheckpoints(key),
+    rewind: (key, lease, input) => sessions.rewind(key, lease, input),
+    createFork: (key, input) => sessions.createFork(key, input),
     close: () => sessions.connection.close(),
   }
 }
@@ -172,13 +183,7 @@ class RedisSessions {
       commands.setSandbox(redis, session, { key, lease, input, checked }, this.singleSlot),
     )
     if (reply.written) return reply.record
-    const why =
-      reply.reason === 'stale-token'
-        ? `fencing token ${lease.fencingToken} is older than the mapping's ${reply.mappingToken}`
-        : reply.reason === 'mismatch'
-          ? 'another holder changed the mapping first'
-          : 'it lapsed before the mapping was written'
-    throw leaseLost(key, why)
+    throw mappingRefused(key, lease, reply, 'the mapping was written')
   }
 
   async release(keyInput: unknown, leaseInput: unknown, input: ReleaseInput): Promise<ReleaseResult> {
@@ -218,7 +223,10 @@ class RedisSessions {
     const { session } = this.session(keyInput)
     const { keys } = session
     const [deleted] = await this.connection.roundTrip('delete the session', keys.record, (redis) =>
-      Promise.all([redis.del(keys.record, keys.lease, keys.journal), redis.zrem(keys.index, keys.member)]),
+      Promise.all([
+        redis.del(keys.record, keys.lease, keys.journal, keys.checkpoints),
+        redis.zrem(keys.index, keys.member),
+      ]),
     )
     return deleted > 0
   }
@@ -322,6 +330,37 @@ class RedisSessions {
     return entries.map((text) => parseJournalEntry(String(text), where))
   }
 
+  async readCheckpoints(keyInput: unknown): Promise<Checkpoint[]> {
+    const { session } = this.session(keyInput)
+    return this.connection.roundTrip('read the checkpoints', session.keys.checkpoints, (redis) =>
+      commands.readCheckpoints(redis, session),
+    )
+  }
+
+  async rewind(keyInput: unknown, leaseInput: unknown, input: RewindInput): Promise<RewindResult> {
+    const { key, session } = this.session(keyInput)
+    const lease = checkLease(leaseInput)
+    const checked = checkRewindInput(input, this.limits.defaultTtlMs)
+    const reply = await this.connection.roundTrip('rewind the session', session.keys.record, (redis) =>
+      commands.rewind(redis, session, { key, lease, checked }),
+    )
+    if (reply.status === 'lost') throw mappingRefused(key, lease, reply, 'the rewind')
+    if (reply.status === 'missing') throw checkpointNotFound(key, checked.toTurn, reply.kept)
+    const { record, checkpoint, dropped } = reply
+    return { record, checkpoint, dropped }
+  }
+
+  async createFork(keyInput: unknown, input: CreateForkInput): Promise<SessionRecord> {
+    const { key, session } = this.session(keyInput)
+    const checked = checkCreateForkInput(input, this.limits.defaultTtlMs)
+    const reply = await this.connection.roundTrip('create the fork', session.keys.record, (redis) =>
+      commands.createFork(redis, session, { key, checked, limits: this.limits }, this.singleSlot),
+    )
+    if (reply.status === 'exists') throw sessionExists(key)
+    if (reply.status === 'full') throw journalFull(key, reply.used, this.limits)
+    return reply.record
+  }
+
   async now(): Promise<number> {
     const key = clockKey(this.prefix)
     const now = await this.connection.roundTrip('read the store clock', key, (redis) =>
@@ -342,6 +381,22 @@ class RedisSessions {
       commands.clearJournal(redis, session),
     )
   }
+}
+
+/** LEASE_LOST for a fenced write (`what`: before which it lapsed) refused by its script, saying why. */
+function mappingRefused(
+  key: SessionKey,
+  lease: Lease,
+  reply: { reason: 'lapsed' | 'stale-token' | 'mismatch'; mappingToken: string },
+  what: string,
+): SandkeepError {
+  const why =
+    reply.reason === 'stale-token'
+      ? `fencing token ${lease.fencingToken} is older than the mapping's ${reply.mappingToken}`
+      : reply.reason === 'mismatch'
+        ? 'another holder changed the mapping first'
+        : `it lapsed before ${what}`
+  return leaseLost(key, why)
 }
 
 /**

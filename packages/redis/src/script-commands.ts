@@ -2,6 +2,7 @@
 // one-node or the Cluster variant, and reads the reply into named fields (a corrupt key becomes
 // STORE_CORRUPT naming it). The KEYS/ARGV order of each script is documented at the top of its .lua file.
 import type {
+  Checkpoint,
   JournalStep,
   Lease,
   SessionKey,
@@ -11,11 +12,14 @@ import type {
 } from '@sandkeep/core'
 import {
   type CheckedAcquireOptions,
+  type CheckedCreateForkInput,
   type CheckedReleaseInput,
+  type CheckedRewindInput,
   corruptRecordError,
   type JournalUsage,
   parseRecordFields,
 } from '@sandkeep/core/store'
+import { checkpointOfReply, checkpointsFromHash, checkpointsOfReply } from './checkpoint-fields.js'
 import type { RedisClient } from './connection.js'
 import type { SessionKeys } from './keys.js'
 import { recordFieldMap } from './record-fields.js'
@@ -63,12 +67,12 @@ async function runChecked(
   return reply
 }
 
-/** KEYS[1..3] of the session scripts. */
-const sessionKeys = ({ keys }: Session) => [keys.record, keys.lease, keys.journal]
+/** KEYS[1..4] of the session scripts. */
+const sessionKeys = ({ keys }: Session) => [keys.record, keys.lease, keys.journal, keys.checkpoints]
 
 /**
- * Runs a session write that also lists the session in its tenant's index. On one node `<name>-4` does both
- * (ARGV: `args`, the index member, then `score` when given); with `singleSlot` (Cluster) `<name>-3` and
+ * Runs a session write that also lists the session in its tenant's index. On one node `<name>-5` does both
+ * (ARGV: `args`, the index member, then `score` when given); with `singleSlot` (Cluster) `<name>-4` and
  * the index touch go side by side, the index being in another slot. `score` defaults to now.
  */
 async function runListed(
@@ -84,14 +88,14 @@ async function runListed(
     const indexArgs = score === undefined ? [keys.member] : [keys.member, score]
     return runChecked(
       redis,
-      `${name}-4`,
+      `${name}-5`,
       session,
       [...sessionKeys(session), keys.index],
       [...args, ...indexArgs],
     )
   }
   const [reply] = await Promise.all([
-    runChecked(redis, `${name}-3`, session, sessionKeys(session), args),
+    runChecked(redis, `${name}-4`, session, sessionKeys(session), args),
     indexTouch(redis, keys, score ?? Date.now()),
   ])
   return reply
@@ -130,7 +134,7 @@ export function dropHolder(redis: RedisClient, keys: SessionKeys, holderId: stri
   return run(redis, 'drop-holder-1', keys.lease, holderId)
 }
 
-/** What `acquire-3` answers: the turn begun, or the time left on another holder's hold. */
+/** What `acquire-4` answers: the turn begun, or the time left on another holder's hold. */
 export type AcquireReply =
   | {
       held: false
@@ -153,7 +157,7 @@ export async function acquire(
   input: CheckedAcquireOptions,
 ): Promise<AcquireReply> {
   const args = [key.tenant, key.conversationId, input.holderId, input.leaseMs, input.ttlMs]
-  const reply = await runChecked(redis, 'acquire-3', session, sessionKeys(session), args)
+  const reply = await runChecked(redis, 'acquire-4', session, sessionKeys(session), args)
   if (reply[0] === 'held') return { held: true, retryAfterMs: Number(reply[1]) }
   const [, record, create, holders, fencingToken, expiresAt] = reply
   return {
@@ -174,7 +178,7 @@ export async function renew(
   input: { leaseMs: number; ttlMs: number },
 ): Promise<number | undefined> {
   const args = [lease.holderId, lease.fencingToken, input.leaseMs, input.ttlMs]
-  const [status, expiresAt] = await runChecked(redis, 'renew-3', session, sessionKeys(session), args)
+  const [status, expiresAt] = await runChecked(redis, 'renew-4', session, sessionKeys(session), args)
   return status === 'ok' ? Number(expiresAt) : undefined
 }
 
@@ -224,15 +228,29 @@ export async function setSandbox(
   return { written: false, reason: detail as 'lapsed', mappingToken: String(mappingToken) }
 }
 
-/** Ends a holder's turn; moves the session up in its listing (see {@link runListed}). */
+/** What `release` answers: the contract's result, less what the store adds. */
+export interface ReleaseReply {
+  last: boolean
+  record: SessionRecord | null
+  held?: true
+  checkpoint?: Checkpoint
+  checkpointRefused?: true
+  prunedCheckpoints?: Checkpoint[]
+}
+
+/**
+ * Ends a holder's turn, recording its checkpoint when asked; moves the session up in its listing (see
+ * {@link runListed}).
+ */
 export async function release(
   redis: RedisClient,
   session: Session,
   end: { key: SessionKey; lease: Lease; checked: CheckedReleaseInput },
   singleSlot: boolean,
-): Promise<{ last: boolean; record: SessionRecord | null; held?: true }> {
+): Promise<ReleaseReply> {
   const { key, lease, checked } = end
   const manifest = checked.manifest
+  const checkpoint = checked.checkpoint
   const args: ScriptArgument[] = [
     key.tenant,
     key.conversationId,
@@ -249,14 +267,23 @@ export async function release(
     checked.runningFrom ?? '',
     checked.usedSandbox === undefined ? '' : checked.usedSandbox ? '1' : '0',
     checked.holdIfLast ? '1' : '',
+    checkpoint?.sandboxId ?? '',
+    checkpoint?.snapshot ? JSON.stringify(checkpoint.snapshot) : '',
+    checkpoint?.keep ?? '',
   ]
   const reply = await runListed(redis, session, 'release', args, checked.turnEndedAt, singleSlot)
-  const [, last, record, held] = reply
-  return {
-    last: last === 1,
-    record: recordOf(record, session),
-    ...(held === 1 ? { held: true as const } : {}),
+  const [, last, record, held, checkpointStatus, recorded, pruned] = reply
+  const where = session.keys.checkpoints
+  const result: ReleaseReply = { last: last === 1, record: recordOf(record, session) }
+  if (held === 1) result.held = true
+  if (checkpointStatus === 1) {
+    result.checkpoint = checkpointOfReply(recorded, where)
+    result.prunedCheckpoints = checkpointsOfReply(pruned, where)
+  } else if (checkpoint) {
+    // Refused by the script (2), or no reply of it from an older script: either way nothing was recorded.
+    result.checkpointRefused = true
   }
+  return result
 }
 
 /** Records a sandbox state; null when there is no record. */
@@ -267,7 +294,7 @@ export async function setState(
   change: { state: SessionSandboxState; at: number | undefined; ttlMs: number },
 ): Promise<SessionRecord | null> {
   const args = [key.tenant, key.conversationId, change.state, change.at ?? '', change.ttlMs]
-  const [status, record] = await runChecked(redis, 'set-state-3', session, sessionKeys(session), args)
+  const [status, record] = await runChecked(redis, 'set-state-4', session, sessionKeys(session), args)
   return status === 'ok' ? recordOf(record, session) : null
 }
 
@@ -299,7 +326,7 @@ export async function appendJournal(
   const args = [JSON.stringify(step), limits.maxJournalSteps, limits.maxJournalBytes, limits.ttlMs]
   const [status, steps, bytes] = await runChecked(
     redis,
-    'append-journal-3',
+    'append-journal-4',
     session,
     sessionKeys(session),
     args,
@@ -318,4 +345,111 @@ export async function clearJournal(redis: RedisClient, session: Session): Promis
     [],
     'it holds the wrong Redis type',
   )
+}
+
+/** Every checkpoint of a session, oldest first. */
+export async function readCheckpoints(redis: RedisClient, session: Session): Promise<Checkpoint[]> {
+  const where = session.keys.checkpoints
+  const [, flat] = await runChecked(redis, 'read-checkpoints-1', session, [where], [], 'it is not a hash')
+  return checkpointsFromHash(Array.isArray(flat) ? flat : [], where)
+}
+
+/** What `rewind` answers: the rewound session, or why it was refused. */
+export type RewindReply =
+  | { status: 'ok'; record: SessionRecord; checkpoint: Checkpoint | null; dropped: Checkpoint[] }
+  | { status: 'lost'; reason: 'lapsed' | 'stale-token' | 'mismatch'; mappingToken: string }
+  | { status: 'missing'; kept: number[] }
+
+/** Sets a session back to a checkpoint, fenced (see rewind-4.lua). */
+export async function rewind(
+  redis: RedisClient,
+  session: Session,
+  write: { key: SessionKey; lease: Lease; checked: CheckedRewindInput },
+): Promise<RewindReply> {
+  const { key, lease, checked } = write
+  const args = [
+    key.tenant,
+    key.conversationId,
+    lease.holderId,
+    lease.fencingToken,
+    checked.toTurn,
+    checked.expectedSandboxId ?? '',
+    checked.ttlMs,
+  ]
+  const reply = await runChecked(redis, 'rewind-4', session, sessionKeys(session), args)
+  const where = session.keys.checkpoints
+  const [status, detail, target, dropped] = reply
+  if (status === 'lost') {
+    return { status, reason: detail as 'lapsed', mappingToken: String(target) }
+  }
+  if (status === 'missing') {
+    return { status, kept: (Array.isArray(detail) ? detail : []).map(Number) }
+  }
+  return {
+    status: 'ok',
+    record: recordOf(detail, session)!,
+    checkpoint: Array.isArray(target) && target.length > 0 ? checkpointOfReply(target, where) : null,
+    dropped: checkpointsOfReply(dropped, where),
+  }
+}
+
+/** What `createFork` answers: the new record, or why nothing was written. */
+export type CreateForkReply =
+  | { status: 'ok'; record: SessionRecord }
+  | { status: 'exists' }
+  | { status: 'full'; used: JournalUsage }
+
+/**
+ * Creates a fork's session in its own slot. On one node `create-fork-5` lists it in the same script; on a
+ * Cluster (`singleSlot`) the index touch follows `create-fork-4`, only once the fork was written.
+ */
+export async function createFork(
+  redis: RedisClient,
+  session: Session,
+  write: {
+    key: SessionKey
+    checked: CheckedCreateForkInput
+    limits: { maxJournalSteps: number; maxJournalBytes: number }
+  },
+  singleSlot: boolean,
+): Promise<CreateForkReply> {
+  const { key, checked, limits } = write
+  const { checkpoint } = checked
+  const restore = {
+    kind: 'forked',
+    turn: checkpoint.turn,
+    snapshot: checkpoint.snapshot,
+    fromSandboxId: checked.fromSandboxId,
+    fromConversationId: checked.fromConversationId,
+  }
+  const args: ScriptArgument[] = [
+    key.tenant,
+    key.conversationId,
+    checked.providerId ?? '',
+    checked.template ?? '',
+    checkpoint.turn,
+    checkpoint.manifest ? JSON.stringify(checkpoint.manifest) : '',
+    JSON.stringify(restore),
+    limits.maxJournalSteps,
+    limits.maxJournalBytes,
+    checked.ttlMs,
+    checked.journal.length,
+    ...checked.journal.map((step) => JSON.stringify(step)),
+  ]
+  const { keys } = session
+  const reply = singleSlot
+    ? await runChecked(redis, 'create-fork-4', session, sessionKeys(session), args)
+    : await runChecked(
+        redis,
+        'create-fork-5',
+        session,
+        [...sessionKeys(session), keys.index],
+        [...args, keys.member],
+      )
+  const [status, detail, bytes] = reply
+  if (status === 'exists') return { status }
+  if (status === 'full') return { status, used: { steps: Number(detail), bytes: Number(bytes) } }
+  const record = recordOf(detail, session)!
+  if (singleSlot) await indexTouch(redis, keys, record.updatedAt)
+  return { status: 'ok', record }
 }

@@ -7,22 +7,26 @@ import { SandkeepError } from '@sandkeep/core'
 
 /** The scripts the store runs, by file name (without `.lua`). */
 export const SCRIPT_FILES = [
-  'acquire-3',
-  'renew-3',
+  'acquire-4',
+  'renew-4',
   'claim-creation-2',
-  'set-sandbox-3',
   'set-sandbox-4',
-  'release-3',
+  'set-sandbox-5',
   'release-4',
-  'set-state-3',
+  'release-5',
+  'set-state-4',
   'read-record-1',
-  'append-journal-3',
+  'append-journal-4',
   'clear-journal-2',
   'index-touch-1',
   'index-prune-1',
   'drop-holder-1',
   'clock-1',
   'release-hold-1',
+  'read-checkpoints-1',
+  'rewind-4',
+  'create-fork-4',
+  'create-fork-5',
 ] as const
 
 export type ScriptFile = (typeof SCRIPT_FILES)[number]
@@ -47,7 +51,7 @@ function commandsDirectory(): string {
   const candidates = [new URL('./commands/', import.meta.url), new URL('../src/commands/', import.meta.url)]
   for (const candidate of candidates) {
     const directory = fileURLToPath(candidate)
-    if (existsSync(`${directory}acquire-3.lua`)) return directory
+    if (existsSync(`${directory}acquire-4.lua`)) return directory
   }
   throw new SandkeepError({
     code: 'STORE_UNAVAILABLE',

@@ -49,3 +49,23 @@ export function corruptWith(raw: () => Redis | import('ioredis').Cluster, prefix
     }
   }
 }
+
+/**
+ * A corruptCheckpoints hook for the conformance suite: overwrites the first field of turn 1's checkpoint with
+ * text no script writes, then checks that none of the session's keys changes afterwards.
+ */
+export function corruptCheckpointsWith(raw: () => Redis | import('ioredis').Cluster, prefix: string) {
+  return async (_store: SessionStore, key: SessionKey) => {
+    const keys = sessionKeys(prefix, key)
+    await raw().hset(keys.checkpoints, '1', 'one turn ago')
+    const snapshot = async () =>
+      JSON.stringify([
+        await raw().hgetall(keys.record),
+        await raw().hgetall(keys.lease),
+        await raw().lrange(keys.journal, 0, -1),
+        await raw().hgetall(keys.checkpoints),
+      ])
+    const damaged = await snapshot()
+    return { location: keys.checkpoints, isUntouched: async () => (await snapshot()) === damaged }
+  }
+}

@@ -4,7 +4,7 @@ import { Cluster } from 'ioredis'
 import { Cluster as Cluster6 } from 'ioredis6'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore, sessionKeys } from '../src/index.js'
-import { corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
+import { corruptCheckpointsWith, corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
 import { startRedisCluster, type TestCluster } from './redis-servers.js'
 
 // The whole contract against a real 3-master Redis Cluster started for this file, through a Cluster
@@ -36,7 +36,12 @@ afterAll(async () => {
 sessionStoreConformance(
   'redis (3-master Cluster)',
   (settings) => createRedisSessionStore({ redis: client, prefix, commandTimeoutMs: 10_000, ...settings }),
-  { corruptRecord: corruptWith(() => client, prefix), corruptField: corruptFieldWith(() => client, prefix) },
+  {
+    corruptRecord: corruptWith(() => client, prefix),
+    corruptField: corruptFieldWith(() => client, prefix),
+    corruptCheckpoints: corruptCheckpointsWith(() => client, prefix),
+    branching: true,
+  },
 )
 
 it('talks RESP3 to the Cluster through ioredis 6 by default', async () => {
@@ -48,7 +53,12 @@ it('talks RESP3 to the Cluster through ioredis 6 by default', async () => {
 sessionStoreConformance(
   'redis (3-master Cluster, ioredis 6, RESP3)',
   (settings) => createRedisSessionStore({ redis: client6, prefix, commandTimeoutMs: 10_000, ...settings }),
-  { corruptRecord: corruptWith(() => client, prefix), corruptField: corruptFieldWith(() => client, prefix) },
+  {
+    corruptRecord: corruptWith(() => client, prefix),
+    corruptField: corruptFieldWith(() => client, prefix),
+    corruptCheckpoints: corruptCheckpointsWith(() => client, prefix),
+    branching: true,
+  },
 )
 
 describe('Redis Cluster layout', () => {
@@ -69,7 +79,7 @@ describe('Redis Cluster layout', () => {
       await store.release(key, begun.lease, { turnEndedAt: Date.now() + index })
       const keys = sessionKeys(prefix, key)
       const keySlots = await Promise.all(
-        [keys.record, keys.lease, keys.journal].map(
+        [keys.record, keys.lease, keys.journal, keys.checkpoints].map(
           (name) => client.cluster('KEYSLOT', name) as Promise<number>,
         ),
       )

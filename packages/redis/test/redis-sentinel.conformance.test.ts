@@ -2,7 +2,7 @@ import { sessionStoreConformance } from '@sandkeep/core/test'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore, sessionKeys } from '../src/index.js'
-import { corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
+import { corruptCheckpointsWith, corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
 import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from './redis-servers.js'
 
 // The whole contract through Redis Sentinel: the store's own client, made from a URL plus ioredis' Sentinel
@@ -36,7 +36,12 @@ sessionStoreConformance(
       commandTimeoutMs: 10_000,
       ...settings,
     }),
-  { corruptRecord: corruptWith(() => raw, prefix), corruptField: corruptFieldWith(() => raw, prefix) },
+  {
+    corruptRecord: corruptWith(() => raw, prefix),
+    corruptField: corruptFieldWith(() => raw, prefix),
+    corruptCheckpoints: corruptCheckpointsWith(() => raw, prefix),
+    branching: true,
+  },
 )
 
 describe('Redis Sentinel', () => {

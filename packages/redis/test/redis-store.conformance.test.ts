@@ -2,7 +2,14 @@ import { sessionStoreConformance } from '@sandkeep/core/test'
 import { Redis } from 'ioredis'
 import { afterAll } from 'vitest'
 import { createRedisSessionStore } from '../src/index.js'
-import { corruptFieldWith, corruptWith, deletePrefix, REDIS_URL, randomPrefix } from './helpers.js'
+import {
+  corruptCheckpointsWith,
+  corruptFieldWith,
+  corruptWith,
+  deletePrefix,
+  REDIS_URL,
+  randomPrefix,
+} from './helpers.js'
 
 // The whole contract against the real local Redis, with a client the store creates from a URL.
 const prefix = randomPrefix()
@@ -16,5 +23,10 @@ afterAll(async () => {
 sessionStoreConformance(
   'redis (standalone, URL)',
   (settings) => createRedisSessionStore({ redis: REDIS_URL, prefix, commandTimeoutMs: 10_000, ...settings }),
-  { corruptRecord: corruptWith(() => raw, prefix), corruptField: corruptFieldWith(() => raw, prefix) },
+  {
+    corruptRecord: corruptWith(() => raw, prefix),
+    corruptField: corruptFieldWith(() => raw, prefix),
+    corruptCheckpoints: corruptCheckpointsWith(() => raw, prefix),
+    branching: true,
+  },
 )

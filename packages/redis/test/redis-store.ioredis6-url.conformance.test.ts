@@ -2,7 +2,14 @@ import { sessionStoreConformance } from '@sandkeep/core/test'
 import { Redis } from 'ioredis'
 import { afterAll, expect, it, vi } from 'vitest'
 import { createRedisSessionStore } from '../src/index.js'
-import { corruptFieldWith, corruptWith, deletePrefix, REDIS_URL, randomPrefix } from './helpers.js'
+import {
+  corruptCheckpointsWith,
+  corruptFieldWith,
+  corruptWith,
+  deletePrefix,
+  REDIS_URL,
+  randomPrefix,
+} from './helpers.js'
 
 // An application that installed only ioredis 6 gets a store whose own client (made
 // from a URL, with the store's fail-fast options) is an ioredis 6 client, RESP3 by default. Here 'ioredis'
@@ -34,5 +41,10 @@ it("builds the store's own client from ioredis 6", async () => {
 sessionStoreConformance(
   'redis (standalone, URL, ioredis 6)',
   (settings) => createRedisSessionStore({ redis: REDIS_URL, prefix, commandTimeoutMs: 10_000, ...settings }),
-  { corruptRecord: corruptWith(() => raw, prefix), corruptField: corruptFieldWith(() => raw, prefix) },
+  {
+    corruptRecord: corruptWith(() => raw, prefix),
+    corruptField: corruptFieldWith(() => raw, prefix),
+    corruptCheckpoints: corruptCheckpointsWith(() => raw, prefix),
+    branching: true,
+  },
 )

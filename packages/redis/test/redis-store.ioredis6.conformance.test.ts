@@ -3,7 +3,14 @@ import { Redis } from 'ioredis'
 import { Redis as Redis6, type RedisOptions as RedisOptions6 } from 'ioredis6'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore } from '../src/index.js'
-import { corruptFieldWith, corruptWith, deletePrefix, REDIS_URL, randomPrefix } from './helpers.js'
+import {
+  corruptCheckpointsWith,
+  corruptFieldWith,
+  corruptWith,
+  deletePrefix,
+  REDIS_URL,
+  randomPrefix,
+} from './helpers.js'
 
 // ioredis 6 is a supported peer: the whole contract against the real local Redis with clients of ioredis 6,
 // whose default protocol is RESP3. Each protocol setting gets its own run: RESP3 with the default 'legacy'
@@ -45,6 +52,11 @@ for (const [name, protocol] of settingsOf) {
   sessionStoreConformance(
     `redis (ioredis 6, ${name})`,
     (settings) => createRedisSessionStore({ redis: client, prefix, commandTimeoutMs: 10_000, ...settings }),
-    { corruptRecord: corruptWith(() => raw, prefix), corruptField: corruptFieldWith(() => raw, prefix) },
+    {
+      corruptRecord: corruptWith(() => raw, prefix),
+      corruptField: corruptFieldWith(() => raw, prefix),
+      corruptCheckpoints: corruptCheckpointsWith(() => raw, prefix),
+      branching: true,
+    },
   )
 }

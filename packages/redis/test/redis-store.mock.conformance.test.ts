@@ -1,7 +1,7 @@
 import { sessionStoreConformance } from '@sandkeep/core/test'
 import RedisMock from 'ioredis-mock'
 import { createRedisSessionStore } from '../src/index.js'
-import { corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
+import { corruptCheckpointsWith, corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
 
 // Testing without a Redis server: the whole contract on ioredis-mock, so users can unit-test
 // with createRedisSessionStore({ redis: new RedisMock() }). Before: the store refused the mock (no
@@ -18,6 +18,8 @@ sessionStoreConformance(
   {
     corruptRecord: corruptWith(() => mock, prefix),
     corruptField: corruptFieldWith(() => mock, prefix),
+    corruptCheckpoints: corruptCheckpointsWith(() => mock, prefix),
+    branching: true,
     leaseScale: 10,
   },
 )

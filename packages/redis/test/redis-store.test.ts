@@ -58,8 +58,8 @@ describe('keys', () => {
   it('builds every key from a hash under one hash tag, never from the raw id', () => {
     for (const conversationId of ['a:b', '{x}', '*', 'x}{y', '🦊'.repeat(128)]) {
       const keys = sessionKeys('sk', { tenant: 'acme', conversationId })
-      for (const name of [keys.record, keys.lease, keys.journal]) {
-        expect(name).toMatch(/^sk:\{acme:[A-Za-z0-9_-]{22}\}:(record|lease|journal)$/)
+      for (const name of [keys.record, keys.lease, keys.journal, keys.checkpoints]) {
+        expect(name).toMatch(/^sk:\{acme:[A-Za-z0-9_-]{22}\}:(record|lease|journal|checkpoints)$/)
         expect(name).not.toContain(conversationId)
       }
       expect(keys.index).toBe('sk:{acme}:index')

@@ -14,6 +14,24 @@ export {
   validateTenant,
 } from '../validation.js'
 export {
+  type CheckedCreateForkInput,
+  type CheckedRewindInput,
+  checkCheckpointInput,
+  checkCreateForkInput,
+  checkpointNotFound,
+  checkRewindInput,
+  checkSnapshot,
+  forkJournal,
+  forkRestore,
+  MAX_CHECKPOINT_TURN,
+  MAX_CHECKPOINTS_KEPT,
+  MAX_SNAPSHOT_ID_BYTES,
+  parseStoredCheckpoint,
+  parseStoredCheckpoints,
+  parseStoredRestore,
+  sessionExists,
+} from './checkpoint.js'
+export {
   compareListPositions,
   decodeListCursor,
   encodeListCursor,

@@ -1,5 +1,6 @@
 // Input checks of the store methods, run before any I/O so every store refuses exactly the same inputs.
 import type {
+  CheckpointInput,
   Lease,
   ReleaseInput,
   SessionSandboxState,
@@ -15,6 +16,7 @@ import {
   validateSandboxId,
   validateSessionKey,
 } from '../validation.js'
+import { checkCheckpointInput } from './checkpoint.js'
 import {
   checkTtlMs,
   DEFAULT_LIST_LIMIT,
@@ -171,6 +173,7 @@ export interface CheckedReleaseInput {
   stateIfLast: SessionSandboxState | undefined
   usedSandbox: boolean | undefined
   holdIfLast: boolean
+  checkpoint: CheckpointInput | undefined
   ttlMs: number
 }
 
@@ -197,6 +200,7 @@ const RELEASE_FIELDS: ReadonlyArray<keyof ReleaseInput> = [
   'stateIfLast',
   'usedSandbox',
   'holdIfLast',
+  'checkpoint',
   'ttlMs',
 ]
 
@@ -218,6 +222,7 @@ export function checkReleaseInput(input: unknown, defaultTtlMs: number): Checked
     stateIfLast: optional(input.stateIfLast, (state) => checkSandboxState('stateIfLast', state)),
     usedSandbox: optional(input.usedSandbox, (used) => checkBoolean('usedSandbox', used)),
     holdIfLast: optional(input.holdIfLast, (hold) => checkBoolean('holdIfLast', hold)) ?? false,
+    checkpoint: optional(input.checkpoint, checkCheckpointInput),
     ttlMs: checkTtlMs(input.ttlMs, defaultTtlMs),
   }
 }

@@ -1,5 +1,11 @@
 // The memory store's session entry and the record writes its operations share (../memory-store.ts).
-import type { SessionRecord, SessionSandboxState, SessionStore } from '../session-store.js'
+import type {
+  Checkpoint,
+  CheckpointInput,
+  SessionRecord,
+  SessionSandboxState,
+  SessionStore,
+} from '../session-store.js'
 import { SESSION_RECORD_SCHEMA_VERSION } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
 import type { CheckedReleaseInput } from './input.js'
@@ -23,6 +29,8 @@ export interface Entry {
   runFrom: number | null
   journal: string[]
   journalBytes: number
+  /** Kept checkpoints, oldest first (one per turn). */
+  checkpoints: Checkpoint[]
   /** When the whole session expires (idle TTL), store clock. */
   expiresAt: number
   /** Listing score (last activity); `null` while not listed. */
@@ -109,4 +117,36 @@ export function applyState(record: SessionRecord, state: SessionSandboxState, at
   record.state = state
   if (state === 'paused') record.pausedAt = at
   else if (state === 'running') record.pausedAt = null
+}
+
+/**
+ * Records the checkpoint of the turn `record` just ended (its new `turnCount`), taken of `input.sandboxId`
+ * at `createdAt`: replaces one of the same turn, then prunes the oldest past `input.keep`. Returns the
+ * checkpoint and the ones it replaced or pruned (oldest first), or `undefined` when refused: the record no
+ * longer maps that sandbox, or a rewind (a higher mapping token) came after the releasing turn began.
+ */
+export function recordCheckpoint(
+  entry: Entry,
+  input: CheckpointInput,
+  turn: { fencingToken: number; createdAt: number },
+): { checkpoint: Checkpoint; pruned: Checkpoint[] } | undefined {
+  const record = entry.record
+  if (!record || turn.fencingToken < record.mappingToken || record.sandboxId !== input.sandboxId) {
+    return undefined
+  }
+  const checkpoint: Checkpoint = {
+    turn: record.turnCount,
+    createdAt: turn.createdAt,
+    sandboxId: input.sandboxId,
+    snapshot: input.snapshot,
+    journalLength: entry.journal.length,
+    manifest: record.manifest === null ? null : structuredClone(record.manifest),
+  }
+  const pruned = entry.checkpoints.filter((kept) => kept.turn === checkpoint.turn)
+  const kept = entry.checkpoints.filter((kept) => kept.turn !== checkpoint.turn)
+  kept.push(checkpoint)
+  kept.sort((a, b) => a.turn - b.turn)
+  pruned.push(...kept.splice(0, Math.max(0, kept.length - input.keep)))
+  entry.checkpoints = kept
+  return { checkpoint, pruned: pruned.sort((a, b) => a.turn - b.turn) }
 }

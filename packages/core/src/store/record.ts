@@ -8,6 +8,7 @@ import {
   type TurnManifest,
 } from '../session-store.js'
 import { CONTROL_CHARACTERS, validateSandboxId } from '../validation.js'
+import { parseStoredRestore } from './checkpoint.js'
 import { corruptRecordError } from './errors.js'
 import { SANDBOX_STATES } from './input.js'
 import { MAX_PROVIDER_ID_BYTES, MAX_TEMPLATE_BYTES, utf8Bytes } from './limits.js'
@@ -74,7 +75,7 @@ function checkIdentity(fields: Fields, where: string, expected: { tenant: string
 
 /**
  * Parses a stored record kept as one text field per scalar (a missing field is null) plus `manifest` (the
- * manifest's JSON) and `schemaVersion`. `expected` is the key the record must belong to (a mismatch means
+ * manifest's JSON), `restore` (the pending restore's JSON, absent when none) and `schemaVersion`. `expected` is the key the record must belong to (a mismatch means
  * a hash collision or tampering); `conversationId` may be left out when only the hash is known.
  * @throws SandkeepError STORE_CORRUPT naming `where`
  */
@@ -106,7 +107,10 @@ export function parseRecordFields(
     mappingToken: read.number('mappingToken'),
     manifest,
     lastTurnUsedSandbox: read.nullableBoolean('lastTurnUsedSandbox'),
-    restore: null,
+    // Records written before branching have no restore field: nothing pending.
+    restore:
+      read.json('restore', 'field restore does not parse', (value) => parseStoredRestore(value, where)) ??
+      null,
   }
   const extra = read.json('extra', 'field extra does not parse', (value) => value)
   if (isPlainObject(extra)) record.extra = extra
@@ -122,7 +126,7 @@ const COUNTS = ['turnCount', 'mappingToken'] as const
 /**
  * Checks that a record's values are ones a store could have written: a sandbox id `setSandbox` would
  * accept, a short printable provider id and template, counts that are non-negative safe integers, times and
- * seconds that are non-negative, a known state. A store runs it on the record it holds before acting on it
+ * seconds that are non-negative, a known state, a pending restore a rewind or fork could have written. A store runs it on the record it holds before acting on it
  * (the stores read records through {@link parseRecordFields}, which runs it), so a damaged record is refused
  * before anything is written (its turn count, timestamps and lease stay as they were), never used.
  * @throws SandkeepError STORE_CORRUPT naming `where`
@@ -162,6 +166,9 @@ export function checkRecordValues(record: SessionRecord, where: string): Session
   for (const field of AMOUNTS) amount(field, record[field])
   for (const field of NULLABLE_TIMES) if (record[field] !== null) amount(field, record[field])
   if (!SANDBOX_STATES.includes(record.state)) throw bad('state', 'is not a known state')
+  // A restore names the snapshot the next turn creates its sandbox from: a damaged one must not reach the
+  // provider. (Absent, as in a record a store built before the field, is nothing pending.)
+  if (record.restore !== null && record.restore !== undefined) parseStoredRestore(record.restore, where)
   return record
 }
 

@@ -18,6 +18,9 @@ const STORE_METHODS: readonly string[] = [
   'readJournal',
   'clearJournal',
   'now',
+  'readCheckpoints',
+  'rewind',
+  'createFork',
   'close',
 ]
 // Holders whose release this process has not seen yet; bounded so turns that never end cannot grow it forever.

@@ -1,27 +1,43 @@
 --[[
-  Ends a holder's turn in one command: removes the holder (and its creation claim), writes the manifest
+  Ends a holder's turn in one round trip: removes the holder (and its creation claim) or, when asked and it
+  is the last, keeps it as the session's hold (acquire refuses others until release-hold), writes the manifest
   and counters, applies stateIfLast when no live holder remains, refreshes the TTL, and tells whether the
-  caller was the last live holder. A lapsed lease still records the turn. Refuses a corrupt record without
-  writing anything.
+  caller was the last live holder. A lapsed lease still records the turn. With a checkpoint asked for, also
+  records it in the same step: the turn's end (new turnCount, journal length, the record's manifest) unless
+  the record no longer maps its sandbox or a higher token mapped since the turn began (then refused); it
+  replaces one of the same turn and prunes the oldest past `keep`. Refuses a corrupt record or checkpoints
+  without writing anything.
 
-  This variant also moves the session up in its tenant's listing index, in the same script: only for a
-  single Redis node (or Sentinel), where the index may share a script with the session's keys. On a Cluster
-  the store runs release-3 and index-touch-1 side by side instead.
+  KEYS[1] record    KEYS[2] lease    KEYS[3] journal    KEYS[4] checkpoints
 
-  KEYS[1] record    KEYS[2] lease    KEYS[3] journal (TTL only)    KEYS[4] tenant index
+  ARGV[1] tenant
+  ARGV[2] conversation id
+  ARGV[3] holder id
+  ARGV[4] fencing token of the lease
+  ARGV[5] manifest JSON, 'null' to clear it, '' to keep the stored one
+  ARGV[6] sandbox id the manifest describes ('' when none); written only when it is the mapped one
+  ARGV[7] turn end, epoch ms
+  ARGV[8] seconds to add to runningSeconds
+  ARGV[9] seconds to add to pausedSeconds
+  ARGV[10] state to record if last, '' to leave it
+  ARGV[11] session TTL, ms
+  ARGV[12] turn count the manifest is conditional on ('' none): written only if the record's count is still it
+  ARGV[13] when this turn started the sandbox running, epoch ms ('' never): the last holder of overlapping
+           turns adds the time from their earliest start to its turn end to runningSeconds
+  ARGV[14] whether the turn used the sandbox ('1' | '0'; '' leaves lastTurnUsedSandbox)
+  ARGV[15] '1' to keep the lease as the session's hold when the caller is the last live holder, else ''
+  ARGV[16] the sandbox the checkpoint's snapshot is of; '' records no checkpoint
+  ARGV[17] the checkpoint's snapshot JSON, '' for none
+  ARGV[18] checkpoints to keep, this one included
 
-  ARGV[1..15] as in release-3.lua
-  ARGV[16] index member (the conversation hash)
-  ARGV[17] index score (the turn end)
-
-  Returns { 'ok', last (0|1), record values in FIELDS order (empty when none), held (0|1) }
+  Returns { 'ok', last (0|1), record values in FIELDS order (empty when none), held (0|1),
+            checkpoint (0 none asked for | 1 recorded | 2 refused),
+            the checkpoint recorded { turn, '<createdAt>:<journalLength>:<sandboxId>', snapshot, manifest }
+            (empty unless recorded), the checkpoints replaced or pruned in that form, oldest first }
        or { 'corrupt', index in KEYS of the bad key }
 ]]
 --- @include "session"
---- @include "index"
+--- @include "checkpoints"
 --- @include "release"
 
-local reply = release_turn(KEYS[1], KEYS[2], KEYS[3])
--- A session without a record (its creator released without creating) is not listed.
-if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[4], ARGV[16], ARGV[17]) end
-return reply
+return release_turn(KEYS)

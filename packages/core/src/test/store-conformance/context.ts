@@ -47,6 +47,23 @@ export interface StoreConformanceOptions {
     value: string | number,
   ) => Promise<{ location: string; isUntouched: () => Promise<boolean> }>
   /**
+   * Whether the store has the optional branching methods (`readCheckpoints`, `rewind`, `createFork`):
+   * `true` fails the branching area's tests for a store without them, `false` skips them; default: run them
+   * when the store has the methods.
+   */
+  branching?: boolean
+  /**
+   * Damages the stored checkpoints of `key` (which has at least two, of turns 1 and 2) behind the store's
+   * back: the first one's turn, time or journal length becomes a value no store writes. Returns the location
+   * the STORE_CORRUPT message must name and a check that the session (record, lease, journal, checkpoints)
+   * is still exactly as the damage left it. When given, the suite checks that `readCheckpoints`, `rewind`
+   * and a `release` recording a checkpoint refuse it before writing anything.
+   */
+  corruptCheckpoints?: (
+    store: SessionStore,
+    key: SessionKey,
+  ) => Promise<{ location: string; isUntouched: () => Promise<boolean> }>
+  /**
    * Stretches the short lease (300 ms) and the wait for it to lapse (900 ms) by this factor, for a backend
    * whose calls are slow enough to outlive a 300 ms lease (an emulated Lua engine, a loaded CI box).
    * Default 1.
@@ -65,6 +82,7 @@ export type CorruptibleRecordField =
   | 'pausedSeconds'
   | 'pausedAt'
   | 'lastTurnStartedAt'
+  | 'restore'
 
 /** What one conformance area runs with; made by {@link createStoreConformanceContext}. */
 export interface StoreConformanceContext {

@@ -33,6 +33,8 @@ const FORBIDDEN_VALUES: Array<[CorruptibleRecordField, string | number]> = [
   ['pausedSeconds', -2],
   ['pausedAt', -1],
   ['lastTurnStartedAt', -1],
+  // A pending restore names the snapshot the next turn creates from: one that does not parse must not be used.
+  ['restore', 'rewound'],
 ]
 
 /** The calls that read the record, each of which must refuse a corrupt one before writing. */

@@ -5,6 +5,7 @@
 import type { StoreConformanceTestApi } from '../test-api.js'
 import { accountingConformance } from './accounting.js'
 import { acquireConformance } from './acquire.js'
+import { branchingConformance } from './branching.js'
 import { clockConformance } from './clock.js'
 import {
   createStoreConformanceContext,
@@ -49,6 +50,7 @@ export const storeConformanceAreas = {
   journal: journalConformance,
   ttl: ttlConformance,
   clock: clockConformance,
+  branching: branchingConformance,
   validation: validationConformance,
   corruption: corruptionConformance,
 } satisfies Record<string, (context: StoreConformanceContext) => void>

@@ -1,12 +1,55 @@
--- The end of a turn (inlined by the loader where a script says `--- @include "release"`), shared by
--- release-3 (Cluster: the index is touched by its own command) and release-4 (one node: same script).
--- Reads ARGV[1..15] as documented in release-3.lua. Returns the script's reply table.
-local function release_turn(record_key, lease_key, journal_key)
+-- The checkpoint a release asks for (ARGV[16..18]), planned before anything is written: refused (the
+-- record no longer maps its sandbox, or a rewind's higher token mapped since the turn began), or the new
+-- turn, the journal's length and the kept checkpoints it replaces or prunes (read and checked). Returns
+-- nil when there is none to plan, 'corrupt' and the index in KEYS of a damaged key, or the plan.
+local function plan_checkpoint(record, keys, token)
+  if ARGV[16] == '' then return nil end
+  local turns = checkpoint_turns(keys[4])
+  if not turns then return 'corrupt', 4 end
+  if not record or token < tonumber(record[F_TOKEN]) or record[F_SANDBOX] ~= ARGV[16] then
+    return { refused = true }
+  end
+  local length = redis.pcall('LLEN', keys[3])
+  if type(length) ~= 'number' then return 'corrupt', 3 end
+  local turn = tonumber(record[F_TURNS]) + 1
+  local others, removed = {}, {}
+  for i = 1, #turns do
+    if turns[i] == turn then removed[#removed + 1] = turn else others[#others + 1] = turns[i] end
+  end
+  -- The new one is the newest: the oldest of the others go past `keep`.
+  local excess = #others + 1 - tonumber(ARGV[18])
+  for i = 1, excess do removed[#removed + 1] = others[i] end
+  table.sort(removed)
+  local pruned = read_checkpoints(keys[4], removed)
+  if not pruned then return 'corrupt', 4 end
+  return { turn = turn, length = length, removed = removed, pruned = pruned }
+end
+
+-- Writes a planned checkpoint of the turn `record` ended (after the record's write: its manifest).
+local function write_checkpoint(plan, record, keys)
+  for i = 1, #plan.removed do drop_checkpoint(keys[4], plan.removed[i]) end
+  local name = integer(plan.turn)
+  local meta = integer(tonumber(ARGV[7])) .. ':' .. integer(plan.length) .. ':' .. ARGV[16]
+  redis.call('HSET', keys[4], name, meta)
+  write_checkpoint_part(keys[4], name .. ':snapshot', ARGV[17])
+  write_checkpoint_part(keys[4], name .. ':manifest', record[F_MANIFEST])
+  redis.call('HSET', keys[2], 'cp', '1')
+  return { name, meta, ARGV[17] ~= '' and ARGV[17], record[F_MANIFEST] }
+end
+
+-- The end of a turn (inlined by the loader where a script says `--- @include "release"`, after "session"
+-- and "checkpoints"), shared by release-4 (Cluster: the index is touched by its own command) and release-5
+-- (one node: same script). `keys` = { record, lease, journal, checkpoints }. Reads ARGV[1..18] as
+-- documented in release-4.lua. Returns the script's reply table.
+local function release_turn(keys)
+  local record_key, lease_key = keys[1], keys[2]
   local status, record = load_record(record_key, ARGV[1], ARGV[2])
   if status == 'corrupt' then return { 'corrupt', 1 } end
   local holder_id, token = ARGV[3], tonumber(ARGV[4])
+  local plan, bad = plan_checkpoint(record, keys, token)
+  if plan == 'corrupt' then return { 'corrupt', bad } end
   local now = store_now()
-  local holders, count, claim, _, has_journal, run_from = live_holders(lease_key, now)
+  local holders, count, claim, _, has_journal, run_from, _, has_checkpoints = live_holders(lease_key, now)
   if not holders then return { 'corrupt', 2 } end
   local holder = holders[holder_id]
   local held = 0
@@ -66,6 +109,14 @@ local function release_turn(record_key, lease_key, journal_key)
     record[F_UPDATED] = integer(now)
     save_fields(record_key, record, positions)
   end
-  refresh_session(record_key, lease_key, journal_key, has_journal, tonumber(ARGV[11]))
-  return { 'ok', last, record or {}, held }
+  -- 0: no checkpoint asked for; 1: recorded (then the checkpoint and the ones pruned); 2: refused.
+  local checkpoint_status, checkpoint, pruned = 0, {}, {}
+  if plan and plan.refused then
+    checkpoint_status = 2
+  elseif plan then
+    checkpoint_status, checkpoint, pruned = 1, write_checkpoint(plan, record, keys), plan.pruned
+    has_checkpoints = true
+  end
+  refresh_session(keys, has_journal, has_checkpoints, tonumber(ARGV[11]))
+  return { 'ok', last, record or {}, held, checkpoint_status, checkpoint, as_reply(pruned) }
 end

@@ -8,8 +8,10 @@
 --                  and scripts address them by position (FIELDS) rather than building tables by name.
 --   lease    hash  token = last fencing token, claim = holder id of the creation claimant,
 --                  hold = holder id whose release holds the session while it pauses the sandbox,
---                  jbytes = journal bytes, h:<holderId> = '<expiresAt>:<token>:<startedAt>'
+--                  jbytes = journal bytes, h:<holderId> = '<expiresAt>:<token>:<startedAt>',
+--                  cp = '1' while the checkpoints hash exists (a turn's begin and end then refresh its TTL)
 --   journal  list  JSON entries in recording order
+--   checkpoints hash  kept checkpoints (see includes/checkpoints.lua)
 
 -- The store clock: Redis server time in epoch ms, so leases never depend on a client's clock.
 local function store_now()
@@ -22,10 +24,11 @@ end
 -- load_record, in step.
 local FIELDS = { 'schemaVersion', 'tenant', 'conversationId', 'sandboxId', 'providerId', 'template',
   'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount', 'runningSeconds',
-  'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox' }
+  'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox', 'restore' }
 local F_SCHEMA, F_TENANT, F_CONVERSATION, F_SANDBOX, F_PROVIDER, F_TEMPLATE = 1, 2, 3, 4, 5, 6
 local F_CREATED, F_UPDATED, F_STARTED, F_ENDED, F_TURNS, F_RUNNING = 7, 8, 9, 10, 11, 12
 local F_PAUSED_SECONDS, F_STATE, F_PAUSED_AT, F_TOKEN, F_MANIFEST, F_USED = 13, 14, 15, 16, 17, 18
+local F_RESTORE = 19
 
 local function integer(value)
   return string.format('%d', value)
@@ -111,6 +114,49 @@ local function manifest_ok(text)
   return list_of(manifest.memory, memory_entry_ok) and list_of(manifest.processes, process_entry_ok)
 end
 
+local function is_time(value)
+  return type(value) == 'number' and value == value and value >= 0 and value ~= math.huge
+end
+
+local function is_turn(value)
+  return type(value) == 'number' and value >= 0 and value == math.floor(value) and value <= 9007199254740991
+end
+
+-- A decoded snapshot of a checkpoint or restore: JSON null, or { snapshotId, keeps = { files, memory } }.
+local function snapshot_value_ok(snapshot)
+  if snapshot == nil or snapshot == cjson.null then return true end
+  if type(snapshot) ~= 'table' or not is_text(snapshot.snapshotId)
+    or not printable_or_null(snapshot.snapshotId, 256) or type(snapshot.keeps) ~= 'table' then
+    return false
+  end
+  return type(snapshot.keeps.files) == 'boolean' and type(snapshot.keeps.memory) == 'boolean'
+end
+
+-- A stored snapshot's JSON (the kit's checkSnapshot); checked as far as the engine's cjson goes.
+local function snapshot_ok(text)
+  local ok, snapshot = pcall(cjson.decode, text)
+  if not ok or type(snapshot) ~= 'table' then return false end
+  if cjson.outline_only then return true end
+  return snapshot_value_ok(snapshot)
+end
+
+-- A pending restore as a rewind or fork writes it (the kit's parseStoredRestore): it names the snapshot the
+-- next turn creates its sandbox from, so a damaged one is refused before anything is written.
+local function restore_ok(text)
+  local ok, restore = pcall(cjson.decode, text)
+  if not ok or type(restore) ~= 'table' then return false end
+  if cjson.outline_only then return true end
+  if (restore.kind ~= 'rewound' and restore.kind ~= 'forked') or not is_turn(restore.turn)
+    or not is_time(restore.at) or not snapshot_value_ok(restore.snapshot) then
+    return false
+  end
+  local from = restore.fromSandboxId
+  if from ~= nil and from ~= cjson.null and (not is_text(from) or not printable_or_null(from, 256)) then
+    return false
+  end
+  return restore.fromConversationId == nil or is_text(restore.fromConversationId)
+end
+
 -- Reads and checks the record without writing anything, so a caller can refuse before any write.
 -- Returns 'none'; or 'corrupt'; or 'ok' and the record's values in FIELDS order (false = null).
 -- `conversation_id` may be '' when the caller only knows the hash (listing).
@@ -118,7 +164,8 @@ local function load_record(key, tenant, conversation_id)
   -- Field names spelled out rather than unpack(FIELDS): this runs twice per turn.
   local record = redis.pcall('HMGET', key, 'schemaVersion', 'tenant', 'conversationId', 'sandboxId',
     'providerId', 'template', 'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount',
-    'runningSeconds', 'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox')
+    'runningSeconds', 'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox',
+    'restore')
   if record.err then return 'corrupt' end
   if not record[F_SCHEMA] then
     if redis.call('EXISTS', key) == 0 then return 'none' end
@@ -144,6 +191,7 @@ local function load_record(key, tenant, conversation_id)
     return 'corrupt'
   end
   if record[F_MANIFEST] and not manifest_ok(record[F_MANIFEST]) then return 'corrupt' end
+  if record[F_RESTORE] and not restore_ok(record[F_RESTORE]) then return 'corrupt' end
   return 'ok', record
 end
 
@@ -168,12 +216,13 @@ end
 -- Returns the live holders (id -> { expiresAt, token, startedAt }), their count, the claimant (or nil), the
 -- last fencing token, whether a journal exists (append-journal keeps `jbytes` exactly while it does),
 -- `run_from` (the earliest start of running among the turns released while others held the session, or
--- nil) and the holder of a live hold (or nil; a hold whose holder lapsed is deleted); or nil when the key
--- is not a hash (the caller refuses as corrupt).
+-- nil), the holder of a live hold (or nil; a hold whose holder lapsed is deleted) and whether checkpoints
+-- exist (`cp`); or nil when the key is not a hash (the caller refuses as corrupt).
 local function live_holders(key, now)
   local flat = redis.pcall('HGETALL', key)
   if flat.err then return nil end
   local holders, count, claim, counter, journal, run_from, hold, lapsed = {}, 0, nil, 0, false, nil, nil, {}
+  local checkpoints = false
   for i = 1, #flat, 2 do
     local field, value = flat[i], flat[i + 1]
     if string.sub(field, 1, 2) == 'h:' then
@@ -195,6 +244,8 @@ local function live_holders(key, now)
       journal = true
     elseif field == 'run_from' then
       run_from = tonumber(value)
+    elseif field == 'cp' then
+      checkpoints = true
     end
   end
   if #lapsed > 0 then redis.call('HDEL', key, unpack(lapsed)) end
@@ -206,7 +257,7 @@ local function live_holders(key, now)
     redis.call('HDEL', key, 'hold')
     hold = nil
   end
-  return holders, count, claim, counter, journal, run_from, hold
+  return holders, count, claim, counter, journal, run_from, hold, checkpoints
 end
 
 local function holder_value(expires_at, token, started_at)
@@ -220,12 +271,13 @@ local function refresh(keys, ttl)
   end
 end
 
--- The same for a turn's begin and end, which know from the lease hash whether a journal exists: a session
--- without one saves the command.
-local function refresh_session(record_key, lease_key, journal_key, has_journal, ttl)
-  redis.call('PEXPIRE', record_key, ttl)
-  redis.call('PEXPIRE', lease_key, ttl)
-  if has_journal then redis.call('PEXPIRE', journal_key, ttl) end
+-- The same for a turn's begin and end, which know from the lease hash whether a journal and checkpoints
+-- exist: a session without them saves the commands. `keys` = { record, lease, journal, checkpoints }.
+local function refresh_session(keys, has_journal, has_checkpoints, ttl)
+  redis.call('PEXPIRE', keys[1], ttl)
+  redis.call('PEXPIRE', keys[2], ttl)
+  if has_journal then redis.call('PEXPIRE', keys[3], ttl) end
+  if has_checkpoints then redis.call('PEXPIRE', keys[4], ttl) end
 end
 
 -- Records a sandbox state; pausedAt is set on pause and cleared when running again.

@@ -1,7 +1,7 @@
 --[[
   Extends a live lease to now + leaseMs and refreshes the session TTL.
 
-  KEYS[1] record (TTL only)    KEYS[2] lease    KEYS[3] journal (TTL only)
+  KEYS[1] record (TTL only)    KEYS[2] lease    KEYS[3] journal (TTL only)    KEYS[4] checkpoints (TTL only)
 
   ARGV[1] holder id
   ARGV[2] fencing token of the lease

@@ -1,7 +1,7 @@
 --[[
   Records the sandbox state (a pause outside release, or a failed one) and refreshes the session TTL.
 
-  KEYS[1] record    KEYS[2] lease (TTL only)    KEYS[3] journal (TTL only)
+  KEYS[1] record    KEYS[2] lease (TTL only)    KEYS[3] journal (TTL only)    KEYS[4] checkpoints (TTL only)
 
   ARGV[1] tenant
   ARGV[2] conversation id

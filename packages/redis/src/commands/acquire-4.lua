@@ -3,7 +3,7 @@
   reads the record (stamping lastTurnStartedAt), grants the creation claim when no sandbox is mapped and no
   live holder holds the claim, and refreshes the session TTL. Refuses a corrupt record without writing.
 
-  KEYS[1] record    KEYS[2] lease    KEYS[3] journal (TTL only)
+  KEYS[1] record    KEYS[2] lease    KEYS[3] journal (TTL only)    KEYS[4] checkpoints (TTL only)
 
   ARGV[1] tenant
   ARGV[2] conversation id (checked against the record)
@@ -25,7 +25,7 @@ local holder_id, lease_ms, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 -- The session must outlive the lease it grants, even with a TTL shorter than the lease.
 if ttl < lease_ms then ttl = lease_ms end
 local now = store_now()
-local holders, count, claim, counter, has_journal, run_from, hold = live_holders(KEYS[2], now)
+local holders, count, claim, counter, has_journal, run_from, hold, has_checkpoints = live_holders(KEYS[2], now)
 if not holders then return { 'corrupt', 2 } end
 if hold and hold ~= holder_id then return { 'held', holders[hold][1] - now } end
 -- A new run of overlapping turns: forget the start of a previous one whose last holder never released.
@@ -52,5 +52,5 @@ if record then
   record[F_UPDATED] = record[F_STARTED]
   redis.call('HSET', KEYS[1], 'lastTurnStartedAt', record[F_STARTED], 'updatedAt', record[F_UPDATED])
 end
-refresh_session(KEYS[1], KEYS[2], KEYS[3], has_journal, ttl)
+refresh_session(KEYS, has_journal, has_checkpoints, ttl)
 return { 'ok', record or {}, create, count, token, expires_at }

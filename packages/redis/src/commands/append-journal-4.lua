@@ -3,6 +3,7 @@
   nothing is stored). Refreshes the session TTL.
 
   KEYS[1] record (TTL only)    KEYS[2] lease (holds the journal's byte count)    KEYS[3] journal
+  KEYS[4] checkpoints (TTL only)
 
   ARGV[1] step JSON
   ARGV[2] most steps
