@@ -45,7 +45,8 @@ function lookStep(files: string[]): ScriptStep {
   return {
     toolCalls: [
       { toolName: 'runCode', input: { code: 'x' } },
-      ...files.map((path) => ({ toolName: 'runCommand', input: { command: `test -e ${path} && echo yes` } })),
+      // The mock provider's shell knows `cat`: exit code 0 with the content, 1 for a missing file.
+      ...files.map((path) => ({ toolName: 'runCommand', input: { command: `cat /home/user/${path}` } })),
     ],
   }
 }
@@ -87,7 +88,7 @@ describe('sandkeepTurn branch', () => {
       notice: expect.stringMatching(/rewound.*end of turn 1/),
       result: '1',
     })
-    expect(seen[1]).toMatchObject({ exitCode: 0, stdout: 'yes\n' })
+    expect(seen[1]).toMatchObject({ exitCode: 0, stdout: 'x was 1\n' })
     expect(seen[2]).toMatchObject({ exitCode: 1 })
     expect(again.report).toMatchObject({
       outcome: 'rewound',
