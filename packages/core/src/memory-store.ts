@@ -44,6 +44,7 @@ import {
   leaseLost,
   parseJournalEntry,
   parseStoredCheckpoints,
+  rewindBusy,
   type SessionKey,
   type StoreLimits,
   serializeJournalEntry,
@@ -119,7 +120,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
     clearJournal: (key) => sessions.run(() => sessions.clearJournal(key)),
     now: () => sessions.run(() => sessions.now()),
     readCheckpoints: (key) => sessions.run(() => sessions.readCheckpoints(key)),
-    rewind: (key, lease, input) => sessions.run(() => sessions.rewind(key, lease, input)),
+    rewind: (key, input) => sessions.run(() => sessions.rewind(key, input)),
     createFork: (key, input) => sessions.run(() => sessions.createFork(key, input)),
     close: async () => sessions.close(),
   }
@@ -465,30 +466,34 @@ class MemorySessions {
     return entry ? this.checkpoints(key, entry) : []
   }
 
-  rewind(keyInput: unknown, leaseInput: unknown, input: RewindInput): RewindResult {
+  rewind(keyInput: unknown, input: RewindInput): RewindResult {
     const key = checkStoreKey(keyInput)
-    const lease = checkLease(leaseInput)
     const checked = checkRewindInput(input, this.limits.defaultTtlMs)
     this.assertOpen()
     const now = this.clock()
-    const { entry } = this.holding(key, lease, now, 'it lapsed before the rewind')
-    const checkpoints = this.checkpoints(key, entry)
-    const record = entry.record
-    if (record && lease.fencingToken < record.mappingToken) {
-      throw leaseLost(key, `fencing token ${lease.fencingToken} is older than ${record.mappingToken}`)
+    const entry = this.find(key, now)
+    const checkpoints = entry ? this.checkpoints(key, entry) : []
+    if (entry) prune(entry, now)
+    if (entry && entry.holders.size > 0) {
+      const longest = Math.max(...[...entry.holders.values()].map((holder) => holder.expiresAt))
+      throw rewindBusy(key, longest - now)
     }
+    const record = entry?.record ?? null
     if ((record?.sandboxId ?? null) !== checked.expectedSandboxId) {
       throw leaseLost(key, 'another holder changed the mapping first')
     }
     const target = checkpoints.find((checkpoint) => checkpoint.turn === checked.toTurn) ?? null
     // Without a record no turn ever ended: there is nothing to go back to, not even turn 0.
-    if (!record || (checked.toTurn !== 0 && !target)) {
+    if (!entry || !record || (checked.toTurn !== 0 && !target)) {
       throw checkpointNotFound(
         key,
         checked.toTurn,
         checkpoints.map((checkpoint) => checkpoint.turn),
       )
     }
+    // A token of its own, as acquire issues one: a turn that began before and lost its lease is fenced off.
+    const token = Math.max(entry.counter, record.mappingToken) + 1
+    entry.counter = token
     const length = target?.journalLength ?? 0
     if (entry.journal.length > length) {
       entry.journal = entry.journal.slice(0, length)
@@ -508,7 +513,7 @@ class MemorySessions {
         fromSandboxId: record.sandboxId,
         at: now,
       },
-      mappingToken: lease.fencingToken,
+      mappingToken: token,
       updatedAt: now,
     } satisfies Partial<SessionRecord>)
     entry.expiresAt = now + checked.ttlMs

@@ -37,6 +37,7 @@ import {
   journalFull,
   leaseLost,
   parseJournalEntry,
+  rewindBusy,
   SandkeepError,
   type SessionKey,
   type StoreLimits,
@@ -85,7 +86,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     clearJournal: (key) => sessions.clearJournal(key),
     now: () => sessions.now(),
     readCheckpoints: (key) => sessions.readCheckpoints(key),
-    rewind: (key, lease, input) => sessions.rewind(key, lease, input),
+    rewind: (key, input) => sessions.rewind(key, input),
     createFork: (key, input) => sessions.createFork(key, input),
     close: () => sessions.connection.close(),
   }
@@ -183,7 +184,13 @@ class RedisSessions {
       commands.setSandbox(redis, session, { key, lease, input, checked }, this.singleSlot),
     )
     if (reply.written) return reply.record
-    throw mappingRefused(key, lease, reply, 'the mapping was written')
+    const why =
+      reply.reason === 'stale-token'
+        ? `fencing token ${lease.fencingToken} is older than the mapping's ${reply.mappingToken}`
+        : reply.reason === 'mismatch'
+          ? 'another holder changed the mapping first'
+          : 'it lapsed before the mapping was written'
+    throw leaseLost(key, why)
   }
 
   async release(keyInput: unknown, leaseInput: unknown, input: ReleaseInput): Promise<ReleaseResult> {
@@ -337,14 +344,14 @@ class RedisSessions {
     )
   }
 
-  async rewind(keyInput: unknown, leaseInput: unknown, input: RewindInput): Promise<RewindResult> {
+  async rewind(keyInput: unknown, input: RewindInput): Promise<RewindResult> {
     const { key, session } = this.session(keyInput)
-    const lease = checkLease(leaseInput)
     const checked = checkRewindInput(input, this.limits.defaultTtlMs)
     const reply = await this.connection.roundTrip('rewind the session', session.keys.record, (redis) =>
-      commands.rewind(redis, session, { key, lease, checked }),
+      commands.rewind(redis, session, { key, checked }),
     )
-    if (reply.status === 'lost') throw mappingRefused(key, lease, reply, 'the rewind')
+    if (reply.status === 'busy') throw rewindBusy(key, reply.retryAfterMs)
+    if (reply.status === 'mismatch') throw leaseLost(key, 'another holder changed the mapping first')
     if (reply.status === 'missing') throw checkpointNotFound(key, checked.toTurn, reply.kept)
     const { record, checkpoint, dropped } = reply
     return { record, checkpoint, dropped }
@@ -381,22 +388,6 @@ class RedisSessions {
       commands.clearJournal(redis, session),
     )
   }
-}
-
-/** LEASE_LOST for a fenced write (`what`: before which it lapsed) refused by its script, saying why. */
-function mappingRefused(
-  key: SessionKey,
-  lease: Lease,
-  reply: { reason: 'lapsed' | 'stale-token' | 'mismatch'; mappingToken: string },
-  what: string,
-): SandkeepError {
-  const why =
-    reply.reason === 'stale-token'
-      ? `fencing token ${lease.fencingToken} is older than the mapping's ${reply.mappingToken}`
-      : reply.reason === 'mismatch'
-        ? 'another holder changed the mapping first'
-        : `it lapsed before ${what}`
-  return leaseLost(key, why)
 }
 
 /**

@@ -357,21 +357,20 @@ export async function readCheckpoints(redis: RedisClient, session: Session): Pro
 /** What `rewind` answers: the rewound session, or why it was refused. */
 export type RewindReply =
   | { status: 'ok'; record: SessionRecord; checkpoint: Checkpoint | null; dropped: Checkpoint[] }
-  | { status: 'lost'; reason: 'lapsed' | 'stale-token' | 'mismatch'; mappingToken: string }
+  | { status: 'busy'; retryAfterMs: number }
+  | { status: 'mismatch' }
   | { status: 'missing'; kept: number[] }
 
-/** Sets a session back to a checkpoint, fenced (see rewind-4.lua). */
+/** Sets a session no turn holds back to a checkpoint (see rewind-4.lua). */
 export async function rewind(
   redis: RedisClient,
   session: Session,
-  write: { key: SessionKey; lease: Lease; checked: CheckedRewindInput },
+  write: { key: SessionKey; checked: CheckedRewindInput },
 ): Promise<RewindReply> {
-  const { key, lease, checked } = write
+  const { key, checked } = write
   const args = [
     key.tenant,
     key.conversationId,
-    lease.holderId,
-    lease.fencingToken,
     checked.toTurn,
     checked.expectedSandboxId ?? '',
     checked.ttlMs,
@@ -379,9 +378,8 @@ export async function rewind(
   const reply = await runChecked(redis, 'rewind-4', session, sessionKeys(session), args)
   const where = session.keys.checkpoints
   const [status, detail, target, dropped] = reply
-  if (status === 'lost') {
-    return { status, reason: detail as 'lapsed', mappingToken: String(target) }
-  }
+  if (status === 'busy') return { status, retryAfterMs: Number(detail) }
+  if (status === 'mismatch') return { status }
   if (status === 'missing') {
     return { status, kept: (Array.isArray(detail) ? detail : []).map(Number) }
   }

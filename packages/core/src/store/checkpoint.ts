@@ -20,6 +20,7 @@ import {
   validateConversationId,
   validateInteger,
   validateSandboxId,
+  validateSnapshotId,
 } from '../validation.js'
 import { corruptRecordError, type JournalLimits, journalFull } from './errors.js'
 import { checkJournalStep, serializeJournalEntry } from './journal-step.js'
@@ -31,8 +32,6 @@ import { isPlainObject } from './shape.js'
 export const MAX_CHECKPOINTS_KEPT = 1000
 /** Highest turn a rewind or fork may name. */
 export const MAX_CHECKPOINT_TURN = 1e9
-/** Largest snapshot id, in UTF-8 bytes. */
-export const MAX_SNAPSHOT_ID_BYTES = 256
 
 /** `null`, or `value` checked as printable text of 1 to `maxBytes` bytes (INVALID_ARGUMENT naming `name`). */
 function nullableText(name: string, value: unknown, maxBytes: number): string | null {
@@ -50,15 +49,14 @@ function nullableText(name: string, value: unknown, maxBytes: number): string | 
 
 /**
  * Checks a checkpoint's snapshot: `null`, or `{ snapshotId, keeps: { files, memory } }` with a snapshot id
- * of 1 to 256 bytes of printable text. Returns a copy holding only those fields.
+ * as `validateSnapshotId` takes it. Returns a copy holding only those fields.
  * @throws SandkeepError INVALID_ARGUMENT naming `name`
  */
 export function checkSnapshot(name: string, snapshot: unknown): CheckpointSnapshot | null {
   if (snapshot === null) return null
   if (!isPlainObject(snapshot)) throw invalidArgument(name, 'must be null or { snapshotId, keeps }.')
   rejectUnknownOptions(name, snapshot, ['snapshotId', 'keeps'])
-  const snapshotId = nullableText(`${name}.snapshotId`, snapshot.snapshotId, MAX_SNAPSHOT_ID_BYTES)
-  if (snapshotId === null) throw invalidArgument(`${name}.snapshotId`, 'must be a non-empty string.')
+  const snapshotId = validateSnapshotId(snapshot.snapshotId)
   const keeps = snapshot.keeps
   if (!isPlainObject(keeps)) throw invalidArgument(`${name}.keeps`, 'must be { files, memory }.')
   rejectUnknownOptions(`${name}.keeps`, keeps, ['files', 'memory'])
@@ -308,6 +306,21 @@ export function checkpointNotFound(key: SessionKey, turn: number, kept: readonly
     message: `This session has no checkpoint of turn ${turn} (kept turns: ${turns}; 0 goes back to before the first turn). Nothing was changed; pick a kept turn.`,
     tenant: key.tenant,
     conversationId: key.conversationId,
+  })
+}
+
+/**
+ * SESSION_BUSY for a rewind of `key`: a turn holds the session (running, or pausing its sandbox); rewind once
+ * it ended, at the latest after `retryAfterMs` (its remaining lease). Nothing was written.
+ */
+export function rewindBusy(key: SessionKey, retryAfterMs: number): SandkeepError {
+  return new SandkeepError({
+    code: 'SESSION_BUSY',
+    message: `A turn of this conversation is under way (or pausing its sandbox); rewind once it ended (its lease lapses within ${Math.ceil(retryAfterMs)} ms). Nothing was changed.`,
+    tenant: key.tenant,
+    conversationId: key.conversationId,
+    retryable: true,
+    retryAfterMs,
   })
 }
 

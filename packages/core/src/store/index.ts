@@ -25,10 +25,10 @@ export {
   forkRestore,
   MAX_CHECKPOINT_TURN,
   MAX_CHECKPOINTS_KEPT,
-  MAX_SNAPSHOT_ID_BYTES,
   parseStoredCheckpoint,
   parseStoredCheckpoints,
   parseStoredRestore,
+  rewindBusy,
   sessionExists,
 } from './checkpoint.js'
 export {

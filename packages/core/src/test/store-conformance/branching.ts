@@ -4,13 +4,7 @@
 // the optional `readCheckpoints`, `rewind` and `createFork` skips the area's tests after checking it has
 // none of the three.
 import type { JournalStep } from '../../journal.js'
-import type {
-  Checkpoint,
-  CheckpointSnapshot,
-  Lease,
-  ReleaseInput,
-  SessionStore,
-} from '../../session-store.js'
+import type { Checkpoint, CheckpointSnapshot, ReleaseInput, SessionStore } from '../../session-store.js'
 import type { SessionKey } from '../../validation.js'
 import { defineArea, holder, LEASE, manifestFor, mapping, newKey, sleep } from './context.js'
 
@@ -184,8 +178,8 @@ export const branchingConformance = defineArea(
       if (!store) return
       const key = newKey()
       const recorded = await runTurns(store, key, 3)
-      const lease = await begin(store, key)
-      const rewound = await store.rewind(key, lease, { toTurn: 2, expectedSandboxId: 'sbx-1' })
+      const before = await store.get(key)
+      const rewound = await store.rewind(key, { toTurn: 2, expectedSandboxId: 'sbx-1' })
       expect(rewound.checkpoint).toEqual(recorded[1])
       expect(rewound.dropped).toEqual([recorded[2]])
       const record = rewound.record
@@ -195,8 +189,9 @@ export const branchingConformance = defineArea(
         state: 'unknown',
         pausedAt: null,
         manifest: recorded[1]!.manifest,
-        mappingToken: lease.fencingToken,
       })
+      // The rewind took a token of its own, above every one issued before it.
+      expect(record.mappingToken).toBeGreaterThan(before!.mappingToken)
       expect(record.restore).toMatchObject({
         kind: 'rewound',
         turn: 2,
@@ -210,13 +205,17 @@ export const branchingConformance = defineArea(
       expect(await store.readCheckpoints(key)).toEqual(recorded.slice(0, 2))
       await store.appendJournal(key, stepOf(3))
       await expectCode(store.appendJournal(key, stepOf(4)), 'JOURNAL_FULL')
-      // The session is still the caller's: its next mapping carries the restore out and clears it.
-      const mapped = await store.setSandbox(key, lease, mapping('sbx-2', null))
+      // The next turn creates the sandbox; its mapping carries the restore out and clears it.
+      const next = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
+      expect(next.create).toBe(true)
+      expect(next.lease.fencingToken).toBeGreaterThan(record.mappingToken)
+      expect(next.record?.restore).toEqual(record.restore)
+      const mapped = await store.setSandbox(key, next.lease, mapping('sbx-2', null))
       expect(mapped.restore).toBeNull()
       expect(mapped.turnCount).toBe(2)
       expect((await store.get(key))?.restore).toBeNull()
-      // The next turn's checkpoint follows the kept ones.
-      const released = await store.release(key, lease, {
+      // Its checkpoint follows the kept ones.
+      const released = await store.release(key, next.lease, {
         turnEndedAt: Date.now(),
         checkpoint: { sandboxId: 'sbx-2', snapshot: null, keep: 10 },
       })
@@ -228,8 +227,7 @@ export const branchingConformance = defineArea(
       if (!store) return
       const key = newKey()
       const recorded = await runTurns(store, key, 2)
-      const lease = await begin(store, key)
-      const rewound = await store.rewind(key, lease, { toTurn: 0, expectedSandboxId: 'sbx-1' })
+      const rewound = await store.rewind(key, { toTurn: 0, expectedSandboxId: 'sbx-1' })
       expect(rewound.checkpoint).toBeNull()
       expect(rewound.dropped).toEqual(recorded)
       expect(rewound.record).toMatchObject({
@@ -247,8 +245,9 @@ export const branchingConformance = defineArea(
       expect(await store.readJournal(key)).toEqual([])
       expect(await store.readCheckpoints(key)).toEqual([])
       // Rewinding again needs the mapping it left: none.
-      const again = await store.rewind(key, lease, { toTurn: 0, expectedSandboxId: null })
+      const again = await store.rewind(key, { toTurn: 0, expectedSandboxId: null })
       expect(again.record.restore).toMatchObject({ turn: 0, fromSandboxId: null })
+      expect(again.record.mappingToken).toBeGreaterThan(rewound.record.mappingToken)
       await store.appendJournal(key, stepOf(1))
       expect(await store.readJournal(key)).toHaveLength(1)
     })
@@ -259,12 +258,11 @@ export const branchingConformance = defineArea(
       const key = newKey()
       // Turn 1 is pruned by keep 2, turn 4 never took one: turns 2 and 3 are kept.
       await runTurns(store, key, 4, { keep: 2, without: [4] })
-      const lease = await begin(store, key)
       const before = await sessionState(store, key)
       expect(before.checkpoints.map((checkpoint) => checkpoint.turn)).toEqual([2, 3])
       for (const toTurn of [1, 4, 9, 1e9]) {
         const error = await expectCode(
-          store.rewind(key, lease, { toTurn, expectedSandboxId: 'sbx-1' }),
+          store.rewind(key, { toTurn, expectedSandboxId: 'sbx-1' }),
           'CHECKPOINT_NOT_FOUND',
         )
         expect(error.message).toContain('2, 3')
@@ -279,34 +277,65 @@ export const branchingConformance = defineArea(
         { toTurn: 2, expectedSandboxId: 'sbx-1', surprise: true },
         null,
       ]) {
-        await expectCode(store.rewind(key, lease, bad as never), 'INVALID_ARGUMENT')
+        await expectCode(store.rewind(key, bad as never), 'INVALID_ARGUMENT')
       }
+      await expectCode(
+        store.rewind({ tenant: key.tenant } as never, { toTurn: 0, expectedSandboxId: null }),
+        'INVALID_ARGUMENT',
+      )
+      // A session that never had a record has no turn to go back to.
+      await expectCode(store.rewind(newKey(), { toTurn: 0, expectedSandboxId: null }), 'CHECKPOINT_NOT_FOUND')
       expect(await sessionState(store, key)).toEqual(before)
-      // The lease is still good.
-      await store.renew(key, lease, { leaseMs: LEASE.long })
+      // No token was taken either: the next turn gets the one after the last turn's.
+      const next = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
+      expect(next.lease.fencingToken).toBe(before.record!.mappingToken + 4)
     })
 
-    test('refuses a rewind with a stale lease or another mapping (LEASE_LOST), and writes nothing', async () => {
+    test('refuses a rewind while a turn holds the session (SESSION_BUSY) or the mapping moved (LEASE_LOST)', async () => {
       const store = supported(await open())
       if (!store) return
       const key = newKey()
       await runTurns(store, key, 2)
-      const older = await begin(store, key)
-      const newer = await begin(store, key)
-      await store.setSandbox(key, newer, mapping('sbx-2', 'sbx-1'))
-      const lapsing = await begin(store, key, leases.short)
+      const turn = await begin(store, key)
       const before = await sessionState(store, key)
-      // A lower token than the mapping's, even naming the sandbox mapped now.
-      await expectCode(store.rewind(key, older, { toTurn: 1, expectedSandboxId: 'sbx-2' }), 'LEASE_LOST')
-      // The mapping the caller saw is gone.
-      await expectCode(store.rewind(key, newer, { toTurn: 1, expectedSandboxId: 'sbx-1' }), 'LEASE_LOST')
-      await expectCode(store.rewind(key, newer, { toTurn: 0, expectedSandboxId: null }), 'LEASE_LOST')
-      await sleep(leases.lapseWait)
-      await expectCode(store.rewind(key, lapsing, { toTurn: 1, expectedSandboxId: 'sbx-2' }), 'LEASE_LOST')
+      const busy = await expectCode(
+        store.rewind(key, { toTurn: 1, expectedSandboxId: 'sbx-1' }),
+        'SESSION_BUSY',
+      )
+      expect(busy.retryable).toBe(true)
+      expect(busy.retryAfterMs).toBeGreaterThan(0)
+      expect(busy.retryAfterMs).toBeLessThanOrEqual(LEASE.long)
       expect(await sessionState(store, key)).toEqual(before)
-      // A session nobody began a turn of.
-      const unheld: Lease = { holderId: 'nobody', fencingToken: 99, expiresAt: Date.now() + 60_000 }
-      await expectCode(store.rewind(newKey(), unheld, { toTurn: 0, expectedSandboxId: null }), 'LEASE_LOST')
+      // A turn end that holds the session while it pauses the sandbox is a turn too.
+      const held = await store.release(key, turn, { turnEndedAt: Date.now(), holdIfLast: true })
+      if (held.held) {
+        await expectCode(store.rewind(key, { toTurn: 1, expectedSandboxId: 'sbx-1' }), 'SESSION_BUSY')
+        await store.releaseHold?.(key, turn)
+      }
+      const idle = await sessionState(store, key)
+      // The mapping the caller saw is not the one mapped now.
+      await expectCode(store.rewind(key, { toTurn: 1, expectedSandboxId: 'sbx-other' }), 'LEASE_LOST')
+      await expectCode(store.rewind(key, { toTurn: 0, expectedSandboxId: null }), 'LEASE_LOST')
+      expect(await sessionState(store, key)).toEqual(idle)
+    })
+
+    test('fences off a turn whose lease lapsed before the rewind: no mapping, no checkpoint after it', async () => {
+      const store = supported(await open())
+      if (!store) return
+      const key = newKey()
+      await runTurns(store, key, 2)
+      const slow = await begin(store, key, leases.short)
+      await sleep(leases.lapseWait)
+      const rewound = await store.rewind(key, { toTurn: 1, expectedSandboxId: 'sbx-1' })
+      expect(rewound.record.mappingToken).toBeGreaterThan(slow.fencingToken)
+      await expectCode(store.setSandbox(key, slow, mapping('sbx-late', null)), 'LEASE_LOST')
+      const late = await store.release(key, slow, {
+        turnEndedAt: Date.now(),
+        checkpoint: { sandboxId: 'sbx-1', snapshot: snapshotOf(9), keep: 10 },
+      })
+      expect(late.checkpointRefused).toBe(true)
+      expect((await store.readCheckpoints(key)).map((checkpoint) => checkpoint.turn)).toEqual([1])
+      expect((await store.get(key))?.restore).toMatchObject({ kind: 'rewound', turn: 1 })
     })
 
     test('forks a checkpoint into a new session: record, journal, restore, listed, no checkpoints', async () => {
@@ -479,8 +508,9 @@ export const branchingConformance = defineArea(
         const damage = await corruptCheckpoints(store, key)
         const calls: Array<[string, () => Promise<unknown>]> = [
           ['readCheckpoints', () => store.readCheckpoints(key)],
-          ['rewind to 1', () => store.rewind(key, lease, { toTurn: 1, expectedSandboxId: 'sbx-1' })],
-          ['rewind to 0', () => store.rewind(key, lease, { toTurn: 0, expectedSandboxId: 'sbx-1' })],
+          // Refused as corrupt before anything else (here the turn `lease` holds would make it busy).
+          ['rewind to 1', () => store.rewind(key, { toTurn: 1, expectedSandboxId: 'sbx-1' })],
+          ['rewind to 0', () => store.rewind(key, { toTurn: 0, expectedSandboxId: 'sbx-1' })],
           [
             'release with a checkpoint',
             () =>
