@@ -3,6 +3,7 @@
 //   bash scripts/dev.sh node examples/chat-branching/src/main.ts
 import { createSessionManager } from '@sandkeep/core'
 import { embeddedDefaults } from '@sandkeep-examples/shared'
+import { listenOnLoopback } from '@sandkeep-examples/shared/http'
 import { createScriptedChatModel } from './model.ts'
 import { runScenario } from './scenario.ts'
 import { script } from './script.ts'
@@ -16,16 +17,13 @@ export async function start(port = Number(process.env.PORT ?? 0)) {
     checkpoints: { every: 'turn', keep: 10 },
   })
   const server = createBranchingChatServer({ sessions, model: createScriptedChatModel(script) })
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
-  const address = server.address()
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : port}`
+  const listening = await listenOnLoopback(server, port)
   return {
-    url,
+    url: listening.url,
     sessions,
     host: defaults.host,
     async close() {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await listening.close()
       await defaults.close()
     },
   }

@@ -8,6 +8,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { branchFromMessages, sandkeepTurn } from '@sandkeep/ai-sdk'
 import { SandkeepError, type SessionManager } from '@sandkeep/core'
+import { readJsonBody } from '@sandkeep-examples/shared/http'
 import { convertToModelMessages, type LanguageModel, stepCountIs, type UIMessage } from 'ai'
 
 export interface BranchingChatServerOptions {
@@ -20,14 +21,7 @@ export interface BranchingChatServerOptions {
 const MAX_BODY = 1024 * 1024
 
 async function readJson(request: IncomingMessage): Promise<Record<string, unknown>> {
-  let size = 0
-  const chunks: Buffer[] = []
-  for await (const chunk of request) {
-    size += (chunk as Buffer).length
-    if (size > MAX_BODY) throw new Error('body too large')
-    chunks.push(chunk as Buffer)
-  }
-  const body: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+  const body = await readJsonBody(request, MAX_BODY)
   if (typeof body !== 'object' || body === null) throw new Error('the body must be a JSON object')
   return body as Record<string, unknown>
 }

@@ -26,20 +26,20 @@ describe('truncateOutput', () => {
   })
 })
 
-describe('stateLostNotice', () => {
-  const base: ResumeReport = {
-    conversationId: 'c',
-    tenant: 'default',
-    sandboxId: 's',
-    outcome: 'resumed',
-    timings: { storeMs: 0, connectMs: 0, healthMs: 0, rehydrateMs: 0, totalMs: 0 },
-    survived: { memory: true, filesystem: true, processes: true },
-    checks: [],
-    stateLost: false,
-    retries: 0,
-    rehydratedSteps: 0,
-  }
+const base: ResumeReport = {
+  conversationId: 'c',
+  tenant: 'default',
+  sandboxId: 's',
+  outcome: 'resumed',
+  timings: { storeMs: 0, connectMs: 0, healthMs: 0, rehydrateMs: 0, totalMs: 0 },
+  survived: { memory: true, filesystem: true, processes: true },
+  checks: [],
+  stateLost: false,
+  retries: 0,
+  rehydratedSteps: 0,
+}
 
+describe('stateLostNotice', () => {
   it('says nothing when nothing was lost', () => {
     expect(stateLostNotice(undefined)).toBeUndefined()
     expect(stateLostNotice(base)).toBeUndefined()
@@ -107,15 +107,11 @@ describe('stateLostNotice', () => {
 
 describe('stateLostNotice after a rewind or a fork', () => {
   const restoredBase: ResumeReport = {
-    conversationId: 'c',
-    tenant: 'default',
+    ...base,
     sandboxId: 's2',
     outcome: 'rewound',
-    timings: { storeMs: 0, connectMs: 0, healthMs: 0, rehydrateMs: 0, totalMs: 0 },
     survived: { memory: false, filesystem: true, processes: false },
-    checks: [],
     stateLost: true,
-    retries: 0,
     rehydratedSteps: 2,
     restored: { kind: 'rewound', turn: 3, source: 'snapshot', snapshotId: 'snap-1' },
   }
