@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { SandkeepError } from '../errors.js'
+import { createMemorySessionStore } from '../memory-store.js'
 import type { Turn } from '../session-manager-types.js'
 import { snapshotName } from './checkpoints.js'
 import { record, setup } from './manager.test-support.js'
@@ -249,6 +250,30 @@ describe('rewind', () => {
     await expect(sessions.rewind(id, { toTurn: 1 })).resolves.toMatchObject({ toTurn: 1 })
   })
 
+  it('fences out a turn that lost its lease before it: its checkpoint is refused and its snapshot deleted', async () => {
+    let clock = Date.now()
+    const store = createMemorySessionStore({ now: () => clock })
+    const { sessions, provider, id } = setup({ checkpoints, store })
+    const first = await sessions.beginTurn(id)
+    await work(first, '/home/user/a.txt', 1)
+    await first.end()
+    const stale = await sessions.beginTurn(id)
+    await work(stale, '/home/user/late.txt', 2)
+    // Its lease lapses in the store (a stalled process), so the rewind finds the session free.
+    clock += 120_000
+    const other = setup({ checkpoints, store, provider }).sessions
+    await other.rewind(id, { toTurn: 0 })
+    const end = await stale.end()
+    expect(end.checkpoint).toBeUndefined()
+    expect(provider.callsOf('createSnapshot')).toHaveLength(2)
+    expect(provider.snapshots.size).toBe(0)
+    expect(await sessions.listCheckpoints(id)).toEqual([])
+    expect(await store.get({ tenant: 'default', conversationId: id })).toMatchObject({
+      restore: { turn: 0 },
+      sandboxId: null,
+    })
+  })
+
   it('waits for another manager’s turn that ends meanwhile', async () => {
     const made = setup({ checkpoints, createWaitMs: 5000 })
     const other = setup({ checkpoints, store: made.store, provider: made.provider }).sessions
@@ -341,12 +366,12 @@ describe('snapshots are deleted', () => {
     const { sessions, provider, id } = setup({ checkpoints, createWaitMs: 0, leaseMs: 300 })
     const turn = await sessions.beginTurn(id)
     await work(turn, '/home/user/a.txt', 1)
-    const kept = (await turn.end()).checkpoint!.snapshot!.snapshotId
-    const sandboxId = (await sessions.getSession(id))!.sandboxId!
-    // A snapshot a crashed turn end took and never recorded, and one taken a moment ago.
+    // A snapshot a crashed turn end took and never recorded, and one a turn end is taking right now.
     const key = { tenant: 'default', conversationId: id }
+    const sandboxId = turn.report!.sandboxId
     const old = await provider.createSnapshot!(sandboxId, { name: snapshotName(key, Date.now() - 60_000) })
     const fresh = await provider.createSnapshot!(sandboxId, { name: snapshotName(key, Date.now() + 60_000) })
+    const kept = (await turn.end()).checkpoint!.snapshot!.snapshotId
     const result = await sessions.gc()
     expect(result.deletedSnapshots).toEqual([old.snapshotId])
     expect([kept, old.snapshotId, fresh.snapshotId].map((s) => provider.snapshots.has(s))).toEqual([
