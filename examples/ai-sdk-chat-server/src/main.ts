@@ -3,6 +3,7 @@
 //   bash scripts/dev.sh node examples/ai-sdk-chat-server/src/main.ts    then    curl -N localhost:3000/chat -d '{"conversationId":"c1","message":"hi"}'
 import { createSessionManager } from '@sandkeep/core'
 import { embeddedDefaults } from '@sandkeep-examples/shared'
+import { listenOnLoopback } from '@sandkeep-examples/shared/http'
 import { createScriptedModel, defaultTranscriptPath, loadTranscript } from 'sandkeep'
 import { createChatServer } from './server.ts'
 
@@ -10,17 +11,13 @@ export async function start(port = Number(process.env.PORT ?? 3000)) {
   const defaults = await embeddedDefaults()
   const sessions = createSessionManager({ store: defaults.store, provider: defaults.provider })
   const model = createScriptedModel(await loadTranscript(defaultTranscriptPath))
-  const server = createChatServer({ sessions, model })
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
-  const address = server.address()
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : port}`
+  const listening = await listenOnLoopback(createChatServer({ sessions, model }), port)
   return {
-    url,
+    url: listening.url,
     sessions,
     host: defaults.host,
     async close() {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await listening.close()
       await defaults.close()
     },
   }

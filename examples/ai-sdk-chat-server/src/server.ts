@@ -4,9 +4,10 @@
 // went away): the response does not wait for the pause, and the next request of the conversation waits for
 // it. The reply is the AI SDK UI message stream (SSE) that useChat reads. A long-lived Node server needs
 // nothing more; a serverless function would pass `turn.ended` to its host's `waitUntil`.
-import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer, type Server } from 'node:http'
 import { sandkeepTurn } from '@sandkeep/ai-sdk'
 import type { SessionManager } from '@sandkeep/core'
+import { readJsonBody } from '@sandkeep-examples/shared/http'
 import { type LanguageModel, type ModelMessage, stepCountIs } from 'ai'
 
 export interface ChatServerOptions {
@@ -17,17 +18,6 @@ export interface ChatServerOptions {
 }
 
 const MAX_BODY = 64 * 1024
-
-async function readJson(request: IncomingMessage): Promise<unknown> {
-  let size = 0
-  const chunks: Buffer[] = []
-  for await (const chunk of request) {
-    size += (chunk as Buffer).length
-    if (size > MAX_BODY) throw new Error('body too large')
-    chunks.push(chunk as Buffer)
-  }
-  return JSON.parse(Buffer.concat(chunks).toString('utf8'))
-}
 
 export function createChatServer(options: ChatServerOptions): Server {
   // The conversation history lives here for the example; a real server keeps it in its database.
@@ -43,7 +33,7 @@ export function createChatServer(options: ChatServerOptions): Server {
     }
     let body: { conversationId?: unknown; message?: unknown }
     try {
-      body = (await readJson(request)) as typeof body
+      body = (await readJsonBody(request, MAX_BODY)) as typeof body
     } catch (error) {
       response.writeHead(400, { 'content-type': 'application/json' })
       response.end(JSON.stringify({ error: `bad request body: ${(error as Error).message}` }))

@@ -29,4 +29,17 @@ export {
   type WriteFileInput,
   type WriteFileToolResult,
 } from './sandbox-tools.js'
-export { type SandkeepTurn, type SandkeepTurnOptions, sandkeepTurn } from './turn/index.js'
+export type { SandkeepTurnBranch } from './turn/branch.js'
+export {
+  type MessageMetadataCallback,
+  type SandkeepTurn,
+  type SandkeepTurnOptions,
+  sandkeepTurn,
+} from './turn/index.js'
+export {
+  branchFromMessages,
+  checkpointMetadata,
+  type MessageWithMetadata,
+  type SandkeepMessageMetadata,
+  sandkeepMetadataOf,
+} from './turn/metadata.js'

@@ -26,20 +26,20 @@ describe('truncateOutput', () => {
   })
 })
 
-describe('stateLostNotice', () => {
-  const base: ResumeReport = {
-    conversationId: 'c',
-    tenant: 'default',
-    sandboxId: 's',
-    outcome: 'resumed',
-    timings: { storeMs: 0, connectMs: 0, healthMs: 0, rehydrateMs: 0, totalMs: 0 },
-    survived: { memory: true, filesystem: true, processes: true },
-    checks: [],
-    stateLost: false,
-    retries: 0,
-    rehydratedSteps: 0,
-  }
+const base: ResumeReport = {
+  conversationId: 'c',
+  tenant: 'default',
+  sandboxId: 's',
+  outcome: 'resumed',
+  timings: { storeMs: 0, connectMs: 0, healthMs: 0, rehydrateMs: 0, totalMs: 0 },
+  survived: { memory: true, filesystem: true, processes: true },
+  checks: [],
+  stateLost: false,
+  retries: 0,
+  rehydratedSteps: 0,
+}
 
+describe('stateLostNotice', () => {
   it('says nothing when nothing was lost', () => {
     expect(stateLostNotice(undefined)).toBeUndefined()
     expect(stateLostNotice(base)).toBeUndefined()
@@ -102,6 +102,82 @@ describe('stateLostNotice', () => {
     expect(notice).toMatch(/999 recorded setup steps were replayed/)
     expect(notice).toMatch(/1 recorded setup step failed when replayed, so what it set up is missing/)
     expect(notice).toMatch(/step 1 \(command: exit 1: pip: no such package\)/)
+  })
+})
+
+describe('stateLostNotice after a rewind or a fork', () => {
+  const restoredBase: ResumeReport = {
+    ...base,
+    sandboxId: 's2',
+    outcome: 'rewound',
+    survived: { memory: false, filesystem: true, processes: false },
+    stateLost: true,
+    rehydratedSteps: 2,
+    restored: { kind: 'rewound', turn: 3, source: 'snapshot', snapshotId: 'snap-1' },
+  }
+
+  it('from a snapshot: set back to the end of turn k, files as then, memory rebuilt from the journal', () => {
+    const notice = stateLostNotice(restoredBase)
+    expect(notice).toMatch(/rewound: the sandbox was set back to its state at the end of turn 3/)
+    expect(notice).toMatch(/Files and installed packages are as they were then \(restored from a snapshot\)/)
+    expect(notice).toMatch(/Interpreter variables were rebuilt by re-running 2 recorded setup steps/)
+    expect(notice).toMatch(/Background processes from then are not running/)
+    expect(notice).not.toMatch(/replaying/)
+  })
+
+  it('is given even when the report says nothing was lost (a snapshot that kept memory)', () => {
+    const notice = stateLostNotice({
+      ...restoredBase,
+      stateLost: false,
+      rehydratedSteps: 0,
+      survived: { memory: true, filesystem: true, processes: true },
+    })
+    expect(notice).toMatch(/end of turn 3/)
+    expect(notice).not.toMatch(/Interpreter variables/)
+  })
+
+  it('from the journal: a fresh sandbox with the recorded setup replayed', () => {
+    const notice = stateLostNotice({
+      ...restoredBase,
+      survived: { memory: false, filesystem: false, processes: false },
+      restored: { kind: 'rewound', turn: 2, source: 'journal' },
+    })
+    expect(notice).toMatch(/end of turn 2/)
+    expect(notice).toMatch(/fresh sandbox set up by replaying the 2 recorded setup steps up to then/)
+    expect(notice).not.toMatch(/snapshot/)
+  })
+
+  it('a lost snapshot: what the journal did not record is gone', () => {
+    const notice = stateLostNotice({
+      ...restoredBase,
+      restored: { kind: 'rewound', turn: 3, source: 'journal', snapshotId: 'snap-1', snapshotLost: true },
+    })
+    expect(notice).toMatch(/snapshot of that state was gone/)
+    expect(notice).toMatch(/not recorded as setup are gone/)
+  })
+
+  it('turn 0: the start of the conversation, nothing in the sandbox', () => {
+    const notice = stateLostNotice({
+      ...restoredBase,
+      rehydratedSteps: 0,
+      restored: { kind: 'rewound', turn: 0, source: 'journal' },
+    })
+    expect(notice).toMatch(/start of the conversation, before its first turn/)
+    expect(notice).toMatch(/fresh sandbox with nothing from earlier turns/)
+  })
+
+  it('a fork: starts from the other conversation’s state, with the failed replay steps named', () => {
+    const notice = stateLostNotice({
+      ...restoredBase,
+      outcome: 'forked',
+      restored: { kind: 'forked', turn: 1, source: 'snapshot', fromConversationId: 'conv-src-77' },
+      rehydrateFailures: { count: 1, skipped: 0, steps: [{ step: 1, kind: 'code', message: 'NameError' }] },
+    })
+    expect(notice).toMatch(
+      /forked from another one: its sandbox starts from that conversation's state at the end of turn 1/,
+    )
+    expect(notice).toMatch(/1 recorded setup step failed when replayed.*NameError/)
+    expect(notice).not.toMatch(/conv-src-77/)
   })
 })
 

@@ -1,4 +1,4 @@
-import type { ResumeReport } from '@sandkeep/core'
+import type { RestoreReport, ResumeReport } from '@sandkeep/core'
 
 /** Result of {@link truncateOutput}. */
 export interface TruncatedText {
@@ -49,15 +49,23 @@ function keptFilesNotice(report: ResumeReport): string {
   return ` Found with other content than the recorded setup, so kept as they are rather than replaced: ${shown}${more}.`
 }
 
+/** "1 recorded setup step", "3 recorded setup steps". */
+function setupSteps(count: number): string {
+  return `${count} recorded setup step${count === 1 ? '' : 's'}`
+}
+
 /**
- * The note put in front of the model on the first tool result of a turn whose resume lost state, or
- * `undefined` when nothing was lost. Short and concrete: what is gone and what to do.
+ * The note put in front of the model on the first tool result of a turn whose resume lost state, or of a
+ * rewound or forked turn (always: the sandbox is no longer what the latest turns left), or `undefined` when
+ * nothing was lost. Short and concrete: what is gone and what to do.
  */
 export function stateLostNotice(report: ResumeReport | undefined): string | undefined {
-  if (report === undefined || !report.stateLost) return undefined
+  if (report === undefined) return undefined
+  if (report.restored) return restoredNotice(report, report.restored)
+  if (!report.stateLost) return undefined
   const replayed =
     (report.rehydratedSteps > 0
-      ? ` ${report.rehydratedSteps} recorded setup step${report.rehydratedSteps === 1 ? ' was' : 's were'} replayed.`
+      ? ` ${setupSteps(report.rehydratedSteps)} ${report.rehydratedSteps === 1 ? 'was' : 'were'} replayed.`
       : '') + failedStepsNotice(report)
   if (report.outcome === 'recreated') {
     return (
@@ -88,6 +96,40 @@ export function stateLostNotice(report: ResumeReport | undefined): string | unde
     `Notice: the sandbox's memory did not survive the pause since the previous turn: ${lost.join(' and ')} ` +
     `from earlier turns are gone; files are still there.${processes}${replayed} Re-run the code that defined what you need.`
   )
+}
+
+/** Where a rewound or forked sandbox was set back to, from what, and what of it had to be rebuilt. */
+function restoredNotice(report: ResumeReport, restored: RestoreReport): string {
+  const point =
+    restored.turn === 0
+      ? 'the start of the conversation, before its first turn'
+      : `the end of turn ${restored.turn}`
+  const opening =
+    restored.kind === 'forked'
+      ? `Notice: this conversation was forked from another one: its sandbox starts from that conversation's state at ${point}.`
+      : `Notice: the conversation was rewound: the sandbox was set back to its state at ${point}, and what later turns did in it is gone.`
+  const steps = report.rehydratedSteps
+  let how: string
+  if (restored.snapshotLost) {
+    how =
+      ` The snapshot of that state was gone, so a fresh sandbox was set up by replaying the ${setupSteps(steps)} instead: ` +
+      'files, installed packages and variables that were not recorded as setup are gone.'
+  } else if (restored.source === 'journal') {
+    how =
+      steps > 0
+        ? ` It is a fresh sandbox set up by replaying the ${setupSteps(steps)} up to then; what those turns did without recording it as setup is not there.`
+        : ' It is a fresh sandbox with nothing from earlier turns in it.'
+  } else {
+    how = ' Files and installed packages are as they were then (restored from a snapshot).'
+    if (report.survived.memory === false) {
+      how +=
+        steps > 0
+          ? ` Interpreter variables were rebuilt by re-running ${setupSteps(steps)}; anything else held in memory then is gone.`
+          : ' Interpreter variables and imports from then are gone (the snapshot keeps files, not memory).'
+    }
+    if (report.survived.processes === false) how += ' Background processes from then are not running.'
+  }
+  return `${opening}${how}${failedStepsNotice(report)}${keptFilesNotice(report)} Check what you rely on before using it.`
 }
 
 /** The sentence that names the recorded steps a replay could not apply, or '' when every step replayed. */

@@ -7,7 +7,7 @@ import { commandOperations } from './commands.js'
 import { fileOperations } from './files.js'
 import { createSessionLifecycle } from './lifecycle.js'
 import { sessionMarker } from './marker.js'
-import { checkPrewarm, resolveSessionOptions } from './options.js'
+import { checkPrewarm, resolveSessionOptions, type SessionSettings } from './options.js'
 import { resolveSandboxPath } from './paths.js'
 import { portOperations } from './ports.js'
 import { spawnProcess } from './spawn.js'
@@ -35,7 +35,11 @@ export function isSandkeepSandboxSession(value: unknown): value is SandkeepSandb
  * @throws SandkeepError INVALID_ARGUMENT for a bad conversation id, tenant or option, before any I/O.
  */
 export function createSandboxSession(options: SandboxSessionOptions): SandkeepSandboxSession {
-  const settings = resolveSessionOptions(options)
+  return sandboxSessionOf(resolveSessionOptions(options))
+}
+
+/** The session of checked settings; sandkeepTurn adds its `beforeBegin` to them. */
+export function sandboxSessionOf(settings: SessionSettings): SandkeepSandboxSession {
   const { conversationId, tenant, workingDirectory, commandTimeoutMs } = settings
   const lifecycle = createSessionLifecycle(settings)
   const context: SessionContext = {

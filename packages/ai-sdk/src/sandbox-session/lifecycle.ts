@@ -81,8 +81,10 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
       const begun = await lazy.begun()
       if (!begun) return undefined
       const report = await begun.end()
-      // A turn begun ahead (prewarm 'auto') whose sandbox was never resumed did nothing worth a report.
-      return begun.report === undefined && report.action === 'none' && !report.error ? undefined : report
+      // A turn begun ahead (prewarm 'auto') whose sandbox was never resumed did nothing worth a report,
+      // unless it recorded a checkpoint: that turn counts, and a chat keeps its number with the message.
+      const idle = begun.report === undefined && report.action === 'none' && !report.error
+      return idle && !report.checkpoint ? undefined : report
     })()
     return endPromise
   }
@@ -120,7 +122,7 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
 }
 
 /** The session's turn, begun once on first use; a failed begin is forgotten so the next call tries again. */
-function lazyTurn({ sessions, conversationId, tenant, abortSignal }: SessionSettings) {
+function lazyTurn({ sessions, conversationId, tenant, abortSignal, beforeBegin }: SessionSettings) {
   let turnPromise: Promise<Turn> | undefined
   let turn: Turn | undefined
   return {
@@ -130,13 +132,15 @@ function lazyTurn({ sessions, conversationId, tenant, abortSignal }: SessionSett
     /** Begins the turn once; `prewarm` (on the first call only) starts its resume in the background. */
     begin(prewarm?: true | 'auto'): Promise<Turn> {
       if (turnPromise === undefined) {
-        turnPromise = sessions
-          .beginTurn(conversationId, {
-            tenant,
-            lazy: true,
-            ...(prewarm === undefined ? {} : { prewarm }),
-            ...(abortSignal === undefined ? {} : { abortSignal }),
-          })
+        turnPromise = (beforeBegin ? beforeBegin() : Promise.resolve())
+          .then(() =>
+            sessions.beginTurn(conversationId, {
+              tenant,
+              lazy: true,
+              ...(prewarm === undefined ? {} : { prewarm }),
+              ...(abortSignal === undefined ? {} : { abortSignal }),
+            }),
+          )
           .then((begun) => {
             turn = begun
             return begun

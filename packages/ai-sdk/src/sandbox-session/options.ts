@@ -17,6 +17,11 @@ export interface SessionSettings {
   endGraceMs: number
   description: string
   abortSignal: AbortSignal | undefined
+  /**
+   * Awaited before the turn begins (before the lease), by whichever call begins it; its failure is that
+   * call's. A sandkeepTurn's branch (the rewind) runs here.
+   */
+  beforeBegin?: () => Promise<void>
 }
 
 /**

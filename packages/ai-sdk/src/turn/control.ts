@@ -9,8 +9,14 @@ export interface TurnControl {
   readonly signal: AbortSignal
   /** Resolves when the turn has ended. */
   readonly ended: Promise<TurnEndReport | undefined>
-  /** Ends the turn (idempotent); `reason` aborts the call if it still runs. */
-  end(reason?: unknown): Promise<TurnEndReport | undefined>
+  /** What the end did, once it is done. */
+  readonly endReport: TurnEndReport | undefined
+  /**
+   * Ends the turn (idempotent); `reason` aborts the call if it still runs. `abortCall: false` leaves the
+   * call's signal alone (a stream about to close, whose abort would turn its end into an abort); a later
+   * `end()` aborts it.
+   */
+  end(reason?: unknown, options?: { abortCall?: boolean }): Promise<TurnEndReport | undefined>
   /** Marks the one call as made (a second one throws) and starts the safety limit; returns `signal`. */
   claim(name: string): AbortSignal
   /** The call's signal joined with the caller's, whose abort ends the turn even with nobody reading. */
@@ -27,12 +33,23 @@ export function createTurnControl(sandbox: SandkeepSandboxSession, maxDurationMs
   })
   ended.catch(() => {})
   let endPromise: Promise<TurnEndReport | undefined> | undefined
+  let endReport: TurnEndReport | undefined
   let timer: NodeJS.Timeout | undefined
   let used = false
 
-  function end(reason?: unknown): Promise<TurnEndReport | undefined> {
+  function end(reason?: unknown, options?: { abortCall?: boolean }): Promise<TurnEndReport | undefined> {
+    if (options?.abortCall !== false) abortCall(reason)
     if (endPromise) return endPromise
     clearTimeout(timer)
+    endPromise = sandbox.end()
+    endPromise.then((report) => {
+      endReport = report
+      resolveEnded(report)
+    }, rejectEnded)
+    return endPromise
+  }
+
+  function abortCall(reason: unknown): void {
     if (!callController.signal.aborted) {
       callController.abort(
         reason ??
@@ -43,9 +60,6 @@ export function createTurnControl(sandbox: SandkeepSandboxSession, maxDurationMs
           }),
       )
     }
-    endPromise = sandbox.end()
-    endPromise.then(resolveEnded, rejectEnded)
-    return endPromise
   }
 
   function claim(name: string): AbortSignal {
@@ -83,5 +97,14 @@ export function createTurnControl(sandbox: SandkeepSandboxSession, maxDurationMs
     return AbortSignal.any([signal, callerSignal])
   }
 
-  return { signal: callController.signal, ended, end, claim, callSignal }
+  return {
+    signal: callController.signal,
+    ended,
+    get endReport() {
+      return endReport
+    },
+    end,
+    claim,
+    callSignal,
+  }
 }

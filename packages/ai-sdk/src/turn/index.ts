@@ -1,4 +1,4 @@
-import { type ResumeReport, SandkeepError, type TurnEndReport } from '@sandkeep/core'
+import { type Checkpoint, type ResumeReport, SandkeepError, type TurnEndReport } from '@sandkeep/core'
 import {
   type Agent,
   type GenerateTextResult,
@@ -9,12 +9,15 @@ import {
   type ToolSet,
 } from 'ai'
 import {
-  createSandboxSession,
   type SandboxSessionOptions,
   type SandkeepSandboxSession,
+  sandboxSessionOf,
 } from '../sandbox-session/index.js'
+import { resolveSessionOptions } from '../sandbox-session/options.js'
 import { type SandboxTools, type SandboxToolsOptions, sandboxTools } from '../sandbox-tools.js'
+import { checkBranch, rewindForBranch, type SandkeepTurnBranch } from './branch.js'
 import { createTurnControl } from './control.js'
+import { checkpointMetadata, type SandkeepMessageMetadata } from './metadata.js'
 import { guardStreamResult, withEndTransform } from './stream-guard.js'
 
 type Context = NonNullable<Parameters<typeof streamText>[0]['runtimeContext']>
@@ -30,7 +33,11 @@ type GenerateTextParameters<TOOLS extends ToolSet, OUTPUT extends OutputInterfac
   'tools'
 > & { tools?: TOOLS }
 // The wrappers forward options they do not inspect; the public signatures above carry the types.
-type LooseOptions = Record<string, unknown> & { abortSignal?: AbortSignal; experimental_transform?: unknown }
+type LooseOptions = Record<string, unknown> & {
+  abortSignal?: AbortSignal
+  experimental_transform?: unknown
+  prepareStep?: (options: unknown) => unknown
+}
 const callGenerateText = generateText as unknown as (options: LooseOptions) => Promise<unknown>
 const callStreamText = streamText as unknown as (options: LooseOptions) => object
 type LooseAgent = {
@@ -66,7 +73,22 @@ export interface SandkeepTurnOptions extends SandboxSessionOptions {
    * this many ms the call is aborted and the turn ended. Default 900 000 (15 min); `0` disables it.
    */
   maxDurationMs?: number
+  /**
+   * Start from an earlier state of the conversation instead of its current one: `{ regenerate: true }`
+   * (the state before its last turn), `{ editTurn: k }` (the user edited the message of turn k, 1-based:
+   * the state before turn k), `{ fromTurn: n }` (the state at the end of turn n; see
+   * {@link branchFromMessages}). The turns are the session's: every call whose turn began counts (with
+   * `resume: 'lazy'`, a call that used no tool began none, so prefer `fromTurn` from the messages there).
+   * The rewind is done as the call starts, before the turn begins, and needs the manager's `checkpoints`
+   * option. Its failure is the call's (a rejected `generateText`, an `error` part of the stream) and
+   * changes nothing: INVALID_ARGUMENT (no such turn to regenerate or edit), CHECKPOINT_NOT_FOUND,
+   * SESSION_BUSY (a turn of the conversation is running). A bad shape is refused by `sandkeepTurn` itself.
+   */
+  branch?: SandkeepTurnBranch
 }
+
+/** A `messageMetadata` callback of `toUIMessageStream` (and the Response helpers), as far as sandkeep uses it. */
+export type MessageMetadataCallback<METADATA> = (options: { part: { type: string } }) => METADATA | undefined
 
 /**
  * One turn of a conversation around one AI SDK call. The sandbox resumes on the first tool execution (or,
@@ -88,6 +110,22 @@ export interface SandkeepTurn extends AsyncDisposable {
    * result: a serverless host keeps the function alive for it (`waitUntil(turn.ended)`).
    */
   readonly ended: Promise<TurnEndReport | undefined>
+  /**
+   * The checkpoint at the turn's end (with the manager's `checkpoints` option), once `ended` resolved;
+   * keep it with the assistant message (`messageMetadata()` does, for a UI message stream).
+   */
+  readonly checkpoint: Checkpoint | undefined
+  /**
+   * A `messageMetadata` callback for `toUIMessageStream`, `toUIMessageStreamResponse` or
+   * `pipeUIMessageStreamToResponse` of this turn's `streamText`/`agentStream` result: the finish chunk
+   * carries `{ sandkeep: { turn, checkpoint } }` ({@link SandkeepMessageMetadata}), merged over what `own`
+   * returns (`own` gives the metadata of every other part). Calling it makes the stream's finish wait for
+   * the turn's end, where the checkpoint is taken (the snapshot, then the pause); call it before the
+   * stream is read, as passing it does.
+   */
+  messageMetadata<METADATA extends object = Record<never, never>>(
+    own?: MessageMetadataCallback<METADATA>,
+  ): MessageMetadataCallback<METADATA | (METADATA & { sandkeep: SandkeepMessageMetadata })>
   /** `generateText` as one turn: the sandbox tools are added and the turn ends when the call settles. */
   generateText<TOOLS extends ToolSet = {}, OUTPUT extends OutputInterface = OutputInterface<string, string>>(
     options: GenerateTextParameters<TOOLS, OUTPUT>,
@@ -123,14 +161,33 @@ export interface SandkeepTurn extends AsyncDisposable {
  * const result = turn.streamText({ model, prompt, stopWhen: stepCountIs(5) })
  * for await (const text of result.textStream) process.stdout.write(text)
  * ```
- * @throws SandkeepError INVALID_ARGUMENT for bad ids or options, before any I/O.
+ * @throws SandkeepError INVALID_ARGUMENT for bad ids or options (`branch` included), before any I/O.
  */
 export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
-  const { resume, awaitEnd, maxDurationMs } = checkTurnOptions(options)
-  const sandbox = createSandboxSession(options)
+  const { resume, awaitEnd, maxDurationMs, branch } = checkTurnOptions(options)
+  const settings = resolveSessionOptions(options)
+  let branched: Promise<unknown> | undefined
+  /** The branch's rewind, once: started by the call, or by a sandbox call before it, whichever is first. */
+  const rewind = () => {
+    if (!branch) return Promise.resolve()
+    branched ??= rewindForBranch(
+      settings.sessions,
+      settings.conversationId,
+      settings.tenant,
+      branch,
+      settings.abortSignal ? AbortSignal.any([control.signal, settings.abortSignal]) : control.signal,
+    )
+    return branched
+  }
+  const sandbox = sandboxSessionOf(
+    branch ? { ...settings, beforeBegin: async () => void (await rewind()) } : settings,
+  )
   const tools = options.tools === false ? {} : sandboxTools({ ...options.tools, session: sandbox })
   const control = createTurnControl(sandbox, maxDurationMs)
   const end = () => control.end()
+  let metadataWanted = false
+  /** Holds the stream's finish for the end when the finish is to carry the checkpoint. */
+  const beforeFinish = () => (metadataWanted ? control.end(undefined, { abortCall: false }) : undefined)
   const onCancel = () => void end().catch(() => {})
   /** Ends the turn once the call is over: awaited with `awaitEnd`, otherwise left to run (see `ended`). */
   const finish = async () => {
@@ -151,6 +208,16 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
   const withTools = (callOptions: LooseOptions) => ({
     tools: { ...tools, ...(callOptions.tools as ToolSet | undefined) },
   })
+  /** The caller's prepareStep, after the branch's rewind: a stream's model waits for it, and fails with it. */
+  const withRewind = (callOptions: LooseOptions) =>
+    branch
+      ? {
+          prepareStep: async (stepOptions: unknown) => {
+            await rewind()
+            return callOptions.prepareStep?.(stepOptions)
+          },
+        }
+      : {}
 
   return {
     sandbox,
@@ -160,9 +227,22 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
       return sandbox.report
     },
     ended: control.ended,
+    get checkpoint() {
+      return control.endReport?.checkpoint
+    },
+    messageMetadata: ((own?: MessageMetadataCallback<object>) => {
+      metadataWanted = true
+      return ({ part }: { part: { type: string } }) => {
+        const mine = own?.({ part })
+        const checkpoint = control.endReport?.checkpoint
+        if (part.type !== 'finish' || !checkpoint) return mine
+        return { ...mine, ...checkpointMetadata(checkpoint) }
+      }
+    }) as SandkeepTurn['messageMetadata'],
     generateText: (async (callOptions: LooseOptions) => {
       const wrapped = wrap('generateText', callOptions)
       try {
+        await rewind()
         return await callGenerateText({ ...wrapped, ...withTools(callOptions) })
       } finally {
         await finish()
@@ -173,13 +253,15 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
       const result = callStreamText({
         ...wrapped,
         ...withTools(callOptions),
-        experimental_transform: withEndTransform(callOptions.experimental_transform, finish),
+        ...withRewind(callOptions),
+        experimental_transform: withEndTransform(callOptions.experimental_transform, finish, beforeFinish),
       })
       return guardStreamResult(result, onCancel)
     }) as unknown as SandkeepTurn['streamText'],
     agentGenerate: (async (agent: LooseAgent, callOptions: LooseOptions) => {
       const wrapped = wrap('agentGenerate', callOptions)
       try {
+        await rewind()
         return await agent.generate(wrapped)
       } finally {
         await finish()
@@ -188,9 +270,10 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
     agentStream: (async (agent: LooseAgent, callOptions: LooseOptions) => {
       const wrapped = wrap('agentStream', callOptions)
       try {
+        await rewind()
         const result = await agent.stream({
           ...wrapped,
-          experimental_transform: withEndTransform(callOptions.experimental_transform, finish),
+          experimental_transform: withEndTransform(callOptions.experimental_transform, finish, beforeFinish),
         })
         return guardStreamResult(result, onCancel)
       } catch (error) {
@@ -212,6 +295,7 @@ function checkTurnOptions(options: SandkeepTurnOptions): {
   resume: SandkeepTurnResume
   awaitEnd: boolean
   maxDurationMs: number
+  branch: SandkeepTurnBranch | undefined
 } {
   const invalid = (message: string) => new SandkeepError({ code: 'INVALID_ARGUMENT', message })
   if (typeof options !== 'object' || options === null) {
@@ -227,5 +311,5 @@ function checkTurnOptions(options: SandkeepTurnOptions): {
   if (typeof maxDurationMs !== 'number' || !Number.isFinite(maxDurationMs) || maxDurationMs < 0) {
     throw invalid(`sandkeepTurn: maxDurationMs must be a number of ms >= 0, got ${String(maxDurationMs)}.`)
   }
-  return { resume, awaitEnd, maxDurationMs }
+  return { resume, awaitEnd, maxDurationMs, branch: checkBranch(options.branch) }
 }

@@ -16,12 +16,18 @@ const responseMethods = new Set<PropertyKey>(['toUIMessageStreamResponse', 'toTe
 /**
  * The caller's `experimental_transform` (none, one or a list) with, at the end of the pipeline, a transform
  * whose flush or cancel calls `end`; the stream closes when `end` resolves (the turn decides whether that
- * waits for the pause).
+ * waits for the pause). `beforeFinish`, when it returns a promise, holds the stream's `finish` part until
+ * that settles (the turn's end, so that what it reports can go out with the finish).
  */
-export function withEndTransform(transform: unknown, end: () => Promise<unknown>): unknown[] {
+export function withEndTransform(
+  transform: unknown,
+  end: () => Promise<unknown>,
+  beforeFinish?: () => Promise<unknown> | undefined,
+): unknown[] {
   const endTransform: StreamTextTransform<ToolSet> = () =>
     new TransformStream({
-      transform(chunk, controller) {
+      async transform(chunk, controller) {
+        if (chunk.type === 'finish') await beforeFinish?.()?.catch(() => {})
         controller.enqueue(chunk)
       },
       async flush() {
