@@ -189,6 +189,8 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     let endReport: TurnEndReport | undefined
     let ending: Promise<TurnEndReport> | undefined
     const controller = new AbortController()
+    // The fake keeps no checkpoints: its release says none, once the end got that far.
+    const released = Promise.withResolvers<undefined>()
     const turn: Turn = {
       conversationId,
       tenant: options?.tenant ?? 'default',
@@ -204,6 +206,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
       get endReport() {
         return endReport
       },
+      checkpointed: released.promise,
       signal: controller.signal,
       journal: {
         record: async (step) => {
@@ -240,6 +243,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
         ending ??= (async () => {
           open -= 1
           fake.ends += 1
+          released.resolve(undefined)
           const last = open === 0
           const action = report === undefined ? 'none' : last ? 'paused' : 'left-running-for-other-holders'
           if (last && report !== undefined && fake.endGate) {

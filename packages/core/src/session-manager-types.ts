@@ -178,6 +178,12 @@ export interface Turn extends AsyncDisposable {
   end(): Promise<TurnEndReport>
   /** The end report once ended. */
   readonly endReport: TurnEndReport | undefined
+  /**
+   * Settles once `end()` has released the lease, before the pause: with the checkpoint the release recorded,
+   * or `undefined` (checkpoints off, the checkpoint refused, the release failed). For a reply that carries
+   * the checkpoint without waiting for the pause. Never rejects; pending until `end()` is called.
+   */
+  readonly checkpointed: Promise<Checkpoint | undefined>
 }
 
 /** Events emitted by the session manager, with their payloads. */

@@ -258,6 +258,29 @@ describe('the checkpoint in UI message metadata', () => {
     expect(sandkeepMetadataOf(message)?.turn).toBe(1)
   })
 
+  it('the finish waits for the checkpoint, not for the pause that follows it', async () => {
+    const pauseGate = Promise.withResolvers<void>()
+    const slowPause = {
+      ...provider,
+      pause: async (sandboxId: string, options?: { signal?: AbortSignal }) => {
+        await pauseGate.promise
+        return provider.pause!(sandboxId, options)
+      },
+    }
+    sessions = createSessionManager({ store, provider: slowPause, checkpoints: { every: 'turn', keep: 10 } })
+    const { message, turn } = await streamToMessage([writeStep(1, 'one.txt'), { text: 'one' }])
+    expect(sandkeepMetadataOf(message)).toMatchObject({ turn: 1 })
+    expect(turn.checkpoint?.turn).toBe(1)
+    let ended = false
+    void turn.ended.then(() => {
+      ended = true
+    })
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(ended).toBe(false)
+    pauseGate.resolve()
+    expect((await turn.ended)?.action).toBe('paused')
+  })
+
   it('a turn that used no tool still counts and carries its turn (it stands on the previous snapshot)', async () => {
     await streamToMessage([writeStep(1, 'one.txt'), { text: 'one' }])
     const { message } = await streamToMessage([{ text: 'just talk' }])

@@ -111,7 +111,8 @@ export interface SandkeepTurn extends AsyncDisposable {
    */
   readonly ended: Promise<TurnEndReport | undefined>
   /**
-   * The checkpoint at the turn's end (with the manager's `checkpoints` option), once `ended` resolved;
+   * The checkpoint at the turn's end (with the manager's `checkpoints` option), once the end's release
+   * recorded it (by the stream's finish with `messageMetadata()`, else once `ended` resolved);
    * keep it with the assistant message (`messageMetadata()` does, for a UI message stream).
    */
   readonly checkpoint: Checkpoint | undefined
@@ -120,8 +121,8 @@ export interface SandkeepTurn extends AsyncDisposable {
    * `pipeUIMessageStreamToResponse` of this turn's `streamText`/`agentStream` result: the finish chunk
    * carries `{ sandkeep: { turn, checkpoint } }` ({@link SandkeepMessageMetadata}), merged over what `own`
    * returns (`own` gives the metadata of every other part). Calling it makes the stream's finish wait for
-   * the turn's end, where the checkpoint is taken (the snapshot, then the pause); call it before the
-   * stream is read, as passing it does.
+   * the turn end's release, where the checkpoint is recorded (after its snapshot; the pause follows the
+   * finish); call it before the stream is read, as passing it does.
    */
   messageMetadata<METADATA extends object = Record<never, never>>(
     own?: MessageMetadataCallback<METADATA>,
@@ -186,8 +187,21 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
   const control = createTurnControl(sandbox, maxDurationMs)
   const end = () => control.end()
   let metadataWanted = false
-  /** Holds the stream's finish for the end when the finish is to carry the checkpoint. */
-  const beforeFinish = () => (metadataWanted ? control.end(undefined, { abortCall: false }) : undefined)
+  /** The checkpoint the turn's release recorded, known before the pause that follows it. */
+  let released: Checkpoint | undefined
+  /**
+   * Holds the stream's finish, when it is to carry the checkpoint, until the turn end's release recorded it
+   * (the snapshot is taken by then; the pause is not waited for).
+   */
+  const beforeFinish = () => {
+    if (!metadataWanted) return undefined
+    const ending = control.end(undefined, { abortCall: false })
+    const turn = sandbox.turn
+    if (!turn) return ending
+    return Promise.race([turn.checkpointed, ending.then(() => turn.checkpointed)]).then((checkpoint) => {
+      released = checkpoint
+    })
+  }
   const onCancel = () => void end().catch(() => {})
   /** Ends the turn once the call is over: awaited with `awaitEnd`, otherwise left to run (see `ended`). */
   const finish = async () => {
@@ -228,13 +242,13 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
     },
     ended: control.ended,
     get checkpoint() {
-      return control.endReport?.checkpoint
+      return released ?? control.endReport?.checkpoint
     },
     messageMetadata: ((own?: MessageMetadataCallback<object>) => {
       metadataWanted = true
       return ({ part }: { part: { type: string } }) => {
         const mine = own?.({ part })
-        const checkpoint = control.endReport?.checkpoint
+        const checkpoint = released ?? control.endReport?.checkpoint
         if (part.type !== 'finish' || !checkpoint) return mine
         return { ...mine, ...checkpointMetadata(checkpoint) }
       }

@@ -26,6 +26,7 @@ describe('checkpoints', () => {
     await work(turn, '/home/user/a.txt', 1)
     const end = await turn.end()
     expect(end.checkpoint).toBeUndefined()
+    expect(await turn.checkpointed).toBeUndefined()
     expect(await sessions.listCheckpoints(id)).toEqual([])
     expect(provider.callsOf('createSnapshot')).toHaveLength(0)
   })
@@ -42,6 +43,7 @@ describe('checkpoints', () => {
       snapshot: { keeps: { files: true, memory: false } },
     })
     expect(end.checkpoint!.manifest?.sandboxId).toBe(first.report!.sandboxId)
+    expect(await first.checkpointed).toEqual(end.checkpoint)
     expect(provider.snapshots.has(end.checkpoint!.snapshot!.snapshotId)).toBe(true)
     expect(end.timings.checkpointMs).toBeGreaterThanOrEqual(0)
     const second = await sessions.beginTurn(id)

@@ -61,6 +61,8 @@ export interface TurnEndInput {
   processesMayHaveChanged: boolean
   /** The caller ran something in the sandbox: the record's `lastTurnUsedSandbox`. */
   used: boolean
+  /** Called once, right after the release (before the pause), with the checkpoint it recorded. */
+  onReleased: (checkpoint: Checkpoint | undefined) => void
 }
 
 /** What the release told: whether it happened, whether this turn was the last holder, the record after it. */
@@ -97,6 +99,8 @@ export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise
   try {
     return await endTurn(scope, input)
   } finally {
+    // A no-op when the release already said; otherwise (it was never reached) there is no checkpoint.
+    input.onReleased(undefined)
     ended()
   }
 }
@@ -119,6 +123,7 @@ async function endTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndRe
   const taken = await takeCheckpoint(scope, input, fail)
   const storeStarted = performance.now()
   const outcome = await release(scope, input, { manifest, processesAtResume, checkpoint: taken }, fail)
+  input.onReleased(outcome.checkpoint)
   // Marked before any other await, so a turn of this process begun from now on waits for the pause.
   const letGo = outcome.held ? holdEnd(ctx.caches, key) : undefined
   countLiveTurn(ctx.caches, key, -1)

@@ -7,7 +7,7 @@ import type { ResumeReport, TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
 import type { SandboxHandle } from '../sandbox-provider.js'
 import type { Turn, TurnJournal } from '../session-manager-types.js'
-import type { AcquireResult, FileWitness } from '../session-store.js'
+import type { AcquireResult, Checkpoint, FileWitness } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
 import { type Assessed, assess } from './assess.js'
 import type { LastTurn } from './caches.js'
@@ -62,6 +62,7 @@ export class TurnImpl implements Turn {
   readonly #written: FileWitness[] = []
   #readyPromise: Promise<SandboxHandle> | undefined
   #endPromise: Promise<TurnEndReport> | undefined
+  readonly #released = Promise.withResolvers<Checkpoint | undefined>()
   #endReport: TurnEndReport | undefined
   #ended = false
   /** The resume's dealings with the platform, once it began. */
@@ -121,6 +122,10 @@ export class TurnImpl implements Turn {
 
   get report(): ResumeReport | undefined {
     return this.#assessed?.report
+  }
+
+  get checkpointed(): Promise<Checkpoint | undefined> {
+    return this.#released.promise
   }
 
   get endReport(): TurnEndReport | undefined {
@@ -263,6 +268,7 @@ export class TurnImpl implements Turn {
       abandoned: this.#attempt?.abandoned(),
       processesMayHaveChanged: this.#processesMayHaveChanged,
       used: this.#used,
+      onReleased: this.#released.resolve,
     })
     this.#keeper.stop()
     this.#endReport = endReport
