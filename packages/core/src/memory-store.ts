@@ -338,7 +338,7 @@ class MemorySessions {
         : Math.min(entry.runFrom ?? checked.runningFrom, checked.runningFrom)
     entry.runFrom = last ? null : runFrom
     if (entry.record) {
-      recordTurnEnd(entry.record, checked, { last, runFrom, now })
+      recordTurnEnd(entry.record, checked, { last, runFrom, now, token: lease.fencingToken })
       touch(entry, checked.turnEndedAt)
     }
     entry.expiresAt = now + checked.ttlMs

@@ -385,7 +385,9 @@ export interface SessionStore {
   /**
    * Ends a holder's turn in one atomic step: removes the holder, writes the manifest and counters, refreshes
    * the TTL, and tells whether it was the last live holder. Releasing a lapsed lease still writes the
-   * counters (the turn did happen) and reports `last` from the live holders.
+   * counters (the turn did happen) and reports `last` from the live holders, except for a turn a pending
+   * rewind discarded (its token below the record's `mappingToken` while `restore` is set): that one adds no
+   * turn to `turnCount` and applies no `stateIfLast`.
    */
   release(key: SessionKey, lease: Lease, input: ReleaseInput): Promise<ReleaseResult>
   /**

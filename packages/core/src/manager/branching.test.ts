@@ -270,9 +270,11 @@ describe('rewind', () => {
     expect(provider.callsOf('createSnapshot')).toHaveLength(2)
     expect(provider.snapshots.size).toBe(0)
     expect(await sessions.listCheckpoints(id)).toEqual([])
+    // Discarded with the rewind: not a turn of the rewound conversation.
     expect(await store.get({ tenant: 'default', conversationId: id })).toMatchObject({
       restore: { turn: 0 },
       sandboxId: null,
+      turnCount: 0,
     })
   })
 

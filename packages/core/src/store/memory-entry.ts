@@ -86,8 +86,11 @@ export function newRecord(key: SessionKey, now: number, startedAt: number): Sess
 export function recordTurnEnd(
   record: SessionRecord,
   checked: CheckedReleaseInput,
-  turn: { last: boolean; runFrom: number | null; now: number },
+  turn: { last: boolean; runFrom: number | null; now: number; token: number },
 ): void {
+  // A turn that began before a rewind still pending (its token is below the one the rewind took) was
+  // discarded with what it did: it is not a turn of the rewound conversation, nor does it set its state.
+  const discarded = record.restore !== null && turn.token < record.mappingToken
   // A manifest describes one sandbox: a holder whose sandbox was re-mapped meanwhile must not replace the
   // manifest of the new one. A manifest conditional on the turn count is stale once another turn ended
   // since this one began.
@@ -100,7 +103,7 @@ export function recordTurnEnd(
     record.manifest = checked.manifest
   }
   record.lastTurnEndedAt = Math.max(record.lastTurnEndedAt ?? 0, checked.turnEndedAt)
-  record.turnCount += 1
+  if (!discarded) record.turnCount += 1
   record.runningSeconds += checked.runningSeconds
   // The sandbox ran from the first of the overlapping turns' starts to the last one's end.
   if (turn.last && turn.runFrom !== null) {
@@ -108,7 +111,9 @@ export function recordTurnEnd(
   }
   record.pausedSeconds += checked.pausedSeconds
   if (checked.usedSandbox !== undefined) record.lastTurnUsedSandbox = checked.usedSandbox
-  if (turn.last && checked.stateIfLast !== undefined) applyState(record, checked.stateIfLast, turn.now)
+  if (turn.last && checked.stateIfLast !== undefined && !discarded) {
+    applyState(record, checked.stateIfLast, turn.now)
+  }
   record.updatedAt = turn.now
 }
 

@@ -331,11 +331,17 @@ export const branchingConformance = defineArea(
       await expectCode(store.setSandbox(key, slow, mapping('sbx-late', null)), 'LEASE_LOST')
       const late = await store.release(key, slow, {
         turnEndedAt: Date.now(),
+        stateIfLast: 'paused',
         checkpoint: { sandboxId: 'sbx-1', snapshot: snapshotOf(9), keep: 10 },
       })
       expect(late.checkpointRefused).toBe(true)
       expect((await store.readCheckpoints(key)).map((checkpoint) => checkpoint.turn)).toEqual([1])
-      expect((await store.get(key))?.restore).toMatchObject({ kind: 'rewound', turn: 1 })
+      // The discarded turn is not a turn of the rewound conversation, and the sandbox it paused is not its.
+      expect(await store.get(key)).toMatchObject({
+        restore: { kind: 'rewound', turn: 1 },
+        turnCount: 1,
+        state: 'unknown',
+      })
     })
 
     test('forks a checkpoint into a new session: record, journal, restore, listed, no checkpoints', async () => {

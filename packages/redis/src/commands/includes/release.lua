@@ -92,7 +92,10 @@ local function release_turn(keys)
     end
     local ended = tonumber(ARGV[7])
     if not record[F_ENDED] or ended > tonumber(record[F_ENDED]) then record[F_ENDED] = integer(ended) end
-    record[F_TURNS] = integer(tonumber(record[F_TURNS]) + 1)
+    -- A turn that began before a rewind still pending (its token is below the one the rewind took) was
+    -- discarded with what it did: it is not a turn of the rewound conversation, nor does it set its state.
+    local discarded = record[F_RESTORE] and tonumber(ARGV[4]) < tonumber(record[F_TOKEN])
+    if not discarded then record[F_TURNS] = integer(tonumber(record[F_TURNS]) + 1) end
     local running = tonumber(record[F_RUNNING]) + tonumber(ARGV[8])
     if last == 1 and since then running = running + math.max(0, ended - since) / 1000 end
     record[F_RUNNING] = float(running)
@@ -101,7 +104,7 @@ local function release_turn(keys)
       record[F_USED] = ARGV[14]
       positions[#positions + 1] = F_USED
     end
-    if last == 1 and ARGV[10] ~= '' then
+    if last == 1 and ARGV[10] ~= '' and not discarded then
       apply_state(record, ARGV[10], now)
       positions[#positions + 1] = F_STATE
       positions[#positions + 1] = F_PAUSED_AT
