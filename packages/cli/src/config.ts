@@ -1,4 +1,5 @@
 import type { SandboxProvider, SessionStore } from '@sandkeep/core'
+import { ConfigError } from './errors.js'
 
 /** Default key prefix of the Redis store when neither `--prefix` nor `SANDKEEP_REDIS_PREFIX` is given. */
 const DEFAULT_REDIS_PREFIX = 'sandkeep'
@@ -55,15 +56,29 @@ export interface E2BConnection {
   snapshots?: { keepsMemory: boolean }
 }
 
-/** E2B settings from `E2B_API_KEY`, `E2B_API_URL`, `E2B_SANDBOX_URL`, `E2B_DOMAIN`; `null` without a key. */
+/**
+ * E2B settings from `E2B_API_KEY`, `E2B_API_URL`, `E2B_SANDBOX_URL`, `E2B_DOMAIN`, and
+ * `SANDKEEP_SNAPSHOTS_KEEP_MEMORY` (`0` for a platform whose snapshots keep files only, as `sandkeep host`
+ * prints; unset: E2B cloud's, memory and files); `null` without a key.
+ * @throws ConfigError when SANDKEEP_SNAPSHOTS_KEEP_MEMORY is neither 0 nor 1
+ */
 export function e2bFromEnv(env: NodeJS.ProcessEnv): E2BConnection | null {
   const apiKey = env.E2B_API_KEY
   if (!apiKey) return null
+  const keepsMemory = env.SANDKEEP_SNAPSHOTS_KEEP_MEMORY
+  if (keepsMemory !== undefined && keepsMemory !== '' && keepsMemory !== '0' && keepsMemory !== '1') {
+    throw new ConfigError(
+      `SANDKEEP_SNAPSHOTS_KEEP_MEMORY must be 0 (snapshots keep files only, as on a sandkeep host) or 1, got ${JSON.stringify(keepsMemory.slice(0, 20))}`,
+    )
+  }
   return {
     apiKey,
     ...(env.E2B_API_URL ? { apiUrl: env.E2B_API_URL } : {}),
     ...(env.E2B_SANDBOX_URL ? { sandboxUrl: env.E2B_SANDBOX_URL } : {}),
     ...(env.E2B_DOMAIN ? { domain: env.E2B_DOMAIN } : {}),
+    ...(keepsMemory === '0' || keepsMemory === '1'
+      ? { snapshots: { keepsMemory: keepsMemory === '1' } }
+      : {}),
   }
 }
 

@@ -161,7 +161,7 @@ async function serve(
   }
   if (flagOption(args, 'json')) {
     context.stdout.write(
-      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, domain: host.domain, caFile: host.caFile, apiKeyFile: keyFile, stateDir, pauseMode, isolation: host.isolation })}\n`,
+      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, domain: host.domain, caFile: host.caFile, apiKeyFile: keyFile, stateDir, pauseMode, isolation: host.isolation, snapshotsKeepMemory: false })}\n`,
     )
   } else {
     // E2B_DOMAIN too: an SDK that falls back to its defaults (no E2B_API_URL in one shell, a getHost URL)
@@ -173,6 +173,8 @@ async function serve(
         `export E2B_SANDBOX_URL=${host.sandboxUrl}\n` +
         `export E2B_DOMAIN=${shellWord(host.domain)}\n` +
         `export E2B_API_KEY="$(cat ${shellWord(keyFile)})"\n` +
+        // sandkeep's E2B provider then knows this host's snapshots keep files, not memory.
+        'export SANDKEEP_SNAPSHOTS_KEEP_MEMORY=0\n' +
         (host.caFile ? `export NODE_EXTRA_CA_CERTS=${shellWord(host.caFile)}\n` : '') +
         '\n' +
         `Sandbox ports: http${host.caFile ? '(s)' : ''}://<port>-<sandboxId>.${host.domain} (sandbox.getHost(port)).\n` +
