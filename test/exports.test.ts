@@ -92,6 +92,7 @@ describe('package exports', () => {
         'readAtMost',
         'readLimitError',
         'shellQuote',
+        'snapshotBaseName',
         'validateConversationId',
         'validateCreateSnapshotOptions',
         'validateListSnapshotsOptions',

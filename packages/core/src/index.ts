@@ -112,6 +112,7 @@ export {
   MAX_CONVERSATION_ID_BYTES,
   type SessionKey,
   SNAPSHOT_NAME_PATTERN,
+  snapshotBaseName,
   TENANT_PATTERN,
   validateConversationId,
   validateCreateSnapshotOptions,

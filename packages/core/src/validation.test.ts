@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { SandkeepError } from './errors.js'
 import {
+  snapshotBaseName,
   validateConversationId,
   validateCreateSnapshotOptions,
   validateListSnapshotsOptions,
@@ -163,5 +164,15 @@ describe('validateTenant', () => {
         JSON.stringify(bad),
       ).toBe('INVALID_ARGUMENT')
     }
+  })
+})
+
+describe('snapshotBaseName', () => {
+  it('takes the part after the last slash and before a tag', () => {
+    expect(snapshotBaseName('team-slug/sandkeep-ab-3:default')).toBe('sandkeep-ab-3')
+    expect(snapshotBaseName('sandkeep-ab-3:v1')).toBe('sandkeep-ab-3')
+    expect(snapshotBaseName('local/base-env')).toBe('base-env')
+    expect(snapshotBaseName('plain')).toBe('plain')
+    expect(snapshotBaseName('a/b/c:t')).toBe('c')
   })
 })

@@ -93,6 +93,16 @@ function validatePlatformId(name: string, id: unknown): string {
 export const SNAPSHOT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
 
 /**
+ * The name a snapshot was created under, from a name the platform lists: the part after the last `/` (E2B
+ * prefixes the team's slug, local-e2b `local/`) and before the `:` of a tag.
+ */
+export function snapshotBaseName(name: string): string {
+  const base = name.slice(name.lastIndexOf('/') + 1)
+  const tag = base.indexOf(':')
+  return tag < 0 ? base : base.slice(0, tag)
+}
+
+/**
  * Checks `createSnapshot`'s options: an object with only `name` (matching {@link SNAPSHOT_NAME_PATTERN})
  * and `signal`.
  * @throws SandkeepError INVALID_ARGUMENT

@@ -5,6 +5,7 @@ import {
   type SandboxProvider,
   type SnapshotInfo,
   type SnapshotKeeps,
+  snapshotBaseName,
   validateCreateSnapshotOptions,
   validateListSnapshotsOptions,
   validateSandboxId,
@@ -18,16 +19,6 @@ type Snapshots = Pick<
   SandboxProvider<Sandbox>,
   'snapshotKeeps' | 'createSnapshot' | 'createFromSnapshot' | 'deleteSnapshot' | 'listSnapshots'
 >
-
-/**
- * The base of an E2B snapshot name, which `namePrefix` is matched against: the part after the last `/`
- * (E2B prefixes the team's slug, local-e2b `local/`) and before the `:` of a tag.
- */
-export function snapshotBaseName(name: string): string {
-  const base = name.slice(name.lastIndexOf('/') + 1)
-  const tag = base.indexOf(':')
-  return tag < 0 ? base : base.slice(0, tag)
-}
 
 export function snapshotCalls(connection: Connection, limits: OutputLimits, keeps: SnapshotKeeps): Snapshots {
   return {

@@ -3,7 +3,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { SandboxHandle } from '../sandbox-provider.js'
 import type { Checkpoint, CheckpointInput } from '../session-store.js'
-import type { SessionKey } from '../validation.js'
+import { type SessionKey, snapshotBaseName } from '../validation.js'
 import type { ManagerContext } from './context.js'
 import { providerHasSnapshots } from './options.js'
 
@@ -23,8 +23,7 @@ export function snapshotName(key: SessionKey, at: number): string {
 
 /** The session tag and time a checkpoint snapshot's name holds; undefined for any other name. */
 export function parseSnapshotName(name: string): { tag: string; at: number } | undefined {
-  const base = name.slice(name.lastIndexOf('/') + 1).split(':')[0] ?? ''
-  const match = NAME_PATTERN.exec(base)
+  const match = NAME_PATTERN.exec(snapshotBaseName(name))
   if (!match) return undefined
   return { tag: match[1]!, at: Number.parseInt(match[2]!, 36) }
 }
