@@ -15,7 +15,7 @@ import {
 import { hasLiveTurn, rememberLastTurn } from './caches.js'
 import { deleteReleasedSnapshots } from './checkpoints.js'
 import type { ManagerContext } from './context.js'
-import { waitForEndings, waitForLocalEnds } from './end-wait.js'
+import { busyBackoffMs, waitForEndings, waitForLocalEnds } from './end-wait.js'
 import { providerHasSnapshots, storeHasCheckpoints, tenantOption } from './options.js'
 import { checkRecord } from './records.js'
 import { killOwnedSandbox } from './tenancy.js'
@@ -162,12 +162,7 @@ async function rewindWhenFree(
       if (!SandkeepError.hasCode(error, 'SESSION_BUSY')) throw error
       const left = deadline - performance.now()
       if (left <= 0 || hasLiveTurn(ctx.caches, key)) throw runningTurn(key, error)
-      const base = Math.min(25 * 2 ** attempt, 500)
-      await sleep(
-        Math.min(base / 2 + Math.random() * base, error.retryAfterMs ?? base, left),
-        signal,
-        'reject',
-      )
+      await sleep(busyBackoffMs(attempt, error.retryAfterMs, left), signal, 'reject')
     }
   }
 }

@@ -20,19 +20,12 @@ export function markEnding(caches: SessionCaches, key: SessionKey): () => void {
 }
 
 /** Waits until no turn end of this process is under way for `key` (bounded by `createWaitMs`). */
-export async function waitForEndings(
+export function waitForEndings(
   ctx: ManagerContext,
   key: SessionKey,
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  const deadline = performance.now() + ctx.config.createWaitMs
-  for (;;) {
-    const endings = ctx.caches.endings.get(sessionCacheKey(key))
-    if (!endings || endings.size === 0) return
-    const left = deadline - performance.now()
-    if (left <= 0) throw stillHeld(key, ctx.config.createWaitMs)
-    await Promise.race([Promise.all(endings), sleep(left, signal, 'reject')])
-  }
+  return waitForSettled(ctx, ctx.caches.endings, key, signal, performance.now() + ctx.config.createWaitMs)
 }
 
 /** Adds a pending promise under `cacheKey`; the returned function settles and removes it. */
@@ -53,23 +46,43 @@ function track(map: Map<string, Set<Promise<void>>>, cacheKey: string): () => vo
  * most until `deadline` (a `performance.now()` time, monotonic; default `createWaitMs` from now).
  * @throws SandkeepError SESSION_BUSY past the deadline; the signal's reason when it fires
  */
-export async function waitForLocalEnds(
+export function waitForLocalEnds(
   ctx: ManagerContext,
   key: SessionKey,
   signal: AbortSignal | undefined,
   deadline = performance.now() + ctx.config.createWaitMs,
 ): Promise<void> {
+  return waitForSettled(ctx, ctx.caches.endHolds, key, signal, deadline)
+}
+
+/** Waits until `map` holds no pending promise for `key`, at most until `deadline`; the timer goes with it. */
+async function waitForSettled(
+  ctx: ManagerContext,
+  map: Map<string, Set<Promise<void>>>,
+  key: SessionKey,
+  signal: AbortSignal | undefined,
+  deadline: number,
+): Promise<void> {
   for (;;) {
-    const holds = ctx.caches.endHolds.get(sessionCacheKey(key))
-    if (!holds || holds.size === 0) return
+    const pending = map.get(sessionCacheKey(key))
+    if (!pending || pending.size === 0) return
     const left = deadline - performance.now()
     if (left <= 0) throw stillHeld(key, ctx.config.createWaitMs)
     const stop = new AbortController()
     const stopped = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal
-    await Promise.race([Promise.all(holds), sleep(left, stopped, 'resolve')])
+    await Promise.race([Promise.all(pending), sleep(left, stopped, 'resolve')])
     stop.abort()
     if (signal?.aborted) throw signal.reason
   }
+}
+
+/**
+ * How long to wait before asking the store again after a SESSION_BUSY (`attempt` from 0): exponential from
+ * 25 ms to 500 ms with jitter, no longer than the store's `retryAfterMs` or the `left` of the deadline.
+ */
+export function busyBackoffMs(attempt: number, retryAfterMs: number | undefined, left: number): number {
+  const base = Math.min(25 * 2 ** attempt, 500)
+  return Math.max(0, Math.min(base / 2 + Math.random() * base, retryAfterMs ?? base, left))
 }
 
 /**
@@ -93,13 +106,8 @@ export async function acquireAfterHold(
       await waitForLocalEnds(ctx, key, signal, deadline)
     } else {
       // The hold ends when its pause returns: usually within seconds, never later than its lease.
-      const base = Math.min(25 * 2 ** attempt, 500)
-      const wait = Math.min(
-        base / 2 + Math.random() * base,
-        last.retryAfterMs ?? base,
-        deadline - performance.now(),
-      )
-      await sleep(Math.max(0, wait), signal, 'reject')
+      const wait = busyBackoffMs(attempt, last.retryAfterMs, deadline - performance.now())
+      await sleep(wait, signal, 'reject')
     }
     try {
       return await ctx.store.acquire(key, options)
