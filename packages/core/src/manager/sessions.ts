@@ -3,7 +3,7 @@ import { invalidArgument, validateInteger, validateSessionKey } from '../validat
 import { rememberLastTurn } from './caches.js'
 import { deleteReleasedSnapshots } from './checkpoints.js'
 import type { ManagerContext } from './context.js'
-import { tenantOption } from './options.js'
+import { providerHasSnapshots, tenantOption } from './options.js'
 import { checkRecord } from './records.js'
 import { killOwnedSandbox } from './tenancy.js'
 
@@ -21,8 +21,11 @@ export async function endSession(
   const record = checkRecord(await ctx.store.get(key), key)
   if (!record) return false
   if (record.sandboxId) await killOwnedSandbox(ctx, record.sandboxId, key)
+  // Only a provider that can delete snapshots has any to delete: without one, no extra store call.
   const checkpoints =
-    typeof ctx.store.readCheckpoints === 'function' ? await ctx.store.readCheckpoints(key) : []
+    typeof ctx.store.readCheckpoints === 'function' && providerHasSnapshots(ctx.provider)
+      ? await ctx.store.readCheckpoints(key)
+      : []
   const deleted = await ctx.store.delete(key)
   await deleteReleasedSnapshots(ctx, key, checkpoints, [])
   return deleted
