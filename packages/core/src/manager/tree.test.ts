@@ -39,7 +39,7 @@ async function nextTurnSees(sessions: ReturnType<typeof setup>['sessions'], id: 
   return { x, file, report }
 }
 
-for (const snapshots of [true, false]) {
+for (const snapshots of [{}, false] as const) {
   const source = snapshots ? 'snapshot' : 'journal'
   describe(`the checkpoint tree (${source})`, () => {
     it('switching back to the first answer after a regenerate runs on that answer’s state (issue 31, defect 1)', async () => {
