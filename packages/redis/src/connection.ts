@@ -48,6 +48,16 @@ export interface RedisClient {
    * goes to that key's node (the `durability` option).
    */
   pipeline(): WaitPipeline
+  /** SCAN with MATCH and COUNT (on one node). */
+  scan(
+    cursor: string,
+    match: 'MATCH',
+    pattern: string,
+    count: 'COUNT',
+    hint: number,
+  ): Promise<[string, string[]]>
+  /** On an ioredis `Cluster`: its nodes of that role (each a client of one node). */
+  nodes?(role: 'master'): RedisClient[]
   /** LRANGE. */
   lrange(key: string, start: number, stop: number): Promise<unknown>
   /** QUIT: waits for pending replies, then closes. */

@@ -49,6 +49,7 @@ import {
   type StoreLimits,
   sessionExists,
   sessionHeld,
+  TENANT_PATTERN,
   validateTenant,
 } from '@sandkeep/core/store'
 import type { RedisConnection } from './connection.js'
@@ -95,6 +96,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     rewind: (key, input) => sessions.rewind(key, input),
     checkpoint: (key, lease, input) => sessions.checkpoint(key, lease, input),
     readForkSource: (key, input) => sessions.readForkSource(key, input),
+    listTenants: () => sessions.listTenants(),
     createFork: (key, input) => sessions.createFork(key, input),
     close: () => sessions.connection.close(),
   }
@@ -450,6 +452,30 @@ class RedisSessions {
     if (reply.status === 'exists') throw sessionExists(key)
     if (reply.status === 'full') throw journalFull(key, reply.used, this.limits)
     return reply.record
+  }
+
+  /**
+   * The tenants with a listing index under this prefix: SCAN for `<prefix>:{<tenant>}:index` on the node
+   * (every primary of a Cluster), bounded by the keys' count.
+   */
+  async listTenants(): Promise<string[]> {
+    const pattern = `${this.prefix}:{*}:index`
+    const tenants = new Set<string>()
+    await this.connection.roundTrip('list the tenants', pattern, async (redis) => {
+      const nodes = redis.isCluster && typeof redis.nodes === 'function' ? redis.nodes('master') : [redis]
+      for (const node of nodes) {
+        let cursor = '0'
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+          for (const key of keys) {
+            const tenant = key.slice(this.prefix.length + 2, -'}:index'.length)
+            if (TENANT_PATTERN.test(tenant)) tenants.add(tenant)
+          }
+          cursor = String(next)
+        } while (cursor !== '0')
+      }
+    })
+    return [...tenants]
   }
 
   async now(): Promise<number> {

@@ -225,3 +225,29 @@ describe('turn.checkpoint()', () => {
     await turn.end()
   })
 })
+
+describe('gc over the tree (issue 30.2)', () => {
+  it('without a tenant visits every tenant with sessions, and keeps the snapshots their checkpoints and pending restore use', async () => {
+    let clock = Date.now()
+    const store = createMemorySessionStore({ now: () => clock })
+    const made = setup({ checkpoints, store, onTurnEnd: 'kill', createWaitMs: 0, leaseMs: 300 })
+    const { sessions, provider, id } = made
+    // Tenant acme's session: its sandbox is killed at each turn end, so acme has no live sandbox.
+    const tenant = 'acme'
+    const taken: string[] = []
+    for (const x of [1, 2]) {
+      const turn = await sessions.beginTurn(id, { tenant })
+      await setX(turn, x)
+      taken.push((await turn.end()).checkpoint!.snapshot!.snapshotId)
+    }
+    await sessions.rewind(id, { toTurn: 1, tenant })
+    clock += 3_600_000
+    const result = await sessions.gc()
+    expect(result.deletedSnapshots).toEqual([])
+    expect(taken.map((snapshotId) => provider.snapshots.has(snapshotId))).toEqual([true, true])
+    const next = await sessions.beginTurn(id, { tenant })
+    expect(next.report).toMatchObject({ outcome: 'rewound', restored: { source: 'snapshot' } })
+    expect(await next.sandbox.readFile('/home/user/x.txt')).toBe('1')
+    await next.end()
+  })
+})
