@@ -251,3 +251,17 @@ describe('gc over the tree (issue 30.2)', () => {
     await next.end()
   })
 })
+
+describe('a turn that never used the sandbox after a restore', () => {
+  it('stands its checkpoint on the restored checkpoint’s snapshot, not the newest one', async () => {
+    const { sessions, id } = setup({ checkpoints })
+    const one = await turnSetting(sessions, id, 1)
+    await turnSetting(sessions, id, 2)
+    await sessions.restore(id, { checkpoint: one.id })
+    // The restore's turn makes the sandbox from turn 1's snapshot, and checkpoints it.
+    const restored = await turnSetting(sessions, id, 1)
+    const idle = await sessions.beginTurn(id, { lazy: true })
+    const end = (await idle.end()).checkpoint!
+    expect(end).toMatchObject({ parentId: restored.id, snapshot: restored.snapshot })
+  })
+})
