@@ -20,6 +20,7 @@ import { type Lifecycle, teardown } from './lifecycle.js'
 import { type SandboxMetrics, sandboxSize } from './metrics.js'
 import type { ResolvedOptions } from './options.js'
 import { newSandboxId, type SandboxRegistry } from './registry.js'
+import { HostResourceError } from './runtime/namespace.js'
 import { newToken, type PauseMode, type Sandbox, type SandboxRecord } from './sandbox.js'
 import { ENVD_VERSION, sandboxJson } from './sandbox-json.js'
 import type { SnapshotService } from './snapshots.js'
@@ -43,6 +44,13 @@ export interface ControlPlaneOptions {
    * without nft or ip): such a create is refused.
    */
   canFilterInternet: boolean
+}
+
+/** True for an error that says the host ran short of descriptors, processes or memory (a retry may work). */
+function isResourceShortage(error: unknown): boolean {
+  if (error instanceof HostResourceError) return error.isResource
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  return code === 'EMFILE' || code === 'ENFILE' || code === 'EAGAIN' || code === 'ENOMEM'
 }
 
 /** One entry of a list. */
@@ -181,6 +189,8 @@ export class ControlPlane {
       await teardown(sandbox, 'could not start').catch(() => {})
       sandbox.runtime.removeStorage()
       this.#options.lifecycle.release(sandbox.record)
+      if (isResourceShortage(error))
+        throw new HttpError(503, (error as Error).message, { 'retry-after': '5' })
       throw new HttpError(500, `could not start the sandbox: ${(error as Error).message}`)
     }
     registry.add(sandbox)
