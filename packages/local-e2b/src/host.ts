@@ -94,6 +94,22 @@ function assignIdRange(record: SandboxRecord, ranges: IdRanges): void {
   if (previous !== undefined) record.rebaseFrom ??= previous
 }
 
+/**
+ * Gives sandboxes from a registry written before owners were kept to this host's key (the only key such a
+ * host ever had), so that from now on no other key reaches them.
+ */
+function adoptUnowned(registry: SandboxRegistry, team: string, log: HostLog): void {
+  let adopted = 0
+  for (const sandbox of registry.values()) {
+    if (sandbox.record.team !== undefined) continue
+    sandbox.record.team = team
+    adopted++
+  }
+  if (adopted === 0) return
+  registry.save()
+  log.log('warn', `${adopted} sandbox(es) from a registry without owners now belong to this host's API key`)
+}
+
 /** Builds the Sandbox (and its runtime) of a record, with the template's user and limits. */
 function sandboxFactory(
   settings: ResolvedOptions,
@@ -269,10 +285,11 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const store = new SnapshotStore(stateDir, settings.logger)
   store.load()
   const metrics = new SandboxMetrics({ registry, events, intervalMs: settings.metricsIntervalMs })
+  const team = teamOf(apiKey)
   const snapshots: SnapshotService = new SnapshotService({
     settings,
     stateDir,
-    team: teamOf(apiKey),
+    team,
     events,
     registry,
     store,
@@ -288,6 +305,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     settings,
     stateDir,
     apiKey,
+    team,
     events,
     registry,
     lifecycle,
@@ -311,13 +329,18 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const traffic = new SandboxTraffic({ settings, support, events, registry, lifecycle, faults, userPorts })
   const { isolation } = support
   const getSandbox = (id: string) => registry.get(id)?.view(isolation)
+  // The admin routes are the key's too: another team's sandbox is not there.
+  const getOwnSandbox = (id: string) => {
+    const sandbox = registry.get(id)
+    return sandbox?.record.team === team ? sandbox.view(isolation) : undefined
+  }
 
   const route = router({
     events,
     registry,
     traffic,
     controlPlane,
-    admin: { apiKey, events, faults, getSandbox },
+    admin: { apiKey, events, faults, getSandbox: getOwnSandbox },
     log,
   })
   const server: Server = createServer((request, response) => void route(request, response))
@@ -330,6 +353,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     ? prepareHostTls(settings.tlsDir, () => new URL(`http://${settings.domain}`).hostname)
     : undefined
   await lifecycle.restore('host-restart')
+  adoptUnowned(registry, team, log)
   unfreezeLeftoverDisks(registry)
   metrics.start()
   // With TLS, one listener takes both and hands each connection to the same server.
