@@ -47,6 +47,15 @@ export interface NamespaceSpec {
   sudoProgram?: Buffer
 }
 
+/**
+ * /proc files that describe the host machine, with what the sandbox reads instead: no block device (the
+ * sandbox's disk is a directory to it), and a kernel command line that names nothing of the host's.
+ */
+const MASKED_PROC_FILES: Record<string, string> = {
+  '/proc/partitions': 'major minor  #blocks  name\n\n',
+  '/proc/cmdline': 'console=hvc0 quiet\n',
+}
+
 /** Where Linux tells the id of the running boot; the sandbox shares the host's kernel, so it is covered. */
 export const BOOT_ID_PATH = '/proc/sys/kernel/random/boot_id'
 
@@ -83,6 +92,10 @@ export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: Arr
   // E2B's sandboxes are VMs, each boot with an id of its own; here the kernel is the host's, whose boot id
   // survives a cold boot. A file of the boot's own, read-only like the rest of /proc/sys, stands in for it.
   if (existsSync(BOOT_ID_PATH)) bindData(`${spec.bootId}\n`, BOOT_ID_PATH, '0444')
+  // The host's block devices and its kernel's command line (which names the host's boot, its init and
+  // options) are the machine's, not the sandbox's: files of the sandbox's own stand in for them.
+  for (const [path, content] of Object.entries(MASKED_PROC_FILES))
+    if (existsSync(path)) bindData(content, path, '0444')
   const { kernelHostDir } = spec
   if (kernelHostDir && existsSync(kernelHostDir)) {
     for (const entry of readdirSync(kernelHostDir, { withFileTypes: true })) {
