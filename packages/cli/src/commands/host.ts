@@ -69,6 +69,11 @@ processes gone).`,
         type: 'boolean',
         description: 'Print one JSON line with the URLs and the api-key file instead of export lines.',
       },
+      verbose: {
+        type: 'boolean',
+        description:
+          'Log each sandbox lifecycle event and every request (method, path, status, ms) on stderr; never a key or token.',
+      },
     },
     examples: [
       'sandkeep host --port 3100 --state-dir .sandkeep/host',
@@ -85,6 +90,7 @@ processes gone).`,
     const retentionMs = durationOption(args, 'host', 'retention', { min: 1000, max: 365 * 86_400_000 })
     const stateDirOption = stringOption(args, 'state-dir')
     const isolation = stringOption(args, 'isolation') as Isolation | undefined
+    const verbose = flagOption(args, 'verbose')
     const stateDir = stateDirOption
       ? resolve(stateDirOption)
       : await mkdtemp(join(tmpdir(), 'sandkeep-host-'))
@@ -101,6 +107,7 @@ processes gone).`,
         retentionMs,
         stateDir,
         isolation,
+        verbose,
       })
     } finally {
       if (!stateDirOption) await rm(stateDir, { recursive: true, force: true })
@@ -120,9 +127,10 @@ async function serve(
     retentionMs: number | undefined
     stateDir: string
     isolation: Isolation | undefined
+    verbose: boolean
   },
 ): Promise<number> {
-  const { port, hostname, domain, tlsDir, pauseMode, retentionMs, stateDir, isolation } = settings
+  const { port, hostname, domain, tlsDir, pauseMode, retentionMs, stateDir, isolation, verbose } = settings
 
   // The key only protects a loopback host, but it is still a credential: keep it out of stdout (logs,
   // scrollback) and give it to clients through a file only this user can read. E2B's format (`e2b_` and
@@ -146,6 +154,10 @@ async function serve(
       stateDir,
       apiKey,
       pauseMode,
+      // The host's lines on stderr (stdout holds the export lines); with --verbose every lifecycle event
+      // and request too.
+      logger: (line) => context.stderr.write(`${line}\n`),
+      logLevel: verbose ? 'debug' : 'warn',
       ...(domain === undefined ? {} : { domain }),
       ...(tlsDir === undefined ? {} : { tlsDir }),
       ...(retentionMs === undefined ? {} : { retentionMs }),
