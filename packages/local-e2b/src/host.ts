@@ -263,7 +263,15 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const support = probeRuntimeSupport(settings.isolation)
   const { stateDir, ownsStateDir } = prepareStateDir(settings.stateDir, settings.logger)
   const apiKey = settings.apiKey ?? `e2b_${randomBytes(20).toString('hex')}`
-  if (support.isolation === 'none') settings.logger(UNISOLATED_WARNING)
+  if (support.isolation === 'none') {
+    settings.logger(
+      `${UNISOLATED_WARNING} ${
+        support.sandboxHome
+          ? "Each sandbox's directory stands in as /home/user for its processes (a user and mount namespace of their own)."
+          : "This machine gives no unprivileged user namespaces: commands and code see this machine's paths (HOME and the working directory are the sandbox's directory; an absolute /home/user path is not)."
+      }`,
+    )
+  }
 
   const events = new HostEventLog()
   const log = new HostLog(settings.logger, settings.logLevel)

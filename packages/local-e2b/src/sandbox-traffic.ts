@@ -170,15 +170,17 @@ export class SandboxTraffic {
     if (sandbox.interpreter) return sandbox.interpreter
     const { support, events } = this.#options
     const isolated = support.isolation === 'bubblewrap'
+    // Unisolated processes may still see the sandbox's directory as /home/user (runtime.sandboxHome).
+    const sandboxPaths = sandbox.runtime.sandboxHome
     sandbox.interpreter = createCodeInterpreter({
       sandboxId: sandbox.id,
       kernelDir: isolated ? SANDBOX_KERNEL_DIR : this.#kernelDir,
-      homeDir: isolated ? SANDBOX_HOME : sandbox.runtime.hostPathOf(SANDBOX_HOME),
+      homeDir: sandboxPaths ? SANDBOX_HOME : sandbox.runtime.hostPathOf(SANDBOX_HOME),
       envs: { ...sandbox.record.envVars },
       emit: (type, detail) => events.record(type, sandbox.id, detail),
       spawner: {
         spawn(command, args, spawnOptions) {
-          const cwd = isolated
+          const cwd = sandboxPaths
             ? spawnOptions.cwd
             : spawnOptions.cwd.replace(sandbox.record.rootDir, '') || SANDBOX_HOME
           const child = sandbox.runtime.spawnNow(command, args, {

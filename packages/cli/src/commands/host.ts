@@ -7,7 +7,7 @@ import { durationOption, flagOption, integerOption, type ParsedArgs, stringOptio
 import { type Command, type CommandContext, ExitCode } from '../command.js'
 import type { Isolation, PauseMode } from '../demo/events.js'
 import { ConfigError } from '../errors.js'
-import { isolationOption, pauseModeOption } from '../local-host-options.js'
+import { isolationOption, pauseModeOption, startLocalHost } from '../local-host-options.js'
 
 /** E2B's API key format, which the e2b SDK 2.39 to 2.45 checks before sending anything. */
 const E2B_KEY_FORMAT = /^e2b_[0-9a-f]+$/
@@ -145,10 +145,9 @@ async function serve(
   await writeFile(keyFile, `${apiKey}\n`, { mode: 0o600 })
   await chmod(keyFile, 0o600)
 
-  const { startLocalE2B } = await import('@sandkeep/local-e2b')
-  let host: Awaited<ReturnType<typeof startLocalE2B>>
+  let host: Awaited<ReturnType<typeof startLocalHost>>
   try {
-    host = await startLocalE2B({
+    host = await startLocalHost({
       port,
       hostname,
       stateDir,
