@@ -1,4 +1,5 @@
 // The flags `sandkeep demo` and `sandkeep host` both take for a local-e2b host.
+import type { LocalE2BOptions } from '@sandkeep/local-e2b'
 import type { OptionSpec } from './args.js'
 import { ISOLATIONS, PAUSE_MODES } from './demo/events.js'
 
@@ -15,5 +16,29 @@ export function isolationOption(host: string): OptionSpec {
     choices: ISOLATIONS,
     description: `How ${host} isolates sandboxes: auto needs bubblewrap; none runs them unisolated (warns).`,
     defaultText: 'auto',
+  }
+}
+
+/**
+ * Starts local-e2b for a command. The library's refusal to run without bubblewrap names its option
+ * (`isolation: 'none'`); a CLI user is told the flag instead, and why.
+ */
+export async function startLocalHost(options: LocalE2BOptions) {
+  const { startLocalE2B, LocalE2BError } = await import('@sandkeep/local-e2b')
+  try {
+    return await startLocalE2B(options)
+  } catch (error) {
+    if (LocalE2BError.isInstance(error) && error.code === 'UNSUPPORTED' && /isolation/.test(error.message)) {
+      const uid = typeof process.getuid === 'function' ? process.getuid() : undefined
+      const why =
+        uid === 0 ? 'bubblewrap, nsenter or setpriv is missing' : `this runs as uid ${uid}, not root`
+      throw Object.assign(
+        new Error(
+          `isolated sandboxes need root plus bubblewrap, nsenter and setpriv (apt-get install bubblewrap util-linux), and ${why}; to run them unisolated on this machine (each in a directory of its own, as this user, with no isolation), pass --isolation none`,
+        ),
+        { code: 'UNSUPPORTED' },
+      )
+    }
+    throw error
   }
 }

@@ -76,6 +76,57 @@ describe('sandkeep host', () => {
     expect(host.stderr()).toContain('sandkeep host: stopping')
   }, 60_000)
 
+  it('--verbose logs each lifecycle event and request on stderr, and never a key, token or header value', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sandkeep-cli-host-verbose-'))
+    const host = startCli(['host', '--state-dir', dir, '--verbose'], cleanEnv())
+    let secrets: string[] = []
+    let sandboxId = ''
+    try {
+      const out = await waitFor(() => (host.stdout().includes('Ctrl-C') ? host.stdout() : undefined))
+      const apiUrl = /^export E2B_API_URL=(\S+)$/m.exec(out)?.[1] as string
+      const apiKey = (await readFile(join(dir, 'api-key'), 'utf8')).trim()
+      const headers = { 'X-API-KEY': apiKey, 'content-type': 'application/json' }
+      const created = (await (
+        await fetch(`${apiUrl}/v2/sandboxes`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ templateID: 'base', allow_internet_access: false }),
+        })
+      ).json()) as { sandboxID: string; envdAccessToken: string; trafficAccessToken: string }
+      sandboxId = created.sandboxID
+      secrets = [apiKey, created.envdAccessToken, created.trafficAccessToken, 'header-value-never-logged']
+      const health = await fetch(`${apiUrl}/health?token=${created.envdAccessToken}`, {
+        headers: {
+          'E2b-Sandbox-Id': sandboxId,
+          'E2b-Sandbox-Port': '49983',
+          'X-Access-Token': created.envdAccessToken,
+          'X-Custom': 'header-value-never-logged',
+        },
+      })
+      expect(health.status).toBe(204)
+      await fetch(`${apiUrl}/sandboxes/${sandboxId}/pause`, { method: 'POST', headers, body: '{}' })
+      await fetch(`${apiUrl}/v2/sandboxes/${sandboxId}/connect`, { method: 'POST', headers, body: '{}' })
+      await fetch(`${apiUrl}/sandboxes/${sandboxId}`, { method: 'DELETE', headers })
+      await waitFor(() => (host.stderr().includes(`sandbox-kill ${sandboxId}`) ? true : undefined))
+    } finally {
+      expect(await host.stop()).toBe(0)
+      await rm(dir, { recursive: true, force: true })
+    }
+    const log = host.stderr()
+    for (const line of [
+      new RegExp(`sandbox-create ${sandboxId} templateId=base createMs=\\d+`),
+      /POST \/v2\/sandboxes 201 \d+ms/,
+      new RegExp(`GET /health \\(port 49983 of ${sandboxId}\\) 204 \\d+ms`),
+      new RegExp(`sandbox-pause ${sandboxId} mode=memory`),
+      new RegExp(`sandbox-resume ${sandboxId}`),
+      new RegExp(`sandbox-connect ${sandboxId} resumed=true`),
+      new RegExp(`DELETE /sandboxes/${sandboxId} 204`),
+      new RegExp(`sandbox-kill ${sandboxId} reason=api`),
+    ])
+      expect(log).toMatch(line)
+    for (const secret of secrets) expect(log).not.toContain(secret)
+  }, 60_000)
+
   it('--tls-dir also speaks TLS on the port and prints the CA to trust', async () => {
     const tlsDir = join(stateDir, 'tls')
     const host = startCli(['host', '--tls-dir', tlsDir], cleanEnv())

@@ -110,7 +110,18 @@ describe('createE2BProvider against local-e2b', () => {
 
     const js = await sandbox.runCode('const k = 20; k + 22', { language: 'javascript' })
     expect(js.text).toBe('42')
-    const context = await sandbox.native.createCodeContext({ language: 'python' })
+    // @e2b/code-interpreter 2.8's createCodeContext sends only the traffic token, which the interpreter refuses
+    // (as E2B's does); a context made with the sandbox's envd access token.
+    const made = await fetch(`${host.sandboxUrl}/contexts`, {
+      method: 'POST',
+      headers: {
+        'E2b-Sandbox-Id': sandbox.id,
+        'E2b-Sandbox-Port': '49999',
+        'X-Access-Token': (sandbox.native as unknown as { envdAccessToken?: string }).envdAccessToken ?? '',
+      },
+      body: JSON.stringify({ language: 'python' }),
+    })
+    const context = (await made.json()) as { id: string }
     await sandbox.runCode('scoped = 1', { contextId: context.id })
     expect((await sandbox.runCode("globals().get('scoped')", { contextId: context.id })).text).toBe('1')
     expect((await sandbox.runCode("globals().get('scoped')")).text).toBeNull()

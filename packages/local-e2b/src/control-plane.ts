@@ -20,6 +20,7 @@ import { type Lifecycle, teardown } from './lifecycle.js'
 import { type SandboxMetrics, sandboxSize } from './metrics.js'
 import type { ResolvedOptions } from './options.js'
 import { newSandboxId, type SandboxRegistry } from './registry.js'
+import { HostResourceError } from './runtime/namespace.js'
 import { newToken, type PauseMode, type Sandbox, type SandboxRecord } from './sandbox.js'
 import { ENVD_VERSION, sandboxJson } from './sandbox-json.js'
 import type { SnapshotService } from './snapshots.js'
@@ -31,6 +32,8 @@ export interface ControlPlaneOptions {
   settings: ResolvedOptions
   stateDir: string
   apiKey: string
+  /** The API key's team: the owner of the sandboxes it creates, the only one that reaches them. */
+  team: string
   events: HostEventLog
   registry: SandboxRegistry
   lifecycle: Lifecycle
@@ -43,6 +46,13 @@ export interface ControlPlaneOptions {
    * without nft or ip): such a create is refused.
    */
   canFilterInternet: boolean
+}
+
+/** True for an error that says the host ran short of descriptors, processes or memory (a retry may work). */
+function isResourceShortage(error: unknown): boolean {
+  if (error instanceof HostResourceError) return error.isResource
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  return code === 'EMFILE' || code === 'ENFILE' || code === 'EAGAIN' || code === 'ENOMEM'
 }
 
 /** One entry of a list. */
@@ -98,12 +108,11 @@ export class ControlPlane {
     const parts = url.pathname.split('/').filter(Boolean)
     const versioned = parts[0] === 'v2'
     const path = versioned ? parts.slice(1) : parts
+    // Another team's sandbox is not found, as on E2B: for every route that names one, snapshots and forks too.
+    if (path[0] === 'sandboxes' && path[1] !== undefined) this.#checkOwner(path[1])
     if (await this.#options.snapshots.handle(method, path, request, response, url)) return
     if (path[0] !== 'sandboxes') throw new HttpError(404, `no route ${method} ${url.pathname}`)
     const [, sandboxId, action] = path
-    if (sandboxId !== undefined && (sandboxId.length > 128 || !/^[A-Za-z0-9_-]+$/.test(sandboxId))) {
-      throw new HttpError(404, `sandbox ${sandboxId.slice(0, 64)} not found`)
-    }
     const { faults, registry } = this.#options
     if (sandboxId === undefined) {
       if (method === 'POST') {
@@ -125,6 +134,14 @@ export class ControlPlane {
       return this.#options.metrics.answer(registry.lookup(sandboxId), url, response)
     }
     throw new HttpError(404, `no route ${method} ${url.pathname}`)
+  }
+
+  /** 404 unless `sandboxId` names a sandbox of this key's team (a malformed id is not found either). */
+  #checkOwner(sandboxId: string): void {
+    const notFound = () => new HttpError(404, `sandbox ${sandboxId.slice(0, 64)} not found`)
+    if (sandboxId.length > 128 || !/^[A-Za-z0-9_-]+$/.test(sandboxId)) throw notFound()
+    const sandbox = this.#options.registry.get(sandboxId)
+    if (sandbox && sandbox.record.team !== this.#options.team) throw notFound()
   }
 
   /** `POST /sandboxes/{id}/<action>`; false when there is no such action. */
@@ -171,6 +188,8 @@ export class ControlPlane {
         `this host runs at most ${settings.maxSandboxes} sandboxes at once; kill or pause one`,
       )
     }
+    // Creates, restores of a snapshot and forks all come here: the new sandbox is this key's.
+    record.team = this.#options.team
     await prepareDisk?.()
     mkdirSync(join(record.rootDir, 'home/user'), { recursive: true })
     mkdirSync(join(record.rootDir, 'tmp'), { recursive: true, mode: 0o1777 })
@@ -181,6 +200,8 @@ export class ControlPlane {
       await teardown(sandbox, 'could not start').catch(() => {})
       sandbox.runtime.removeStorage()
       this.#options.lifecycle.release(sandbox.record)
+      if (isResourceShortage(error))
+        throw new HttpError(503, (error as Error).message, { 'retry-after': '5' })
       throw new HttpError(500, `could not start the sandbox: ${(error as Error).message}`)
     }
     registry.add(sandbox)
@@ -310,7 +331,10 @@ export class ControlPlane {
   /** `GET /sandboxes` (legacy: running only by default) and `GET /v2/sandboxes`, paged by `nextToken`. */
   #list(url: URL, response: ServerResponse, legacy: boolean): void {
     const query = parseListQuery(url.searchParams, legacy)
-    let matches = [...this.#options.registry.values()].filter((sandbox) => query.matches(sandbox.record))
+    const { team } = this.#options
+    let matches = [...this.#options.registry.values()].filter(
+      (sandbox) => sandbox.record.team === team && query.matches(sandbox.record),
+    )
     const { order } = query
     matches.sort((a, b) => order * (a.record.startedAt - b.record.startedAt) || a.id.localeCompare(b.id))
     const after = query.after

@@ -64,6 +64,16 @@ export interface EdgeAnswer {
   body: Record<string, unknown>
   title: string
   sentence: string
+  /** Headers sent with it (e.g. Retry-After). */
+  headers?: Record<string, string>
+}
+
+/** An answer as sent: status, content type, body and headers. */
+export interface RenderedAnswer {
+  status: number
+  contentType: string
+  body: string
+  headers: Record<string, string>
 }
 
 /** A sandbox id as echoed in an answer (bounded: it comes from the request). */
@@ -139,32 +149,35 @@ function escapeHtml(text: string): string {
 }
 
 /** The status line, headers and body of an answer, for the request that gets it. */
-export function renderAnswer(
-  request: IncomingMessage,
-  answer: EdgeAnswer,
-): { status: number; contentType: string; body: string } {
+export function renderAnswer(request: IncomingMessage, answer: EdgeAnswer): RenderedAnswer {
+  const headers = answer.headers ?? {}
   if (wantsHtml(request)) {
     const body =
       `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(answer.title)}</title></head>` +
       `<body><h1>${escapeHtml(answer.title)}</h1><p>${escapeHtml(answer.sentence)}</p>` +
       `<p><code>${escapeHtml(header(request, 'host') ?? '')}</code></p></body></html>\n`
-    return { status: answer.status, contentType: 'text/html; charset=utf-8', body }
+    return { status: answer.status, contentType: 'text/html; charset=utf-8', body, headers }
   }
   return {
     status: answer.status,
     contentType: 'application/json; charset=utf-8',
     body: JSON.stringify(answer.body),
+    headers,
   }
 }
 
 /** Sends an answer on an HTTP response. */
 export function sendAnswer(request: IncomingMessage, response: ServerResponse, answer: EdgeAnswer): void {
-  const { status, contentType, body } = renderAnswer(request, answer)
+  const { status, contentType, body, headers } = renderAnswer(request, answer)
   if (response.headersSent) {
     response.destroy()
     return
   }
-  response.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) })
+  response.writeHead(status, {
+    ...headers,
+    'content-type': contentType,
+    'content-length': Buffer.byteLength(body),
+  })
   response.end(body)
 }
 

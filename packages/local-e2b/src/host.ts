@@ -16,6 +16,7 @@ import { signedFileSandbox } from './envd-signing.js'
 import { LocalE2BError } from './errors.js'
 import { type HostEvent, HostEventLog } from './events.js'
 import { HostFaults, type LocalE2BFaults } from './faults.js'
+import { HostLog } from './host-log.js'
 import { prepareHostTls } from './host-tls.js'
 import { HttpError, sendError, sendJson } from './http.js'
 import { kernelHostDirectory } from './interpreter/index.js'
@@ -32,7 +33,7 @@ import { SandboxTraffic } from './sandbox-traffic.js'
 import { SnapshotStore, teamOf } from './snapshot-store.js'
 import { SnapshotService, unfreezeLeftoverDisks } from './snapshots.js'
 import { prepareStateDir } from './state-dir.js'
-import { UserPorts } from './user-ports.js'
+import { type OpenConnections, UserPorts } from './user-ports.js'
 
 export type { LocalE2BFaults } from './faults.js'
 export { ENVD_VERSION } from './sandbox-json.js'
@@ -71,6 +72,11 @@ export interface LocalE2BHost {
   getSandbox(sandboxId: string): SandboxView | undefined
   /** Introspection of every sandbox. */
   listSandboxes(): SandboxView[]
+  /**
+   * Connections to the sandboxes' own ports open now (HTTP requests in flight, relayed WebSockets): bounded
+   * by `maxConnections` and `maxConnectionsPerSandbox`.
+   */
+  openConnections(): OpenConnections
   /** Stops every sandbox's processes, the server, and removes a temp stateDir. Idempotent. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
@@ -86,6 +92,22 @@ function assignIdRange(record: SandboxRecord, ranges: IdRanges): void {
   if (previous !== undefined && ranges.reclaim(previous, record.rootDir)) return
   record.idRange = ranges.allocate(record.rootDir)
   if (previous !== undefined) record.rebaseFrom ??= previous
+}
+
+/**
+ * Gives sandboxes from a registry written before owners were kept to this host's key (the only key such a
+ * host ever had), so that from now on no other key reaches them.
+ */
+function adoptUnowned(registry: SandboxRegistry, team: string, log: HostLog): void {
+  let adopted = 0
+  for (const sandbox of registry.values()) {
+    if (sandbox.record.team !== undefined) continue
+    sandbox.record.team = team
+    adopted++
+  }
+  if (adopted === 0) return
+  registry.save()
+  log.log('warn', `${adopted} sandbox(es) from a registry without owners now belong to this host's API key`)
 }
 
 /** Builds the Sandbox (and its runtime) of a record, with the template's user and limits. */
@@ -164,12 +186,22 @@ function router(parts: {
   traffic: SandboxTraffic
   controlPlane: ControlPlane
   admin: AdminOptions
+  log: HostLog
 }): (request: IncomingMessage, response: ServerResponse) => Promise<void> {
   return async (request, response) => {
+    let target: SandboxTarget | undefined
+    parts.log.request(request, response, () =>
+      target
+        ? {
+            ...target,
+            userPort: target.port !== ENVD_PORT && target.port !== INTERPRETER_PORT,
+          }
+        : undefined,
+    )
     const url = new URL(request.url ?? '/', 'http://local')
     let sandboxId: string | undefined
     try {
-      const target = targetOf(request, url, parts.registry)
+      target = targetOf(request, url, parts.registry)
       sandboxId = target?.sandboxId
       if (target) return await parts.traffic.handle(request, response, url, target)
       if (url.pathname === '/files' && url.searchParams.has('signature')) {
@@ -189,19 +221,24 @@ function router(parts: {
 /** Upgrade requests (WebSocket): relayed to a sandbox's user port; anything else is refused. */
 function upgradeRouter(
   userPorts: UserPorts,
+  log: HostLog,
 ): (request: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void> {
   const refuse = (socket: Duplex, status: string) => {
     socket.end(`HTTP/1.1 ${status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`)
   }
   return async (request, socket, head) => {
     socket.on('error', () => socket.destroy())
+    let target: SandboxTarget | undefined
     try {
-      const target = sandboxTarget(request)
+      target = sandboxTarget(request)
       if (!target || target.port === ENVD_PORT || target.port === INTERPRETER_PORT) {
+        log.upgrade(target, 'refused 400')
         return refuse(socket, '400 Bad Request')
       }
       await userPorts.handleUpgrade(request, socket, head, target)
+      log.upgrade(target, 'relayed or answered')
     } catch (error) {
+      log.upgrade(target, `failed: ${(error as Error)?.message ?? String(error)}`)
       refuse(socket, error instanceof RoutingError ? '400 Bad Request' : '500 Internal Server Error')
     }
   }
@@ -226,9 +263,19 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const support = probeRuntimeSupport(settings.isolation)
   const { stateDir, ownsStateDir } = prepareStateDir(settings.stateDir, settings.logger)
   const apiKey = settings.apiKey ?? `e2b_${randomBytes(20).toString('hex')}`
-  if (support.isolation === 'none') settings.logger(UNISOLATED_WARNING)
+  if (support.isolation === 'none') {
+    settings.logger(
+      `${UNISOLATED_WARNING} ${
+        support.sandboxHome
+          ? "Each sandbox's directory stands in as /home/user for its processes (a user and mount namespace of their own)."
+          : "This machine gives no unprivileged user namespaces: commands and code see this machine's paths (HOME and the working directory are the sandbox's directory; an absolute /home/user path is not)."
+      }`,
+    )
+  }
 
   const events = new HostEventLog()
+  const log = new HostLog(settings.logger, settings.logLevel)
+  log.watch(events)
   const registry = new SandboxRegistry(stateDir, settings.logger)
   const ranges =
     support.isolation === 'bubblewrap' ? new IdRanges(idRangeDirectory(), registry.path) : undefined
@@ -246,10 +293,11 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const store = new SnapshotStore(stateDir, settings.logger)
   store.load()
   const metrics = new SandboxMetrics({ registry, events, intervalMs: settings.metricsIntervalMs })
+  const team = teamOf(apiKey)
   const snapshots: SnapshotService = new SnapshotService({
     settings,
     stateDir,
-    team: teamOf(apiKey),
+    team,
     events,
     registry,
     store,
@@ -265,6 +313,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     settings,
     stateDir,
     apiKey,
+    team,
     events,
     registry,
     lifecycle,
@@ -282,20 +331,28 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     events,
     relays,
     defaultTimeoutMs: settings.defaultTimeoutMs,
+    maxConnectionsPerSandbox: settings.maxConnectionsPerSandbox,
+    maxConnections: settings.maxConnections,
   })
   const traffic = new SandboxTraffic({ settings, support, events, registry, lifecycle, faults, userPorts })
   const { isolation } = support
   const getSandbox = (id: string) => registry.get(id)?.view(isolation)
+  // The admin routes are the key's too: another team's sandbox is not there.
+  const getOwnSandbox = (id: string) => {
+    const sandbox = registry.get(id)
+    return sandbox?.record.team === team ? sandbox.view(isolation) : undefined
+  }
 
   const route = router({
     events,
     registry,
     traffic,
     controlPlane,
-    admin: { apiKey, events, faults, getSandbox },
+    admin: { apiKey, events, faults, getSandbox: getOwnSandbox },
+    log,
   })
   const server: Server = createServer((request, response) => void route(request, response))
-  const upgrade = upgradeRouter(userPorts)
+  const upgrade = upgradeRouter(userPorts, log)
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     void upgrade(request, socket, head)
   })
@@ -304,6 +361,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     ? prepareHostTls(settings.tlsDir, () => new URL(`http://${settings.domain}`).hostname)
     : undefined
   await lifecycle.restore('host-restart')
+  adoptUnowned(registry, team, log)
   unfreezeLeftoverDisks(registry)
   metrics.start()
   // With TLS, one listener takes both and hands each connection to the same server.
@@ -324,6 +382,8 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     metrics.stop()
     front?.close()
     server.closeAllConnections()
+    // Upgraded sockets are no longer the server's: they go first, giving their descriptors back.
+    userPorts.close()
     await new Promise<void>((resolve) => server.close(() => resolve()))
     await snapshots.idle()
     await lifecycle.closeAll()
@@ -356,6 +416,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     listSandboxes() {
       return [...registry.values()].map((sandbox) => sandbox.view(isolation))
     },
+    openConnections: () => userPorts.openConnections(),
     close,
     [Symbol.asyncDispose]: close,
   }
@@ -363,4 +424,4 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   return host
 }
 
-export type { HostEvent }
+export type { HostEvent, OpenConnections }

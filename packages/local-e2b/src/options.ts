@@ -1,4 +1,5 @@
 // Options of startLocalE2B, checked before anything is started.
+import { readFileSync } from 'node:fs'
 import { invalidArgument } from './errors.js'
 import { DEFAULT_METRICS_INTERVAL_MS } from './metrics.js'
 import type { SandboxUser } from './runtime/etc-files.js'
@@ -72,8 +73,27 @@ export interface LocalE2BOptions {
   isolation?: 'auto' | 'bubblewrap' | 'none'
   /** Extra template ids accepted by create (besides `base` and the code-interpreter templates). */
   templates?: string[]
-  /** Where warnings go (default `console.warn`). */
-  logger?: (line: string) => void
+  /**
+   * Where the host's log lines go (default `console.warn`), each with its level. A line never carries an API
+   * key, a token or a header value.
+   */
+  logger?: (line: string, level: LocalE2BLogLevel) => void
+  /**
+   * How much the host logs: `warn` (default: problems only), `info` (also each sandbox's lifecycle: create,
+   * connect, pause, resume, kill, timeout, fork, snapshot), `debug` (also every request: method, path without
+   * its query, status, ms).
+   */
+  logLevel?: LocalE2BLogLevel
+  /**
+   * Most connections open at once to one sandbox's own ports (`getHost(port)` traffic: HTTP requests in flight
+   * and WebSockets; default 256). One more is answered 429 with E2B's JSON/HTML answer shape.
+   */
+  maxConnectionsPerSandbox?: number
+  /**
+   * Most such connections across the host (default 1024, or a quarter of the process's open-file limit when
+   * that is lower; each costs the host two file descriptors). One more is answered 503 with Retry-After.
+   */
+  maxConnections?: number
   /** Most bytes one `/files` upload may carry; past it the host answers 413 and keeps no partial file (default 1 GiB). */
   maxUploadBytes?: number
   /** Most upload bytes in flight across the host; past it uploads get 429 + Retry-After (default 4 GiB). */
@@ -95,6 +115,9 @@ export interface LocalE2BOptions {
   metricsIntervalMs?: number
 }
 
+/** Levels of the host's log, least to most detailed. */
+export type LocalE2BLogLevel = 'warn' | 'info' | 'debug'
+
 /** Options after defaults. */
 export interface ResolvedOptions {
   port: number
@@ -111,7 +134,10 @@ export interface ResolvedOptions {
   defaultTimeoutMs: number
   isolation: 'auto' | 'bubblewrap' | 'none'
   templates: string[]
-  logger: (line: string) => void
+  logger: (line: string, level?: LocalE2BLogLevel) => void
+  logLevel: LocalE2BLogLevel
+  maxConnectionsPerSandbox: number
+  maxConnections: number
   maxUploadBytes: number
   maxConcurrentUploadBytes: number
   user: SandboxUser
@@ -145,6 +171,9 @@ const LOCAL_E2B_OPTION_NAMES = [
   'isolation',
   'templates',
   'logger',
+  'logLevel',
+  'maxConnectionsPerSandbox',
+  'maxConnections',
   'maxUploadBytes',
   'maxConcurrentUploadBytes',
   'user',
@@ -257,6 +286,10 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
   }
   if (options.logger !== undefined && typeof options.logger !== 'function')
     throw invalid('logger must be a function')
+  const logLevel = options.logLevel ?? 'warn'
+  if (logLevel !== 'warn' && logLevel !== 'info' && logLevel !== 'debug')
+    throw invalid('logLevel must be "warn", "info" or "debug"')
+  const { maxConnectionsPerSandbox, maxConnections } = resolveConnectionLimits(options)
   const { maxUploadBytes, maxConcurrentUploadBytes } = resolveUploadLimits(options)
   const { user, limits, templateOptions } = resolveSandboxSettings(options)
   const { maxSnapshots, maxSnapshotBytes, metricsIntervalMs } = resolveSnapshotsAndMetrics(options)
@@ -280,10 +313,48 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
     defaultTimeoutMs,
     isolation,
     templates,
-    logger: options.logger ?? ((line) => console.warn(line)),
+    logger: withLevel(options.logger),
+    logLevel,
+    maxConnectionsPerSandbox,
+    maxConnections,
     maxUploadBytes,
     maxConcurrentUploadBytes,
   }
+}
+
+/** The logger as the host calls it: a line without a level is a warning. */
+function withLevel(logger: LocalE2BOptions['logger']): ResolvedOptions['logger'] {
+  if (!logger) return (line) => console.warn(line)
+  return (line, level = 'warn') => logger(line, level)
+}
+
+/**
+ * 1024, or a quarter of the process's soft limit on open files when that is lower (a default of 1024 gives
+ * 256): two descriptors per connection leave half for the API, the sandboxes' pipes and their disks.
+ */
+function defaultMaxConnections(): number {
+  try {
+    const line = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))
+    if (line) return Math.max(16, Math.min(1024, Math.floor(Number(line[1]) / 4)))
+  } catch {}
+  return 256
+}
+
+/**
+ * Bounds on the port edge. A connection costs the host two file descriptors (the client's and the one to the
+ * sandbox's relay): 1024 stays well under a default soft limit of 4096 with room for the API and the
+ * sandboxes' own pipes; 256 per sandbox lets one sandbox's page load hundreds of assets but not take all.
+ */
+function resolveConnectionLimits(
+  options: LocalE2BOptions,
+): Pick<ResolvedOptions, 'maxConnectionsPerSandbox' | 'maxConnections'> {
+  const maxConnections = options.maxConnections ?? defaultMaxConnections()
+  if (!Number.isSafeInteger(maxConnections) || maxConnections < 1)
+    throw invalid('maxConnections must be a positive integer')
+  const maxConnectionsPerSandbox = options.maxConnectionsPerSandbox ?? Math.min(256, maxConnections)
+  if (!Number.isSafeInteger(maxConnectionsPerSandbox) || maxConnectionsPerSandbox < 1)
+    throw invalid('maxConnectionsPerSandbox must be a positive integer')
+  return { maxConnectionsPerSandbox, maxConnections }
 }
 
 /**

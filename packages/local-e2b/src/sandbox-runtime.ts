@@ -7,6 +7,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, readFileSync, rmdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SANDBOX_HOME } from './paths.js'
 import { mountDisk, removeDisk, unmountDisk } from './runtime/disk-image.js'
@@ -28,6 +29,16 @@ import { connectToInternet } from './runtime/network.js'
 import { SANDBOX_SUDO_PATH, SUDO_BROKER_ARGUMENT } from './runtime/sudo-program.js'
 import type { RuntimeSupport } from './runtime/support.js'
 import { createUserNamespace } from './runtime/user-namespace.js'
+
+/**
+ * An empty directory where an unisolated process's mount namespace keeps the host's /home aside (one per
+ * host user; nothing is ever mounted there outside such a namespace).
+ */
+function homeKeepDirectory(): string {
+  const dir = join(tmpdir(), `sandkeep-local-e2b-home-${process.getuid?.() ?? 'user'}`)
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  return dir
+}
 
 /** Options of one sandbox's runtime. */
 export interface SandboxRuntimeOptions {
@@ -113,6 +124,14 @@ export class SandboxRuntime {
 
   get #isolated(): boolean {
     return this.#options.support.isolation === 'bubblewrap'
+  }
+
+  /**
+   * True when the sandbox's processes see sandbox paths: isolated, or unisolated with a mount namespace of
+   * their own in which its directory is `/home/user` (support.sandboxHome).
+   */
+  get sandboxHome(): boolean {
+    return this.#isolated || this.#options.support.sandboxHome !== undefined
   }
 
   /** True when processes run in the sandbox's own namespaces (bubblewrap), false when unisolated. */
@@ -422,12 +441,22 @@ export class SandboxRuntime {
         ids: this.#insideIds(options.user ?? this.defaultUser),
         hostPathOf: (path) => this.hostPathOf(path),
         home: SANDBOX_HOME,
+        ...(this.sandboxHome
+          ? {
+              sandboxHome: {
+                unshare: this.#options.support.sandboxHome as string,
+                keepDir: homeKeepDirectory(),
+                user: options.user ?? this.defaultUser,
+              },
+            }
+          : {}),
       },
       options.cwd,
       command,
       args,
     )
-    const env = isolated ? options.env : { ...options.env, HOME: this.hostPathOf(SANDBOX_HOME) }
+    const env =
+      isolated || this.sandboxHome ? options.env : { ...options.env, HOME: this.hostPathOf(SANDBOX_HOME) }
     // fd 3 carries the pid handshake; fd 4 (isolated) the user namespace the process joins.
     const userNamespace = isolated ? this.#userNamespace : undefined
     if (isolated && userNamespace === undefined) throw new Error('sandbox user namespace is gone')

@@ -91,7 +91,7 @@ export class SandboxTraffic {
     }
     const refusal =
       port === INTERPRETER_PORT
-        ? this.#interpreterRefusal(request, sandbox)
+        ? this.#interpreterRefusal(request, url, sandbox)
         : envdRefusal(request, url, sandbox)
     if (refusal !== undefined) {
       request.resume()
@@ -120,16 +120,18 @@ export class SandboxTraffic {
   }
 
   /**
-   * Why an interpreter request is refused, or undefined: it needs the sandbox's own access token;
-   * @e2b/code-interpreter sends X-Access-Token only with /execute, its /contexts calls carry just the
-   * E2B-Traffic-Access-Token, which is accepted on the interpreter port only.
+   * Why an interpreter request is refused, or undefined. As E2B's code-interpreter server: every route but
+   * `GET /health` needs the sandbox's envd access token in X-Access-Token. The traffic token never counts
+   * here: it is meant for the sandbox's own ports and is handed to browsers with their URLs.
+   * (@e2b/code-interpreter 2.8's context calls send only the traffic token, and get 401, as on E2B.)
    */
-  #interpreterRefusal(request: IncomingMessage, sandbox: Sandbox): string | undefined {
-    const traffic = header(request, 'e2b-traffic-access-token')
-    if (traffic !== undefined && safeEqual(traffic, sandbox.trafficAccessToken)) return undefined
+  #interpreterRefusal(request: IncomingMessage, url: URL, sandbox: Sandbox): string | undefined {
+    if (request.method === 'GET' && url.pathname === '/health') return undefined
     const token = header(request, 'x-access-token')
     if (token !== undefined && safeEqual(token, sandbox.record.envdAccessToken)) return undefined
-    return 'missing or invalid access token for this sandbox'
+    return token === undefined
+      ? "the interpreter needs this sandbox's envd access token in X-Access-Token (the traffic access token opens only the sandbox's own ports)"
+      : 'invalid access token for this sandbox'
   }
 
   async #envd(
@@ -168,15 +170,17 @@ export class SandboxTraffic {
     if (sandbox.interpreter) return sandbox.interpreter
     const { support, events } = this.#options
     const isolated = support.isolation === 'bubblewrap'
+    // Unisolated processes may still see the sandbox's directory as /home/user (runtime.sandboxHome).
+    const sandboxPaths = sandbox.runtime.sandboxHome
     sandbox.interpreter = createCodeInterpreter({
       sandboxId: sandbox.id,
       kernelDir: isolated ? SANDBOX_KERNEL_DIR : this.#kernelDir,
-      homeDir: isolated ? SANDBOX_HOME : sandbox.runtime.hostPathOf(SANDBOX_HOME),
+      homeDir: sandboxPaths ? SANDBOX_HOME : sandbox.runtime.hostPathOf(SANDBOX_HOME),
       envs: { ...sandbox.record.envVars },
       emit: (type, detail) => events.record(type, sandbox.id, detail),
       spawner: {
         spawn(command, args, spawnOptions) {
-          const cwd = isolated
+          const cwd = sandboxPaths
             ? spawnOptions.cwd
             : spawnOptions.cwd.replace(sandbox.record.rootDir, '') || SANDBOX_HOME
           const child = sandbox.runtime.spawnNow(command, args, {

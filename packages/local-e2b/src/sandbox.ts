@@ -62,6 +62,12 @@ export interface SandboxRecord {
   alias?: string
   /** Per-sandbox envd access token (never printed). */
   envdAccessToken: string
+  /**
+   * The team (a hash of the API key that created it, snapshot-store.ts `teamOf`; never the key): only that
+   * key reaches the sandbox through the control plane, also after a restart. Absent in a registry written
+   * before owners were kept: the first host to load it adopts it for its key.
+   */
+  team?: string
   metadata: Record<string, string>
   envVars: Record<string, string>
   /** Epoch ms. */

@@ -2,7 +2,7 @@
 // inside the sandbox (bubblewrap when available). What a client of E2B's port 49999 relies on.
 import { NotFoundError, Sandbox } from '@e2b/code-interpreter'
 import { describe, expect, it } from 'vitest'
-import { useTestHost, waitUntil } from './helpers.js'
+import { contextsOf, useTestHost, waitUntil } from './helpers.js'
 
 describe('code interpreter end to end', () => {
   const t = useTestHost()
@@ -140,7 +140,7 @@ describe('code interpreter end to end', () => {
 
   it('bash contexts keep their shell inside the sandbox', async () => {
     const sandbox = await create()
-    const context = await sandbox.createCodeContext({ language: 'bash' })
+    const context = await contextsOf(sandbox, t.opts.sandboxUrl).create({ language: 'bash' })
     expect(context.language).toBe('bash')
     await sandbox.runCode('cd /tmp && export STEP=1', { context })
     const execution = await sandbox.runCode('echo $STEP; pwd', { context })
@@ -153,29 +153,29 @@ describe('code interpreter end to end', () => {
 
   it('contexts: create, list, restart, delete', async () => {
     const sandbox = await create()
-    const defaults = await sandbox.listCodeContexts()
+    const defaults = await contextsOf(sandbox, t.opts.sandboxUrl).list()
     expect(defaults.map((context) => context.language)).toEqual(['python', 'javascript'])
     await sandbox.runCode('outer = 1')
 
-    const context = await sandbox.createCodeContext({ language: 'python', cwd: '/tmp' })
+    const context = await contextsOf(sandbox, t.opts.sandboxUrl).create({ language: 'python', cwd: '/tmp' })
     expect(context).toMatchObject({ language: 'python', cwd: '/tmp' })
-    expect((await sandbox.listCodeContexts()).at(-1)).toEqual(context)
+    expect((await contextsOf(sandbox, t.opts.sandboxUrl).list()).at(-1)).toEqual(context)
     expect((await sandbox.runCode('outer', { context })).error?.name).toBe('NameError')
     expect((await sandbox.runCode('import os; os.getcwd()', { context })).text).toBe(
       t.host.isolation === 'bubblewrap' ? '/tmp' : expect.stringMatching(/\/tmp$/),
     )
     await sandbox.runCode('inner = 2', { context })
 
-    await sandbox.restartCodeContext(context)
+    await contextsOf(sandbox, t.opts.sandboxUrl).restart(context)
     expect((await sandbox.runCode('inner', { context })).error?.name).toBe('NameError')
     expect((await sandbox.runCode('outer')).text).toBe('1')
 
-    const js = await sandbox.createCodeContext({ language: 'javascript' })
+    const js = await contextsOf(sandbox, t.opts.sandboxUrl).create({ language: 'javascript' })
     expect((await sandbox.runCode('typeof outer', { context: js })).text).toBe('undefined')
 
-    await sandbox.removeCodeContext(context)
-    await sandbox.removeCodeContext(js.id)
-    expect((await sandbox.listCodeContexts()).map((entry) => entry.id)).toEqual(
+    await contextsOf(sandbox, t.opts.sandboxUrl).remove(context)
+    await contextsOf(sandbox, t.opts.sandboxUrl).remove(js.id)
+    expect((await contextsOf(sandbox, t.opts.sandboxUrl).list()).map((entry) => entry.id)).toEqual(
       defaults.map((entry) => entry.id),
     )
     await expect(sandbox.runCode('1', { context })).rejects.toBeInstanceOf(NotFoundError)
@@ -184,14 +184,16 @@ describe('code interpreter end to end', () => {
   it('a context cwd that is not an enterable directory is bad input: 400, and no context is made', async () => {
     const sandbox = await create()
     await sandbox.commands.run('mkdir -p /home/user/locked && chmod 000 /home/user/locked')
-    const before = await sandbox.listCodeContexts()
+    const before = await contextsOf(sandbox, t.opts.sandboxUrl).list()
     for (const cwd of ['/home/user/missing', '/no/such/dir', '/home/user/locked']) {
       for (const language of ['python', 'javascript', 'bash']) {
-        await expect(sandbox.createCodeContext({ language, cwd })).rejects.toThrow('400 Bad Request')
+        await expect(contextsOf(sandbox, t.opts.sandboxUrl).create({ language, cwd })).rejects.toThrow(
+          '400 Bad Request',
+        )
       }
     }
-    expect(await sandbox.listCodeContexts()).toEqual(before)
-    expect((await sandbox.createCodeContext({ cwd: '/usr/lib' })).cwd).toBe('/usr/lib')
+    expect(await contextsOf(sandbox, t.opts.sandboxUrl).list()).toEqual(before)
+    expect((await contextsOf(sandbox, t.opts.sandboxUrl).create({ cwd: '/usr/lib' })).cwd).toBe('/usr/lib')
   })
 
   it('typescript cells lose their types before they run; javascript cells are left as written', async () => {
@@ -220,33 +222,44 @@ describe('code interpreter end to end', () => {
 
   it('a language without a kernel gets the answer E2B gives for one its Jupyter lacks: 500', async () => {
     const sandbox = await create()
-    await expect(sandbox.createCodeContext({ language: 'cobol' })).rejects.toThrow(
+    await expect(contextsOf(sandbox, t.opts.sandboxUrl).create({ language: 'cobol' })).rejects.toThrow(
       '500 Internal Server Error',
     )
     await expect(sandbox.runCode('1', { language: 'cobol' })).rejects.toThrow('500 Internal Server Error')
   })
 
-  it('the interpreter port needs this sandbox token; the traffic token does not open envd', async () => {
+  it('the traffic token opens neither the interpreter nor envd: only the envd access token runs code', async () => {
     const sandbox = await create()
     const other = await create()
-    const url = `${t.opts.sandboxUrl}/contexts`
-    const as = (id: string, port: number, headers: Record<string, string>) =>
-      fetch(url, { headers: { 'E2b-Sandbox-Id': id, 'E2b-Sandbox-Port': String(port), ...headers } })
-    const traffic = (sandbox as unknown as { trafficAccessToken?: string }).trafficAccessToken
+    const token = (sandbox as unknown as { envdAccessToken?: string }).envdAccessToken ?? ''
+    const traffic = (sandbox as unknown as { trafficAccessToken?: string }).trafficAccessToken ?? ''
     expect(traffic).toBeTruthy()
-    expect((await as(sandbox.sandboxId, 49999, { 'E2B-Traffic-Access-Token': traffic ?? '' })).status).toBe(
-      200,
-    )
-    expect((await as(sandbox.sandboxId, 49999, {})).status).toBe(401)
-    expect((await as(other.sandboxId, 49999, { 'E2B-Traffic-Access-Token': traffic ?? '' })).status).toBe(401)
-    const envd = await fetch(`${t.opts.sandboxUrl}/files?path=/etc/hostname`, {
-      headers: {
-        'E2b-Sandbox-Id': sandbox.sandboxId,
-        'E2b-Sandbox-Port': '49983',
-        'E2B-Traffic-Access-Token': traffic ?? '',
-      },
-    })
-    expect(envd.status).toBe(401)
+    const flag = '/home/user/ran-with-traffic-token'
+    const call = (path: string, id: string, port: number, headers: Record<string, string>, body?: unknown) =>
+      fetch(`${t.opts.sandboxUrl}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { 'E2b-Sandbox-Id': id, 'E2b-Sandbox-Port': String(port), ...headers },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
+    const code = { code: `open(${JSON.stringify(flag)}, 'w').write('x')` }
+    // What a browser holding a port URL's token could send: refused, and nothing ran.
+    for (const headers of [{ 'E2B-Traffic-Access-Token': traffic }, { 'X-Access-Token': traffic }, {}]) {
+      expect((await call('/execute', sandbox.sandboxId, 49999, headers, code)).status).toBe(401)
+      expect((await call('/contexts', sandbox.sandboxId, 49999, headers)).status).toBe(401)
+      expect(
+        (await call('/contexts', sandbox.sandboxId, 49999, headers, { language: 'python' })).status,
+      ).toBe(401)
+      expect((await call('/files?path=/etc/hostname', sandbox.sandboxId, 49983, headers)).status).toBe(401)
+    }
+    expect(await sandbox.files.exists(flag)).toBe(false)
+    // The SDK's context calls carry only the traffic token (@e2b/code-interpreter 2.8): refused as on E2B.
+    await expect(sandbox.createCodeContext({ language: 'python' })).rejects.toThrow(/401|Unauthorized/)
+    await expect(sandbox.listCodeContexts()).rejects.toThrow(/401|Unauthorized/)
+    // Health stays open, the sandbox's own token works, another sandbox's token does not.
+    expect((await call('/health', sandbox.sandboxId, 49999, {})).status).toBe(200)
+    expect((await call('/contexts', sandbox.sandboxId, 49999, { 'X-Access-Token': token })).status).toBe(200)
+    expect((await call('/contexts', other.sandboxId, 49999, { 'X-Access-Token': token })).status).toBe(401)
+    expect((await sandbox.runCode('1 + 1')).text).toBe('2')
   })
 
   it('sandbox envs reach both kernels', async () => {
@@ -296,7 +309,7 @@ describe('interpreter memory under faults and retention', () => {
     const sandbox = await create()
     await sandbox.runCode('x = 41 + 1')
     await sandbox.runCode('var y = 1', { language: 'js' })
-    const contexts = (await sandbox.listCodeContexts()).map((context) => context.id)
+    const contexts = (await contextsOf(sandbox, t.opts.sandboxUrl).list()).map((context) => context.id)
     const running = sandbox.runCode('print("started", flush=True)\nimport time; time.sleep(60)', {
       timeoutMs: 30_000,
       onStdout: () => {
@@ -306,7 +319,9 @@ describe('interpreter memory under faults and retention', () => {
     expect((await running).error?.name).toBe('ContextRestarting')
     expect((await sandbox.runCode('x')).error?.name).toBe('NameError')
     expect((await sandbox.runCode('typeof y', { language: 'js' })).text).toBe('undefined')
-    expect((await sandbox.listCodeContexts()).map((context) => context.id)).toEqual(contexts)
+    expect((await contextsOf(sandbox, t.opts.sandboxUrl).list()).map((context) => context.id)).toEqual(
+      contexts,
+    )
   })
 
   it('a restarted host brings sandboxes back without kernels; the first cell cold-starts one', async () => {

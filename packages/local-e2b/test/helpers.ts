@@ -2,6 +2,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
+import { NotFoundError } from '@e2b/code-interpreter'
 import { Sandbox } from 'e2b'
 import { afterAll, beforeAll } from 'vitest'
 import { type LocalE2BHost, type LocalE2BOptions, startLocalE2B } from '../src/index.js'
@@ -197,4 +198,51 @@ export function within<T>(ms: number, what: string, promise: Promise<T>): Promis
     timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)
   })
   return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+}
+
+/** A code-interpreter context as the SDK describes it. */
+export interface CodeContext {
+  id: string
+  language: string
+  cwd: string
+}
+
+/**
+ * The interpreter's context routes, called with the sandbox's envd access token in X-Access-Token, as E2B's
+ * code-interpreter server wants on every route but /health. @e2b/code-interpreter 2.8's createCodeContext,
+ * listCodeContexts, restartCodeContext and removeCodeContext send only the traffic token, which never opens
+ * port 49999 (it is meant for the sandbox's own ports): they get 401, on E2B as here.
+ */
+export function contextsOf(sandbox: { sandboxId: string }, sandboxUrl: string) {
+  const token = (sandbox as { envdAccessToken?: string }).envdAccessToken ?? ''
+  const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
+    const response = await fetch(`${sandboxUrl}${path}`, {
+      method,
+      headers: {
+        'content-type': 'application/json',
+        'E2b-Sandbox-Id': sandbox.sandboxId,
+        'E2b-Sandbox-Port': '49999',
+        'X-Access-Token': token,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+    if (response.status === 404) throw new NotFoundError(await response.text())
+    if (!response.ok) throw new Error(`${response.status} ${response.statusText}: ${await response.text()}`)
+    return response
+  }
+  const idOf = (context: CodeContext | string) => (typeof context === 'string' ? context : context.id)
+  return {
+    async create(options: { language?: string; cwd?: string } = {}): Promise<CodeContext> {
+      return (await (await call('POST', '/contexts', options)).json()) as CodeContext
+    },
+    async list(): Promise<CodeContext[]> {
+      return (await (await call('GET', '/contexts')).json()) as CodeContext[]
+    },
+    async restart(context: CodeContext | string): Promise<void> {
+      await call('POST', `/contexts/${idOf(context)}/restart`)
+    },
+    async remove(context: CodeContext | string): Promise<void> {
+      await call('DELETE', `/contexts/${idOf(context)}`)
+    },
+  }
 }

@@ -3,7 +3,7 @@
 // sandbox and of one execution, the home as working directory, output, errors, interrupts, contexts.
 import { Sandbox } from '@e2b/code-interpreter'
 import { describe, expect, it } from 'vitest'
-import { useTestHost } from './helpers.js'
+import { contextsOf, useTestHost } from './helpers.js'
 
 describe('the R kernel', () => {
   const t = useTestHost()
@@ -55,7 +55,10 @@ describe('the R kernel', () => {
     expect(t.host.events.list({ type: 'kernel-kill', sandboxId: sandbox.sandboxId })).toEqual([])
 
     await sandbox.files.makeDir('/home/user/project')
-    const context = await sandbox.createCodeContext({ language: 'r', cwd: '/home/user/project' })
+    const context = await contextsOf(sandbox, t.opts.sandboxUrl).create({
+      language: 'r',
+      cwd: '/home/user/project',
+    })
     expect(context.language).toBe('r')
     expect((await sandbox.runCode('getwd()', { context })).text).toBe('[1] "/home/user/project"')
     // The kernel's own state is not the cell's: the global environment starts empty.

@@ -1,6 +1,6 @@
 // Isolation, and the refusal to run unisolated unasked: what code inside a sandbox can see of
 // the host (its /etc, its paths) and who it runs as, tried through the unmodified SDKs as a user would.
-import { statSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
@@ -134,6 +134,44 @@ describe('no host path inside a sandbox', () => {
     const forbidden = [t.host.stateDir, `${tmpdir()}/sandkeep`, '/work', process.cwd(), '/root/']
     for (const hostPath of forbidden) expect(text).not.toContain(hostPath)
     await sandbox.kill()
+  })
+})
+
+describe("the host kernel's view of the machine", () => {
+  const t = useTestHost({ templateOptions: { 'root-box': { user: 'root' } } })
+
+  it('/proc/partitions and /proc/cmdline show nothing of the host, to user and root, and cannot be unmasked', async () => {
+    const hostPartitions = readFileSync('/proc/partitions', 'utf8')
+    const hostCmdline = readFileSync('/proc/cmdline', 'utf8').trim()
+    const devices = hostPartitions
+      .split('\n')
+      .slice(2)
+      .map((line) => line.trim().split(/\s+/)[3])
+      .filter((name): name is string => Boolean(name))
+    for (const template of ['base', 'root-box']) {
+      const sandbox = await Sandbox.create({ ...t.opts, template })
+      try {
+        const seen = await run(sandbox, 'cat /proc/partitions; echo ---; cat /proc/cmdline')
+        expect(seen.exitCode).toBe(0)
+        const [partitions = '', cmdline = ''] = seen.stdout.split('---\n')
+        expect(partitions.trim()).toBe('major minor  #blocks  name')
+        for (const device of devices) expect(partitions).not.toContain(device)
+        expect(cmdline.trim()).not.toBe(hostCmdline)
+        for (const word of hostCmdline.split(/\s+/).filter((part) => part.length > 8))
+          expect(cmdline).not.toContain(word)
+        // Root cannot take the cover off (no CAP_SYS_ADMIN in a namespace it does not own).
+        const unmask = await run(
+          sandbox,
+          'umount /proc/cmdline; umount /proc/partitions; cat /proc/cmdline',
+          {
+            user: 'root',
+          },
+        )
+        expect(unmask.stdout.trim()).not.toBe(hostCmdline)
+      } finally {
+        await sandbox.kill()
+      }
+    }
   })
 })
 

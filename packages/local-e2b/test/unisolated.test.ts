@@ -16,8 +16,7 @@ describe('isolation: none', () => {
     expect(warnings.join('\n')).toMatch(/UNISOLATED/)
     const sandbox = await Sandbox.create(t.opts)
     await sandbox.files.write('/home/user/hello.txt', 'hi')
-    const home = t.host.getSandbox(sandbox.sandboxId)?.homeDir
-    expect((await sandbox.commands.run('cat hello.txt; echo " $HOME"')).stdout).toBe(`hi ${home}\n`)
+    expect((await sandbox.commands.run('cat hello.txt; echo " $HOME"')).stdout).toBe('hi /home/user\n')
     const sleeper = await sandbox.commands.run('sleep 600', { background: true, timeoutMs: 0 })
     await sandbox.pause()
     expect(t.host.getSandbox(sandbox.sandboxId)?.frozen).toBe(true)
@@ -25,6 +24,34 @@ describe('isolation: none', () => {
     expect((await resumed.commands.list()).map((process) => process.pid)).toContain(sleeper.pid)
     await expect(resumed.files.read('/etc/passwd')).rejects.toMatchObject({ name: 'InvalidArgumentError' })
     await resumed.kill()
+  })
+
+  it("the sandbox's directory is /home/user for files, commands and code alike (the SDK's absolute paths)", async () => {
+    const sandbox = await CodeSandbox.create({ ...t.opts, template: 'code-interpreter-v1' } as never)
+    try {
+      await sandbox.files.write('/home/user/sales.csv', 'region,amount\nnorth,3\nsouth,4\n')
+      const code = await sandbox.runCode(
+        'import csv, os\nrows = list(csv.DictReader(open("/home/user/sales.csv")))\nprint(os.getcwd(), os.environ["HOME"])\nsum(int(r["amount"]) for r in rows)',
+      )
+      expect(code.error).toBeUndefined()
+      expect(code.text).toBe('7')
+      expect(code.logs.stdout.join('')).toBe('/home/user /home/user\n')
+      const command = await sandbox.commands.run(
+        'wc -l < /home/user/sales.csv; pwd; id -u; echo made > /home/user/by-command.txt',
+      )
+      expect(command.stdout).toBe('3\n/home/user\n1000\n')
+      expect(await sandbox.files.read('/home/user/by-command.txt')).toBe('made\n')
+      await sandbox.runCode('open("/home/user/by-code.txt", "w").write("from code")')
+      expect(await sandbox.files.read('/home/user/by-code.txt')).toBe('from code')
+      // The host's own files under /home/user (if it has such a user) are not the sandbox's.
+      expect((await sandbox.commands.run('ls /home/user')).stdout.split('\n').filter(Boolean).sort()).toEqual(
+        ['by-code.txt', 'by-command.txt', 'sales.csv'],
+      )
+      // The rest of the machine's /home is still there (a checkout under a developer's home keeps working).
+      expect((await sandbox.runCode('import os; os.path.isdir("/home")')).text).toBe('True')
+    } finally {
+      await sandbox.kill()
+    }
   })
 
   it('runs a pty with the host kernel directory', async () => {

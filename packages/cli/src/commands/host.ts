@@ -7,7 +7,7 @@ import { durationOption, flagOption, integerOption, type ParsedArgs, stringOptio
 import { type Command, type CommandContext, ExitCode } from '../command.js'
 import type { Isolation, PauseMode } from '../demo/events.js'
 import { ConfigError } from '../errors.js'
-import { isolationOption, pauseModeOption } from '../local-host-options.js'
+import { isolationOption, pauseModeOption, startLocalHost } from '../local-host-options.js'
 
 /** E2B's API key format, which the e2b SDK 2.39 to 2.45 checks before sending anything. */
 const E2B_KEY_FORMAT = /^e2b_[0-9a-f]+$/
@@ -69,6 +69,11 @@ processes gone).`,
         type: 'boolean',
         description: 'Print one JSON line with the URLs and the api-key file instead of export lines.',
       },
+      verbose: {
+        type: 'boolean',
+        description:
+          'Log each sandbox lifecycle event and every request (method, path, status, ms) on stderr; never a key or token.',
+      },
     },
     examples: [
       'sandkeep host --port 3100 --state-dir .sandkeep/host',
@@ -85,6 +90,7 @@ processes gone).`,
     const retentionMs = durationOption(args, 'host', 'retention', { min: 1000, max: 365 * 86_400_000 })
     const stateDirOption = stringOption(args, 'state-dir')
     const isolation = stringOption(args, 'isolation') as Isolation | undefined
+    const verbose = flagOption(args, 'verbose')
     const stateDir = stateDirOption
       ? resolve(stateDirOption)
       : await mkdtemp(join(tmpdir(), 'sandkeep-host-'))
@@ -101,6 +107,7 @@ processes gone).`,
         retentionMs,
         stateDir,
         isolation,
+        verbose,
       })
     } finally {
       if (!stateDirOption) await rm(stateDir, { recursive: true, force: true })
@@ -120,9 +127,10 @@ async function serve(
     retentionMs: number | undefined
     stateDir: string
     isolation: Isolation | undefined
+    verbose: boolean
   },
 ): Promise<number> {
-  const { port, hostname, domain, tlsDir, pauseMode, retentionMs, stateDir, isolation } = settings
+  const { port, hostname, domain, tlsDir, pauseMode, retentionMs, stateDir, isolation, verbose } = settings
 
   // The key only protects a loopback host, but it is still a credential: keep it out of stdout (logs,
   // scrollback) and give it to clients through a file only this user can read. E2B's format (`e2b_` and
@@ -137,15 +145,18 @@ async function serve(
   await writeFile(keyFile, `${apiKey}\n`, { mode: 0o600 })
   await chmod(keyFile, 0o600)
 
-  const { startLocalE2B } = await import('@sandkeep/local-e2b')
-  let host: Awaited<ReturnType<typeof startLocalE2B>>
+  let host: Awaited<ReturnType<typeof startLocalHost>>
   try {
-    host = await startLocalE2B({
+    host = await startLocalHost({
       port,
       hostname,
       stateDir,
       apiKey,
       pauseMode,
+      // The host's lines on stderr (stdout holds the export lines); with --verbose every lifecycle event
+      // and request too.
+      logger: (line) => context.stderr.write(`${line}\n`),
+      logLevel: verbose ? 'debug' : 'warn',
       ...(domain === undefined ? {} : { domain }),
       ...(tlsDir === undefined ? {} : { tlsDir }),
       ...(retentionMs === undefined ? {} : { retentionMs }),

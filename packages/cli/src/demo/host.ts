@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import type { E2BConnection } from '../config.js'
+import { startLocalHost } from '../local-host-options.js'
 import type { FaultName, Isolation, PauseMode } from './events.js'
 
 type LocalHost = Awaited<ReturnType<typeof import('@sandkeep/local-e2b')['startLocalE2B']>>
@@ -22,8 +23,7 @@ export async function startEmbeddedHost(options: {
   stateDir: string
   isolation?: Isolation
 }): Promise<EmbeddedHost> {
-  const { startLocalE2B } = await import('@sandkeep/local-e2b')
-  const host = await startLocalE2B({
+  const host = await startLocalHost({
     port: 0,
     stateDir: options.stateDir,
     pauseMode: options.pauseMode,

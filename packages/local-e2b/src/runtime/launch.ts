@@ -11,6 +11,26 @@ const JOIN_CGROUPS =
 /** `sh -c` script: report the pid on fd 3, close the user namespace's fd 4, cd to $0, exec the rest. */
 const HANDSHAKE = 'echo $$ >&3; exec 3>&- 4>&-; cd -- "$0" || exit 1; exec "$@"'
 
+/**
+ * `sh -c` script, run as root of a new user and mount namespace (unisolated, `support.sandboxHome`): $0 the
+ * sandbox's home on the host, $1 an empty host directory, $2 `unshare`, $3 `user` or `root`, then the
+ * command. The host's /home is kept aside at $1, a tmpfs takes its place with every entry of the host's
+ * bound back except `user`, which is the sandbox's; then, for `user`, a nested user namespace makes the
+ * process uid/gid 1000 (still this host user outside). No mount leaves the namespace.
+ */
+const SANDBOX_HOME_SCRIPT = [
+  'home=$0; keep=$1; unshare=$2; who=$3; shift 3',
+  'mount --rbind /home "$keep" && mount -t tmpfs -o mode=0755 tmpfs /home || exit 125',
+  'for entry in "$keep"/* "$keep"/.[!.]*; do',
+  '  [ -e "$entry" ] || continue; name=${entry##*/}; [ "$name" = user ] && continue',
+  '  if [ -d "$entry" ]; then mkdir "/home/$name"; else : > "/home/$name"; fi',
+  '  mount --rbind "$entry" "/home/$name" || exit 125',
+  'done',
+  'mkdir /home/user && mount --bind "$home" /home/user || exit 125',
+  '[ "$who" = root ] && exec "$@"',
+  'exec "$unshare" --user --map-user=1000 --map-group=1000 -- "$@"',
+].join('\n')
+
 /** Where a launched process finds the sandbox's user namespace (isolated): its fd 4. */
 export const USER_NAMESPACE_FD = 4
 
@@ -35,6 +55,11 @@ export interface LaunchTarget {
   hostPathOf: (sandboxPath: string) => string
   /** The sandbox's home (cwd of the wrapper when unisolated). */
   home: string
+  /**
+   * Unisolated with `support.sandboxHome`: the process gets a mount namespace in which the sandbox's
+   * directory is `/home/user` (SANDBOX_HOME_SCRIPT); its cwd then stays a sandbox path under /home/user.
+   */
+  sandboxHome?: { unshare: string; keepDir: string; user: 'user' | 'root' }
 }
 
 /** The program, its arguments and the host cwd that run `command args` in `cwd` (a sandbox path). */
@@ -46,6 +71,30 @@ export function launchCommand(
 ): { file: string; args: string[]; cwd: string | undefined } {
   const isolated = target.initPid !== undefined
   const hostCwd = isolated ? undefined : target.hostPathOf(target.home)
+  const { sandboxHome } = target
+  if (!isolated && sandboxHome) {
+    const inHome = cwd === target.home || cwd.startsWith(`${target.home}/`)
+    const shell = ['-c', HANDSHAKE, inHome ? cwd : target.hostPathOf(cwd), command, ...args]
+    const chain = [
+      '--user',
+      '--map-root-user',
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      '/bin/sh',
+      '-c',
+      SANDBOX_HOME_SCRIPT,
+      target.hostPathOf(target.home),
+      sandboxHome.keepDir,
+      sandboxHome.unshare,
+      sandboxHome.user,
+      '/bin/sh',
+      ...shell,
+    ]
+    const [file, wrapped] = wrapInCgroups(target.procsFiles, sandboxHome.unshare, chain)
+    return { file, args: wrapped, cwd: hostCwd }
+  }
   if (target.enterHelper) {
     const { ids } = target
     const cgroups = target.procsFiles.map(dirname)

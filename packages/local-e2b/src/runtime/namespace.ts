@@ -1,7 +1,7 @@
 // The sandbox's long-lived namespace set (pid, mount, net, ipc, uts): the bubblewrap command line (read-only
 // system, minimal /etc, home and /tmp from the sandbox's disk, private tmpfs, covered /proc entries, the
 // kernels) and the start of its init, which every later process enters.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
+import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { SANDBOX_HOME, SANDBOX_ROOT_HOME } from '../paths.js'
@@ -47,6 +47,15 @@ export interface NamespaceSpec {
   sudoProgram?: Buffer
 }
 
+/**
+ * /proc files that describe the host machine, with what the sandbox reads instead: no block device (the
+ * sandbox's disk is a directory to it), and a kernel command line that names nothing of the host's.
+ */
+const MASKED_PROC_FILES: Record<string, string> = {
+  '/proc/partitions': 'major minor  #blocks  name\n\n',
+  '/proc/cmdline': 'console=hvc0 quiet\n',
+}
+
 /** Where Linux tells the id of the running boot; the sandbox shares the host's kernel, so it is covered. */
 export const BOOT_ID_PATH = '/proc/sys/kernel/random/boot_id'
 
@@ -83,6 +92,10 @@ export function bwrapArguments(spec: NamespaceSpec): { args: string[]; data: Arr
   // E2B's sandboxes are VMs, each boot with an id of its own; here the kernel is the host's, whose boot id
   // survives a cold boot. A file of the boot's own, read-only like the rest of /proc/sys, stands in for it.
   if (existsSync(BOOT_ID_PATH)) bindData(`${spec.bootId}\n`, BOOT_ID_PATH, '0444')
+  // The host's block devices and its kernel's command line (which names the host's boot, its init and
+  // options) are the machine's, not the sandbox's: files of the sandbox's own stand in for them.
+  for (const [path, content] of Object.entries(MASKED_PROC_FILES))
+    if (existsSync(path)) bindData(content, path, '0444')
   const { kernelHostDir } = spec
   if (kernelHostDir && existsSync(kernelHostDir)) {
     for (const entry of readdirSync(kernelHostDir, { withFileTypes: true })) {
@@ -147,6 +160,9 @@ export async function startNamespace(
     detached: true,
     env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
   }) as unknown as ChildProcessWithoutNullStreams
+  // A spawn that failed (EMFILE/ENFILE when the host is out of descriptors, EAGAIN out of processes) has no
+  // pid and no pipes; its error comes as an event.
+  if (init.pid === undefined) throw await spawnFailure(init, 'the sandbox namespace (bubblewrap)')
   // Each file is far below a pipe's buffer; bwrap reads them while it builds the mount namespace.
   const feed = (fd: number, content: string | Buffer) => {
     const stream = init.stdio[fd] as NodeJS.WritableStream
@@ -184,6 +200,50 @@ export async function startNamespace(
     throw new Error(`bubblewrap did not report its child pid: ${stderr.trim()}`)
   await ready
   return { init, initPid }
+}
+
+/** A spawn that failed to start: its error, said as what the host ran short of when it is a resource. */
+export async function spawnFailure(child: ChildProcess, what: string): Promise<Error> {
+  const error = await new Promise<NodeJS.ErrnoException>((resolve) => {
+    child.once('error', resolve)
+    // Spawn errors are emitted on the next tick; an error that never comes must not hang the create.
+    setTimeout(() => resolve(Object.assign(new Error('spawn failed'), { code: 'UNKNOWN' })), 1000).unref()
+  })
+  return new HostResourceError(what, error)
+}
+
+/**
+ * The host ran out of something every new process needs (file descriptors, processes): nothing wrong with
+ * the request, retry once connections or sandboxes are closed. `code` is the errno name.
+ */
+export class HostResourceError extends Error {
+  override readonly name = 'HostResourceError'
+  readonly code: string
+
+  constructor(what: string, cause: NodeJS.ErrnoException) {
+    const code = cause.code ?? 'UNKNOWN'
+    const short = RESOURCE_ERRNOS[code]
+    super(
+      short
+        ? `could not start ${what}: the host is out of ${short} (${code}); close connections or sandboxes, or raise the limit (ulimit -n / -u), and retry`
+        : `could not start ${what}: ${cause.message}`,
+      { cause },
+    )
+    this.code = code
+  }
+
+  /** True when the host ran short of a resource (a retry can succeed), not when the program is missing. */
+  get isResource(): boolean {
+    return this.code in RESOURCE_ERRNOS
+  }
+}
+
+/** errno names of a host short of resources, with what it is short of. */
+const RESOURCE_ERRNOS: Record<string, string> = {
+  EMFILE: 'file descriptors',
+  ENFILE: 'file descriptors (system-wide)',
+  EAGAIN: 'processes or memory',
+  ENOMEM: 'memory',
 }
 
 /** Reads a stream until `marker` shows up (resolves early) or it ends; resolves with what was read. */

@@ -1,5 +1,7 @@
 // What this machine offers, probed once per host: isolation (bubblewrap + nsenter + setpriv as root), the
 // freezer (cgroup v2, v1, or signals), where the per-sandbox limits live, and disk images.
+
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { LocalE2BError, LocalE2BErrorCode } from '../errors.js'
@@ -33,6 +35,13 @@ export interface RuntimeSupport {
   diskImages: boolean
   /** True when a sandbox can get filtered internet access (bubblewrap, root, nft, ip; see network.ts). */
   internetFilter: boolean
+  /**
+   * Unisolated only: true when each process can get a mount namespace of its own (unprivileged user
+   * namespaces and util-linux `unshare`) in which the sandbox's directory is `/home/user`, so that absolute
+   * sandbox paths mean the same to commands and code as to the files API. False: processes see the host's
+   * paths, their HOME and working directory being the sandbox's directory. The value: the `unshare` program.
+   */
+  sandboxHome?: string
 }
 
 /** cgroup controllers the per-sandbox limits use. */
@@ -60,7 +69,36 @@ export function probeRuntimeSupport(wantIsolation: 'auto' | 'bubblewrap' | 'none
   const sudo = helper && support.isolation === 'bubblewrap' ? sudoProgramPath() : undefined
   if (sudo) support.sudoProgram = sudo
   support.internetFilter = support.isolation === 'bubblewrap' && canFilterInternet()
+  if (support.isolation === 'none') support.sandboxHome = canBindSandboxHome()
   return support
+}
+
+/**
+ * Whether the unisolated launch chain (launch.ts SANDBOX_HOME_SCRIPT) works here: a user namespace mapping
+ * this user to root, a mount namespace, a tmpfs and a bind there, then a nested user namespace as uid 1000.
+ * SANDKEEP_LOCAL_E2B_NO_SANDBOX_HOME=1 plays a machine without it.
+ */
+function canBindSandboxHome(): string | undefined {
+  const unshare = which('unshare')
+  if (process.env.SANDKEEP_LOCAL_E2B_NO_SANDBOX_HOME === '1' || !unshare || !existsSync('/home'))
+    return undefined
+  const probe = spawnSync(
+    unshare,
+    [
+      '--user',
+      '--map-root-user',
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      '/bin/sh',
+      '-c',
+      'mount -t tmpfs tmpfs /home && exec "$0" --user --map-user=1000 --map-group=1000 -- /bin/sh -c \'test $(id -u) = 1000\'',
+      unshare,
+    ],
+    { stdio: 'ignore', timeout: 10_000 },
+  )
+  return probe.status === 0 ? unshare : undefined
 }
 
 /**
