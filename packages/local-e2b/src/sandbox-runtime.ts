@@ -286,7 +286,12 @@ export class SandboxRuntime {
     for (const dir of [home, tmp, rootHome]) mkdirSync(dir, { recursive: true })
     const { rebaseFrom, onRebased } = this.#options
     if (rebaseFrom !== undefined) {
-      rebaseOwnership([home, tmp, rootHome], rebaseFrom, range)
+      const failed = rebaseOwnership([home, tmp, rootHome], rebaseFrom, range)
+      if (failed.length > 0) {
+        this.#options.logger?.(
+          `[sandkeep-local-e2b] sandbox ${this.#options.id}: ${failed.length} entries kept their old owner (first: ${failed[0]?.message.slice(0, 200)})`,
+        )
+      }
       onRebased?.()
     }
     // mkdir's mode passes through the umask; /tmp must be world-writable and sticky for `user`.
