@@ -254,6 +254,12 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     registry,
     store,
     startSandbox: (record, prepareDisk): Promise<Sandbox> => controlPlane.startSandbox(record, prepareDisk),
+    // As the runtime decides at boot (sandbox-runtime.ts): isolated, with disk images and a disk size.
+    usesDiskImage: (record) =>
+      support.isolation === 'bubblewrap' &&
+      support.diskImages &&
+      (settings.templateOptions[record.baseTemplateId ?? record.templateId]?.limits ?? settings.limits)
+        .diskBytes > 0,
   })
   const faults = new HostFaults({
     events,
