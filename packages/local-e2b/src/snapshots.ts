@@ -38,6 +38,8 @@ import {
 
 const run = promisify(execFile)
 
+/** The answer to a snapshot past the team's quota: 507 Insufficient Storage, which no client retries as a rate limit. */
+export const SNAPSHOT_QUOTA_STATUS = 507
 /** E2B's bound on one fork request. */
 const MAX_FORK_COUNT = 100
 /** E2B's timeout of a fork whose request gives none (the API's default sandbox timeout, in seconds). */
@@ -357,20 +359,23 @@ export class SnapshotService {
     }
   }
 
-  /** 429 when one more snapshot of `bytes` would pass the host's count or bytes limit. */
+  /**
+   * 507 when one more snapshot of `bytes` would pass the team's count or bytes quota: a full quota is not a
+   * rate limit (429 tells clients to retry; this only clears once a snapshot is deleted).
+   */
   #checkLimits(bytes: number, replacing: SnapshotRecord | undefined): void {
     const { store, team, settings } = this.#options
     const usage = store.usage(team, replacing)
     if (usage.count >= settings.maxSnapshots) {
       throw new HttpError(
-        429,
-        `snapshot limit reached: this host keeps at most ${settings.maxSnapshots} snapshots; delete one (Sandbox.deleteSnapshot)`,
+        SNAPSHOT_QUOTA_STATUS,
+        `snapshot quota exceeded: this host keeps at most ${settings.maxSnapshots} snapshots for this API key; delete one (Sandbox.deleteSnapshot)`,
       )
     }
     if (usage.bytes + bytes > settings.maxSnapshotBytes) {
       throw new HttpError(
-        429,
-        `snapshot limit reached: this snapshot needs ${bytes} bytes and the kept ones take ${usage.bytes} of at most ${settings.maxSnapshotBytes}; delete one (Sandbox.deleteSnapshot)`,
+        SNAPSHOT_QUOTA_STATUS,
+        `snapshot quota exceeded: this snapshot needs ${bytes} bytes and the kept ones take ${usage.bytes} of at most ${settings.maxSnapshotBytes} for this API key; delete one (Sandbox.deleteSnapshot)`,
       )
     }
   }

@@ -221,15 +221,16 @@ describe('snapshots', () => {
 })
 
 describe('snapshot limits', () => {
-  it('past maxSnapshots one more answers 429 and keeps nothing, until one is deleted', async () => {
+  it('past maxSnapshots one more answers 507 quota exceeded (not a rate limit) and keeps nothing, until one is deleted', async () => {
     const t = await startTestHost({ maxSnapshots: 2 })
     try {
       const source = await Sandbox.create(t.opts)
       const first = await source.createSnapshot()
       await source.createSnapshot()
       const refused = await rejection(source.createSnapshot())
-      expect(refused).toBeInstanceOf(RateLimitError)
-      expect(refused.message).toContain('at most 2 snapshots')
+      expect(refused).toBeInstanceOf(SandboxError)
+      expect(refused).not.toBeInstanceOf(RateLimitError)
+      expect(refused.message).toMatch(/^507: snapshot quota exceeded: .*at most 2 snapshots/)
       expect(await listedIds(t.opts)).toHaveLength(2)
       expect(snapshotFiles(t.host).filter((file) => file.name.startsWith('manifests/'))).toHaveLength(2)
       await Sandbox.deleteSnapshot(first.snapshotId, t.opts)
@@ -240,12 +241,14 @@ describe('snapshot limits', () => {
     }
   })
 
-  it('past maxSnapshotBytes a snapshot answers 429 and keeps nothing', async () => {
+  it('past maxSnapshotBytes a snapshot answers 507 quota exceeded and keeps nothing', async () => {
     const t = await startTestHost({ maxSnapshotBytes: 64 * 1024 })
     try {
       const source = await Sandbox.create(t.opts)
       await source.commands.run('head -c 262144 /dev/urandom > /home/user/big.bin')
-      await expect(source.createSnapshot()).rejects.toBeInstanceOf(RateLimitError)
+      const refused = await rejection(source.createSnapshot())
+      expect(refused).not.toBeInstanceOf(RateLimitError)
+      expect(refused.message).toMatch(/^507: snapshot quota exceeded: this snapshot needs/)
       expect(await listedIds(t.opts)).toEqual([])
       expect(snapshotFiles(t.host).filter((file) => file.name !== 'index.json')).toEqual([])
       expect(await source.isRunning()).toBe(true)
