@@ -14,6 +14,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import {
   type BigIntStats,
   closeSync,
+  existsSync,
   fchmodSync,
   fchownSync,
   constants as fsConstants,
@@ -192,19 +193,20 @@ function writeSparse(fd: number, buffer: Buffer, length: number, position: numbe
   }
 }
 
-/** Copies a file's content to an open fd, holes kept, and sets its size. */
-function copyContent(from: Buffer | string, toFd: number): void {
+/** Copies a file's content to an open fd, holes kept, and sets its size (`buffer`: scratch space). */
+function copyContent(from: Buffer | string, toFd: number, size: number, buffer: Buffer): void {
   const fromFd = openSync(from, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW)
   try {
-    const buffer = Buffer.allocUnsafe(CHUNK_BYTES)
     let position = 0
     for (;;) {
       const read = readSync(fromFd, buffer, 0, CHUNK_BYTES, position)
       if (read === 0) break
       writeSparse(toFd, buffer, read, position)
       position += read
+      if (position >= size) break
     }
-    ftruncateSync(toFd, position)
+    // Only a trailing hole leaves the file short of its size.
+    if (position !== size || fstatSync(toFd).size !== size) ftruncateSync(toFd, position)
   } finally {
     closeSync(fromFd)
   }
@@ -610,6 +612,18 @@ export class ContentStore {
     this.#sizes.set(blob, bytes)
   }
 
+  /** Holds every blob of `manifest` until the returned function is called (a restore in progress). */
+  hold(manifest: Manifest): () => void {
+    const blobs = [...ContentStore.blobsOf(manifest)]
+    for (const blob of blobs) this.#pin(blob)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      for (const blob of blobs) this.#unpin(blob)
+    }
+  }
+
   /** Writes a manifest (temp + rename); returns the bytes it takes. */
   writeManifest(file: string, manifest: Manifest): number {
     const path = this.manifestPath(file)
@@ -636,7 +650,7 @@ export class ContentStore {
   }
 
   /**
-   * Writes the files of `manifest` under `destination` (which must not exist): content from the blobs, holes
+   * Writes the files of `manifest` under `destination` (which must not exist, or be an empty fresh disk): content from the blobs, holes
    * kept, owners, modes and times as captured; directories get their modes last (a read-only one still gets
    * its children). Owners are kept only when the host runs as root.
    */
@@ -644,6 +658,7 @@ export class ContentStore {
     const asRoot = typeof process.geteuid === 'function' && process.geteuid() === 0
     const paths = new ShortPaths(destination)
     const directories: ManifestEntry[] = []
+    const buffer = Buffer.allocUnsafe(CHUNK_BYTES)
     try {
       manifest.entries.forEach((entry, index) => {
         paths.trim()
@@ -654,13 +669,14 @@ export class ContentStore {
         ] as const
         switch (entry.t) {
           case 'd':
-            mkdirSync(usable, { mode: 0o700 })
+            // The top may exist already: a fresh disk image, mounted.
+            if (index > 0 || !existsSync(usable)) mkdirSync(usable, { mode: 0o700 })
             directories.push(entry)
             break
           case 'f': {
             const fd = openSync(usable, 'wx', 0o600)
             try {
-              if (entry.s && entry.b) copyContent(this.blobPath(entry.b), fd)
+              if (entry.s && entry.b) copyContent(this.blobPath(entry.b), fd, entry.s, buffer)
               if (asRoot) fchownSync(fd, entry.u, entry.g)
               fchmodSync(fd, entry.m)
               futimesSync(fd, times[0], times[1])

@@ -64,6 +64,11 @@ export interface SandboxRuntimeOptions {
   onRebased?: () => void
   /** Let processes create user namespaces of their own (default false: `unshare -U` fails inside). */
   nestedUserNamespaces?: boolean
+  /**
+   * Writes the files of a sandbox made from a snapshot into its disk, once mounted and before its ids are
+   * rebased (a no-op after its first call).
+   */
+  populateDisk?: (rootDir: string) => void
   /** Where warnings go. */
   logger?: (line: string) => void
 }
@@ -279,6 +284,7 @@ export class SandboxRuntime {
     if (support.diskImages && limits.diskBytes > 0) {
       this.#diskMounted = mountDisk(rootDir, limits.diskBytes) || this.#diskMounted
     }
+    this.#options.populateDisk?.(rootDir)
     const home = join(rootDir, 'home/user')
     const tmp = join(rootDir, 'tmp')
     // Root's home, on the sandbox's disk like the others (a sandbox made before it existed gets it now).

@@ -13,12 +13,12 @@ import { chmodSync, existsSync, mkdirSync, renameSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { type Capture, removeTree } from './content-store.js'
+import { type Capture, type Manifest, removeTree } from './content-store.js'
 import type { HostEventLog } from './events.js'
 import { HttpError, type Json, readJson, safeDecode, sendJson, timeoutSeconds } from './http.js'
 import type { ResolvedOptions } from './options.js'
 import { newSandboxId, type SandboxRegistry } from './registry.js'
-import { diskImageOf, diskSeedOf, isMountPoint } from './runtime/disk-image.js'
+import { diskImageOf, isMountPoint } from './runtime/disk-image.js'
 import { filesRangeOf, newToken, type Sandbox, type SandboxRecord, SNAPSHOT_METADATA_KEY } from './sandbox.js'
 import { sandboxJson } from './sandbox-json.js'
 import {
@@ -180,6 +180,8 @@ export class SnapshotService {
   readonly #options: SnapshotServiceOptions
   /** Disk copies in progress (each holds a sandbox frozen until it ends). */
   readonly #copies = new Set<Promise<unknown>>()
+  /** Sandbox id → the snapshot files its first boot writes into its fresh disk image. */
+  readonly #pendingFiles = new Map<string, { manifest: Manifest; release: () => void; snapshotId?: string }>()
 
   constructor(options: SnapshotServiceOptions) {
     this.#options = options
@@ -254,8 +256,11 @@ export class SnapshotService {
         if (snapshot.kind === 'content') {
           const manifest = store.manifestOf(snapshot)
           if (!manifest) throw new HttpError(404, `template '${snapshotIdOf(snapshot)}' not found`)
-          this.#writeFiles(record, (destination) => store.content.materialize(manifest, destination))
-        } else await placeDisk(snapshot.kind, store.pathOf(snapshot), record.rootDir, false)
+          // Recorded by whoever writes the files: now, or the first boot (populateDisk).
+          this.#writeFiles(record, manifest, snapshotIdOf(snapshot))
+          return
+        }
+        await placeDisk(snapshot.kind, store.pathOf(snapshot), record.rootDir, false)
         events.record('snapshot-restore', record.sandboxId, {
           snapshotId: snapshotIdOf(snapshot),
           copyMs: performance.now() - started,
@@ -265,16 +270,53 @@ export class SnapshotService {
   }
 
   /**
-   * Writes a captured disk's files for a sandbox not yet booted: as the seed its image is made from, or as its
-   * directory when it runs without one.
+   * Writes a captured disk's files for a sandbox not yet booted: its directory now when it runs without a disk
+   * image, or into its fresh image once its first boot mounted it ({@link populateDisk}).
    */
-  #writeFiles(record: SandboxRecord, write: (destination: string) => void): void {
-    const destination = this.#options.usesDiskImage(record) ? diskSeedOf(record.rootDir) : record.rootDir
+  #writeFiles(record: SandboxRecord, manifest: Manifest, snapshotId?: string): void {
+    const { store } = this.#options
+    if (this.#options.usesDiskImage(record)) {
+      // Its blobs are held until the boot wrote them (a delete meanwhile frees nothing they need). A boot that
+      // fails before its disk was mounted leaves them held until the host restarts.
+      this.#pendingFiles.set(record.sandboxId, {
+        manifest,
+        release: store.content.hold(manifest),
+        ...(snapshotId ? { snapshotId } : {}),
+      })
+      return
+    }
     try {
-      write(destination)
+      this.#materialize(record.sandboxId, manifest, record.rootDir, snapshotId)
     } catch (error) {
-      removeTree(destination)
+      removeTree(record.rootDir)
       throw new HttpError(500, `could not write the snapshot's files: ${(error as Error).message}`)
+    }
+  }
+
+  #materialize(sandboxId: string, manifest: Manifest, destination: string, snapshotId?: string): void {
+    const started = performance.now()
+    this.#options.store.content.materialize(manifest, destination)
+    if (snapshotId) {
+      this.#options.events.record('snapshot-restore', sandboxId, {
+        snapshotId,
+        copyMs: performance.now() - started,
+        bytes: manifest.contentBytes,
+      })
+    }
+  }
+
+  /**
+   * Called by a sandbox's boot once its disk is mounted: writes the snapshot files it was made from, the first
+   * time only. Throws (and the boot fails) when they cannot be written.
+   */
+  populateDisk(sandboxId: string, rootDir: string): void {
+    const pending = this.#pendingFiles.get(sandboxId)
+    if (!pending) return
+    this.#pendingFiles.delete(sandboxId)
+    try {
+      this.#materialize(sandboxId, pending.manifest, rootDir, pending.snapshotId)
+    } finally {
+      pending.release()
     }
   }
 
@@ -565,7 +607,7 @@ export class SnapshotService {
           const sandbox = await startSandbox(record, async () => {
             if (captured.kind === 'content') {
               const { manifest } = captured.capture
-              this.#writeFiles(record, (destination) => store.content.materialize(manifest, destination))
+              this.#writeFiles(record, manifest)
             } else await placeDisk(captured.kind, staging, record.rootDir, last)
           })
           results.push({ sandbox: sandboxJson(sandbox, this.#options.settings.domain) })

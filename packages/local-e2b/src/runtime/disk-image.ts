@@ -20,51 +20,21 @@ export function diskImageOf(rootDir: string): string {
 }
 
 /**
- * The files a new sandbox's image is made from (a snapshot's, written before its first boot), beside its
- * directory; deleted once the image holds them.
- */
-export function diskSeedOf(rootDir: string): string {
-  return `${rootDir}.seed`
-}
-
-/**
- * Mounts the sandbox's image over `rootDir` (creating it first, from the seed when there is one); true when
- * `rootDir` is then the image. A sandbox made before disk images existed keeps its files on the host's disk
- * rather than losing them (false).
+ * Mounts the sandbox's image over `rootDir` (creating it first); true when `rootDir` is then the image. A
+ * sandbox made before disk images existed keeps its files on the host's disk rather than losing them (false).
  */
 export function mountDisk(rootDir: string, bytes: number): boolean {
   if (isMountPoint(rootDir)) return true
   const image = diskImageOf(rootDir)
   if (!existsSync(image)) {
-    const seed = diskSeedOf(rootDir)
-    const seeded = existsSync(seed)
     const home = join(rootDir, 'home/user')
-    if (!seeded && existsSync(home) && readdirSync(home).length > 0) return false
+    if (existsSync(home) && readdirSync(home).length > 0) return false
     writeFileSync(image, '', { mode: 0o600 })
     truncateSync(image, bytes)
-    try {
-      execFileSync(
-        'mkfs.ext4',
-        [
-          '-q',
-          '-F',
-          '-m',
-          '0',
-          '-O',
-          '^has_journal',
-          '-E',
-          'nodiscard',
-          ...(seeded ? ['-d', seed] : []),
-          image,
-        ],
-        { stdio: 'ignore', timeout: 5 * 60_000 },
-      )
-    } catch (error) {
-      // Never leave an image that a later boot would take for a complete one.
-      rmSync(image, { force: true })
-      throw error
-    }
-    if (seeded) execFileSync('rm', ['-rf', '--', seed], { stdio: 'ignore', timeout: 10 * 60_000 })
+    execFileSync('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'nodiscard', image], {
+      stdio: 'ignore',
+      timeout: 30_000,
+    })
   }
   mkdirSync(rootDir, { recursive: true })
   execFileSync('mount', ['-o', 'loop,nosuid,nodev', image, rootDir], { stdio: 'pipe', timeout: 30_000 })
@@ -89,6 +59,4 @@ export function removeDisk(rootDir: string): void {
   // Never recurse into a still-mounted image: that would wipe it without freeing anything.
   if (!isMountPoint(rootDir)) rmSync(rootDir, { recursive: true, force: true })
   rmSync(diskImageOf(rootDir), { force: true })
-  if (existsSync(diskSeedOf(rootDir)))
-    execFileSync('rm', ['-rf', '--', diskSeedOf(rootDir)], { stdio: 'ignore', timeout: 10 * 60_000 })
 }
