@@ -425,7 +425,6 @@ export class ContentStore {
             entries.push({ ...entry, t: 'h', h: first })
             return
           }
-          if (stats.nlink > 1n) inodes.set(stats.ino, entries.length)
           entry.s = Number(stats.size)
           contentBytes += entry.s
           const key = relative.toString('base64')
@@ -463,6 +462,8 @@ export class ContentStore {
         errors.push(error as Error)
         return
       }
+      // Only a file whose entry was kept can be the target of a later hard link.
+      if (type === 'f' && stats.nlink > 1n) inodes.set(stats.ino, entries.length)
       entries.push(entry)
       if (type !== 'd') return
       let names: Buffer[]
