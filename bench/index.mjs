@@ -7,7 +7,10 @@
 // --model-think-ms N (before the first tool call, default 1000), --step-think-ms N (before each later step,
 // default 300), --resume-ms LOW-HIGH (default 300-1000), --pause-ms LOW-HIGH (default 1000-4000),
 // --no-tool-turns N (turns whose model uses no tool, at the largest RTT, default 2), --seed N. The branching
-// bench: --branching-turns N (turns per variant, default 20), --rewinds N (rewinds per variant, default 8).
+// bench: --branching-turns N (turns per variant, default 20), --rewinds N (rewinds per variant, default 8). The
+// checkpoints bench (local-e2b snapshots by content vs whole copies): --checkpoint-turns N (default 20). The
+// scale bench (paused conversations on one host): --scale-conversations N (default 200), --scale-in-flight N
+// (default 16).
 import { writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
@@ -32,11 +35,15 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '24' },
     'branching-turns': { type: 'string', default: '20' },
     rewinds: { type: 'string', default: '8' },
+    'checkpoint-turns': { type: 'string', default: '20' },
+    'scale-conversations': { type: 'string', default: '200' },
+    'scale-in-flight': { type: 'string', default: '16' },
   },
 })
 const only = values.only
-if (only !== undefined && !['overhead', 'seed', 'latency', 'branching'].includes(only)) {
-  console.error(`--only must be overhead, seed, latency or branching, got ${only}`)
+const benches = ['overhead', 'seed', 'latency', 'branching', 'checkpoints', 'scale']
+if (only !== undefined && !benches.includes(only)) {
+  console.error(`--only must be one of ${benches.join(', ')}, got ${only}`)
   process.exit(2)
 }
 /** A `LOW-HIGH` range of ms. */
@@ -103,6 +110,19 @@ if (only === undefined || only === 'branching') {
   figures.branching = await runBranching({
     turns: Number(values['branching-turns']),
     rewinds: Number(values.rewinds),
+  })
+}
+if (only === undefined || only === 'checkpoints') {
+  console.log('\n## Checkpoints on local-e2b: snapshots stored by content vs whole copies of the disk\n')
+  const { runCheckpointStorage } = await import('./checkpoint-storage.mjs')
+  figures.checkpoints = await runCheckpointStorage({ turns: Number(values['checkpoint-turns']) })
+}
+if (only === undefined || only === 'scale') {
+  console.log('\n## Scale: paused conversations on one local-e2b host, a turn of each in random order\n')
+  const { runScale } = await import('./scale.mjs')
+  figures.scale = await runScale({
+    conversations: Number(values['scale-conversations']),
+    inFlight: Number(values['scale-in-flight']),
   })
 }
 figures.loadAverageAtEnd = loadavg()

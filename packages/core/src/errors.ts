@@ -44,6 +44,8 @@ export const SandkeepErrorCode = {
   CHECKPOINT_NOT_FOUND: 'CHECKPOINT_NOT_FOUND',
   /** A session with that conversation id already exists (a fork must start a new one). Nothing was written. */
   SESSION_EXISTS: 'SESSION_EXISTS',
+  /** A quota is used up (snapshots kept, their bytes, a tenant's checkpoints): not retried; free some first. */
+  QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
 } as const
 
 export type SandkeepErrorCode = (typeof SandkeepErrorCode)[keyof typeof SandkeepErrorCode]

@@ -359,7 +359,7 @@ export interface SandboxProvider<Native = unknown> {
    * Takes a snapshot of a running sandbox; the sandbox goes on running (the platform may freeze it for the
    * copy). The snapshot outlives the sandbox until `deleteSnapshot`.
    * @throws SandkeepError SANDBOX_NOT_FOUND (gone), SANDBOX_UNAVAILABLE (retryable: 5xx, 409 paused or
-   *   transitioning, 429 over the platform's snapshot limit)
+   *   transitioning, 429 rate limited), QUOTA_EXCEEDED (not retryable: the platform's snapshot quota is full)
    */
   createSnapshot?(sandboxId: string, options?: CreateSnapshotOptions): Promise<{ snapshotId: string }>
   /**

@@ -65,6 +65,22 @@ describe('fromE2BError', () => {
     expect(fromE2BError(withStatus(401), about).code).toBe('PROVIDER_AUTH')
   })
 
+  it("a full snapshot quota (507, or an older host's 429 'snapshot limit reached') is QUOTA_EXCEEDED, not retried", () => {
+    const about = { operation: 'createSnapshot', sandboxId: 'sbx1' }
+    const full = fromE2BError(withStatus(507, 'snapshot quota exceeded: at most 2 snapshots'), about)
+    expect(full).toMatchObject({ code: 'QUOTA_EXCEEDED', retryable: false })
+    expect(full.message).toContain('delete snapshots')
+    const before = new RateLimitError(
+      'Rate limit exceeded, please try again later - snapshot limit reached: at most 2',
+    )
+    expect(fromE2BError(before, about)).toMatchObject({ code: 'QUOTA_EXCEEDED', retryable: false })
+    // A rate limit is still one.
+    expect(fromE2BError(new RateLimitError('Rate limit exceeded'), about)).toMatchObject({
+      code: 'SANDBOX_UNAVAILABLE',
+      retryable: true,
+    })
+  })
+
   it('tells what to do in the message and never includes a key', () => {
     const mapped = fromE2BError(new AuthenticationError('Unauthorized, please check your credentials.'), at)
     expect(mapped.message).toMatch(/E2B_API_KEY/)

@@ -53,6 +53,9 @@ function networkCode(error: unknown): string | undefined {
   return undefined
 }
 
+/** What a local-e2b host says of a full snapshot quota (now with 507; before, with 429). */
+const QUOTA_MESSAGE = /snapshot quota exceeded|snapshot limit reached/i
+
 function statusOf(error: unknown): number | undefined {
   const status = (error as { statusCode?: unknown }).statusCode
   if (typeof status === 'number') return status
@@ -149,6 +152,7 @@ function byClass({ error, context, detail, where, make }: Facts): SandkeepError 
       'E2B refused the credentials: set E2B_API_KEY (or the apiKey option) to a valid key for this API URL.',
     )
   }
+  if (has('RateLimitError') && QUOTA_MESSAGE.test(detail)) return undefined
   if (has('RateLimitError')) {
     return make(
       'SANDBOX_UNAVAILABLE',
@@ -174,10 +178,19 @@ function byClass({ error, context, detail, where, make }: Facts): SandkeepError 
 /** By the HTTP status the error carries or starts its message with. */
 function byStatus({ error, context, detail, where, make }: Facts): SandkeepError | undefined {
   const status = statusOf(error)
+  const rateLimited = status === 429 || nameChain(error).includes('RateLimitError')
+  if (status === 507 || (rateLimited && QUOTA_MESSAGE.test(detail))) {
+    // A local-e2b host's full snapshot quota (507; 429 "snapshot limit reached" before): retrying cannot help.
+    return make(
+      'QUOTA_EXCEEDED',
+      `The platform's quota is used up for ${context.operation}${where}: delete snapshots you no longer need (${detail}).`,
+    )
+  }
   if (status === undefined) return undefined
   if (status === 401 || status === 403) {
     return make('PROVIDER_AUTH', `E2B refused the credentials (${status}) for ${context.operation}.`)
   }
+
   if (status === 404 && context.snapshotId !== undefined) {
     // E2B answers a create from a snapshot it does not have as from any unknown template: `template '<id>' not found`.
     return make(

@@ -1,6 +1,6 @@
 // Snapshots against a real local-e2b host through the unmodified SDK, beyond the conformance suite: the
 // 404 of a create from a deleted snapshot, the name-prefix filter E2B's API does not have, the platform's
-// refusals (409, 429) as retryable, and bad input refused before any request.
+// refusals (409, 429) as retryable, a full snapshot quota (507) as QUOTA_EXCEEDED, and bad input refused before any request.
 import { type LocalE2BHost, startLocalE2B } from '@sandkeep/local-e2b'
 import { Sandbox } from 'e2b'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -132,16 +132,16 @@ describe('E2B provider snapshots on local-e2b', () => {
     await expect(provider.createSnapshot!(sandbox.id)).rejects.toMatchObject({ code: 'SANDBOX_NOT_FOUND' })
   })
 
-  it("past the host's snapshot limit (429) is retryable SANDBOX_UNAVAILABLE", async () => {
+  it("past the host's snapshot quota (507) is QUOTA_EXCEEDED at once, not retried as a rate limit", async () => {
     const limited = await startLocalE2B({ logger: () => {}, maxSnapshots: 1 })
     try {
       const provider = providerOn(limited)
       const sandbox = await provider.create({ metadata: {} })
       await provider.createSnapshot!(sandbox.id)
-      await expect(provider.createSnapshot!(sandbox.id)).rejects.toMatchObject({
-        code: 'SANDBOX_UNAVAILABLE',
-        retryable: true,
-      })
+      // Not retryable: the session manager gives up on it at once instead of backing off as from a rate limit.
+      const refused = await provider.createSnapshot!(sandbox.id).catch((error: unknown) => error)
+      expect(refused).toMatchObject({ code: 'QUOTA_EXCEEDED', retryable: false })
+      expect((refused as Error).message).toContain('at most 1 snapshots')
     } finally {
       await limited.close()
     }

@@ -116,6 +116,7 @@ function sandboxFactory(
   support: RuntimeSupport,
   events: HostEventLog,
   ranges: IdRanges | undefined,
+  populateDisk: (sandboxId: string, rootDir: string) => void,
 ): (record: SandboxRecord) => Sandbox {
   const kernelHostDir = kernelHostDirectory()
   return (record) => {
@@ -137,6 +138,7 @@ function sandboxFactory(
       onRebased: () => {
         delete record.rebaseFrom
       },
+      populateDisk: (rootDir) => populateDisk(record.sandboxId, rootDir),
     })
     // What the host creates for the sandbox (uploads, directories) belongs to the sandbox's user.
     if (runtime.owner) record.owner = runtime.owner
@@ -279,7 +281,11 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const registry = new SandboxRegistry(stateDir, settings.logger)
   const ranges =
     support.isolation === 'bubblewrap' ? new IdRanges(idRangeDirectory(), registry.path) : undefined
-  const makeSandbox = sandboxFactory(settings, support, events, ranges)
+  // Bound once the snapshot service exists (a sandbox boots only after the host started).
+  const late: { snapshots?: SnapshotService } = {}
+  const makeSandbox = sandboxFactory(settings, support, events, ranges, (sandboxId, rootDir) =>
+    late.snapshots?.populateDisk(sandboxId, rootDir),
+  )
   const release = (record: SandboxRecord) => {
     if (ranges && record.idRange !== undefined) ranges.release(record.idRange, record.rootDir)
   }
@@ -302,7 +308,14 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     registry,
     store,
     startSandbox: (record, prepareDisk): Promise<Sandbox> => controlPlane.startSandbox(record, prepareDisk),
+    // As the runtime decides at boot (sandbox-runtime.ts): isolated, with disk images and a disk size.
+    usesDiskImage: (record) =>
+      support.isolation === 'bubblewrap' &&
+      support.diskImages &&
+      (settings.templateOptions[record.baseTemplateId ?? record.templateId]?.limits ?? settings.limits)
+        .diskBytes > 0,
   })
+  late.snapshots = snapshots
   const faults = new HostFaults({
     events,
     registry,

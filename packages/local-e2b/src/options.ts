@@ -111,6 +111,12 @@ export interface LocalE2BOptions {
   maxSnapshots?: number
   /** Most bytes the kept snapshots may take on the host's disk (default 20 GiB); past it 429. */
   maxSnapshotBytes?: number
+  /**
+   * How new snapshots are stored: `content` (default) keeps each file's content once across every snapshot and
+   * copies only what changed since the sandbox's previous one; `copy` copies the whole disk each time (the
+   * format before, kept for comparison). Snapshots of either kind stay readable.
+   */
+  snapshotStorage?: 'content' | 'copy'
   /** Time between two metrics samples of a running sandbox (ms, default 5000, E2B's; 100 to 60000). */
   metricsIntervalMs?: number
 }
@@ -145,6 +151,7 @@ export interface ResolvedOptions {
   templateOptions: Record<string, { user: SandboxUser; limits: SandboxLimits; nestedUserNamespaces: boolean }>
   maxSnapshots: number
   maxSnapshotBytes: number
+  snapshotStorage: 'content' | 'copy'
   metricsIntervalMs: number
 }
 
@@ -181,6 +188,7 @@ const LOCAL_E2B_OPTION_NAMES = [
   'templateOptions',
   'maxSnapshots',
   'maxSnapshotBytes',
+  'snapshotStorage',
   'metricsIntervalMs',
 ] as const satisfies readonly (keyof LocalE2BOptions)[]
 
@@ -293,9 +301,13 @@ export function resolveOptions(options: LocalE2BOptions = {}): ResolvedOptions {
   const { maxUploadBytes, maxConcurrentUploadBytes } = resolveUploadLimits(options)
   const { user, limits, templateOptions } = resolveSandboxSettings(options)
   const { maxSnapshots, maxSnapshotBytes, metricsIntervalMs } = resolveSnapshotsAndMetrics(options)
+  const snapshotStorage = options.snapshotStorage ?? 'content'
+  if (snapshotStorage !== 'content' && snapshotStorage !== 'copy')
+    throw invalid('snapshotStorage must be "content" or "copy"')
   return {
     maxSnapshots,
     maxSnapshotBytes,
+    snapshotStorage,
     metricsIntervalMs,
     user,
     limits,

@@ -75,6 +75,11 @@ export interface SandboxRuntimeOptions {
   onRebased?: () => void
   /** Let processes create user namespaces of their own (default false: `unshare -U` fails inside). */
   nestedUserNamespaces?: boolean
+  /**
+   * Writes the files of a sandbox made from a snapshot into its disk, once mounted and before its ids are
+   * rebased (a no-op after its first call).
+   */
+  populateDisk?: (rootDir: string) => void
   /** Where warnings go. */
   logger?: (line: string) => void
 }
@@ -298,6 +303,7 @@ export class SandboxRuntime {
     if (support.diskImages && limits.diskBytes > 0) {
       this.#diskMounted = mountDisk(rootDir, limits.diskBytes) || this.#diskMounted
     }
+    this.#options.populateDisk?.(rootDir)
     const home = join(rootDir, 'home/user')
     const tmp = join(rootDir, 'tmp')
     // Root's home, on the sandbox's disk like the others (a sandbox made before it existed gets it now).
@@ -305,7 +311,12 @@ export class SandboxRuntime {
     for (const dir of [home, tmp, rootHome]) mkdirSync(dir, { recursive: true })
     const { rebaseFrom, onRebased } = this.#options
     if (rebaseFrom !== undefined) {
-      rebaseOwnership([home, tmp, rootHome], rebaseFrom, range)
+      const failed = rebaseOwnership([home, tmp, rootHome], rebaseFrom, range)
+      if (failed.length > 0) {
+        this.#options.logger?.(
+          `[sandkeep-local-e2b] sandbox ${this.#options.id}: ${failed.length} entries kept their old owner (first: ${failed[0]?.message.slice(0, 200)})`,
+        )
+      }
       onRebased?.()
     }
     // mkdir's mode passes through the umask; /tmp must be world-writable and sticky for `user`.

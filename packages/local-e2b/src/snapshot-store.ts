@@ -1,8 +1,10 @@
-// The snapshots a host keeps, in stateDir/snapshots/ beside the registry: an index (index.json) and one copy
-// of a sandbox's disk per snapshot, either its ext4 image (copied sparse, and sharing blocks where the
-// filesystem can reflink) or, on a host without disk images, its directory tree. They outlive the sandbox
-// they were taken from and host restarts, and belong to the API key that made them. Everything here is private
-// to the host user: the directory is 0700, every file 0600. Memory is never part of a snapshot.
+// The snapshots a host keeps, in stateDir/snapshots/ beside the registry: an index (index.json) and, per
+// snapshot, a manifest of its files whose content is kept once across all snapshots (kind `content`, see
+// content-store.ts), or, in the format before (kinds `image` and `tree`, still read, and still made with
+// `snapshotStorage: 'copy'`), a whole copy of the sandbox's ext4 image or directory tree. They outlive the
+// sandbox they were taken from and host restarts, and belong to the API key that made them. A team's limits
+// count a blob its snapshots share once. Everything here is private to the host user: the directory is 0700,
+// every file 0600. Memory is never part of a snapshot.
 import { execFile } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import {
@@ -13,11 +15,11 @@ import {
   readdirSync,
   readFileSync,
   renameSync,
-  rmSync,
   writeFileSync,
 } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { ContentStore, type Manifest, removeTree } from './content-store.js'
 
 const run = promisify(execFile)
 
@@ -48,12 +50,20 @@ export interface SnapshotRecord {
   envVars: Record<string, string>
   /** Epoch ms. */
   createdAt: number
-  /** `image`: a copy of the sandbox's ext4 disk image; `tree`: a copy of its directory. */
-  kind: 'image' | 'tree'
-  /** Bytes the copy takes on the host's disk (allocated blocks, not the image's apparent size). */
+  /**
+   * `content`: a manifest of its files, their content in shared blobs; `image`: a copy of the sandbox's ext4
+   * disk image; `tree`: a copy of its directory.
+   */
+  kind: 'content' | 'image' | 'tree'
+  /**
+   * Bytes it took on the host's disk when made (allocated blocks): the whole copy (`image`, `tree`), or what
+   * it added (`content`: its manifest and the blobs no kept snapshot of the team held before).
+   */
   bytes: number
-  /** Its file (kind `image`) or directory (kind `tree`) under snapshots/. */
+  /** Its manifest under snapshots/manifests/ (kind `content`), file (`image`) or directory (`tree`) under snapshots/. */
   file: string
+  /** Kind `content`: the apparent size of its files (bytes). */
+  contentBytes?: number
   /**
    * The host id range its files belong to (the source's; `legacy` or absent: a host before ranges); a
    * sandbox made from it moves them onto its own.
@@ -156,7 +166,7 @@ function isRecord(value: unknown): value is SnapshotRecord {
     typeof record.team === 'string' &&
     typeof record.file === 'string' &&
     /^[a-z0-9._-]{1,128}$/.test(record.file) &&
-    (record.kind === 'image' || record.kind === 'tree') &&
+    (record.kind === 'content' || record.kind === 'image' || record.kind === 'tree') &&
     typeof record.bytes === 'number' &&
     typeof record.createdAt === 'number' &&
     typeof record.baseTemplateId === 'string' &&
@@ -173,11 +183,20 @@ export class SnapshotStore {
   readonly #logger: (line: string) => void
   #records: SnapshotRecord[] = []
   #queue: Promise<unknown> = Promise.resolve()
+  /** The files' content of `content` snapshots. */
+  readonly content: ContentStore
+  /** The manifest of each kept `content` record. */
+  readonly #manifests = new Map<SnapshotRecord, Manifest>()
+  /** Bytes each kept `content` record's manifest file takes. */
+  readonly #manifestBytes = new Map<SnapshotRecord, number>()
+  /** Per team: blob → how many of its kept snapshots name it, and the bytes those blobs take (once each). */
+  readonly #teamBlobs = new Map<string, { counts: Map<string, number>; bytes: number }>()
 
   constructor(stateDir: string, logger: (line: string) => void) {
     this.directory = join(stateDir, 'snapshots')
     this.#index = join(this.directory, 'index.json')
     this.#logger = logger
+    this.content = new ContentStore(this.directory, logger)
   }
 
   /** Reads the index (made private if it was not), drops entries whose copy is gone, removes partial copies. */
@@ -185,11 +204,16 @@ export class SnapshotStore {
     mkdirSync(this.directory, { recursive: true, mode: 0o700 })
     chmodSync(this.directory, 0o700)
     for (const name of readdirSync(this.directory)) {
-      if (name.startsWith(PARTIAL_PREFIX))
-        rmSync(join(this.directory, name), { recursive: true, force: true })
+      if (name.startsWith(PARTIAL_PREFIX)) removeTree(join(this.directory, name))
     }
     this.#records = []
-    if (!existsSync(this.#index)) return
+    this.#manifests.clear()
+    this.#manifestBytes.clear()
+    this.#teamBlobs.clear()
+    if (!existsSync(this.#index)) {
+      this.content.load([])
+      return
+    }
     let entries: unknown
     try {
       entries = (JSON.parse(readFileSync(this.#index, 'utf8')) as { snapshots?: unknown }).snapshots
@@ -205,7 +229,80 @@ export class SnapshotStore {
       if (isRecord(entry) && existsSync(this.pathOf(entry))) this.#records.push(entry)
       else this.#logger('[sandkeep-local-e2b] a snapshot index entry has no usable copy; dropped')
     }
+    const contentRecords = this.#records.filter((record) => record.kind === 'content')
+    const { manifests, broken } = this.content.load(contentRecords.map((record) => record.file))
+    for (const record of contentRecords) {
+      const manifest = manifests.get(record.file)
+      if (!manifest || broken.has(record.file)) {
+        this.#logger(
+          `[sandkeep-local-e2b] snapshot ${snapshotIdOf(record)} has a missing or cut-short file; dropped`,
+        )
+        this.#records = this.#records.filter((other) => other !== record)
+        continue
+      }
+      this.#account(record, manifest, lstatSync(this.pathOf(record)).blocks * 512)
+    }
     this.save()
+  }
+
+  /** Counts a kept `content` record in its team's usage. */
+  #account(record: SnapshotRecord, manifest: Manifest, manifestBytes: number): void {
+    this.#manifests.set(record, manifest)
+    this.#manifestBytes.set(record, manifestBytes)
+    let team = this.#teamBlobs.get(record.team)
+    if (!team) {
+      team = { counts: new Map(), bytes: 0 }
+      this.#teamBlobs.set(record.team, team)
+    }
+    for (const blob of ContentStore.blobsOf(manifest)) {
+      const count = team.counts.get(blob) ?? 0
+      if (count === 0) team.bytes += this.content.blobBytes(blob)
+      team.counts.set(blob, count + 1)
+    }
+  }
+
+  /** Takes a `content` record out of its team's usage. */
+  #unaccount(record: SnapshotRecord): Manifest | undefined {
+    const manifest = this.#manifests.get(record)
+    if (!manifest) return undefined
+    this.#manifests.delete(record)
+    this.#manifestBytes.delete(record)
+    const team = this.#teamBlobs.get(record.team)
+    if (team) {
+      for (const blob of ContentStore.blobsOf(manifest)) {
+        const count = (team.counts.get(blob) ?? 0) - 1
+        if (count > 0) team.counts.set(blob, count)
+        else {
+          team.counts.delete(blob)
+          team.bytes -= this.content.blobBytes(blob)
+        }
+      }
+    }
+    return manifest
+  }
+
+  /** The manifest of a kept `content` record. */
+  manifestOf(record: SnapshotRecord): Manifest | undefined {
+    return this.#manifests.get(record)
+  }
+
+  /** The newest kept `content` manifest taken from `sandboxId` (what its previous capture saw). */
+  latestManifestOf(sandboxId: string): Manifest | undefined {
+    let latest: SnapshotRecord | undefined
+    for (const record of this.#manifests.keys()) {
+      if (record.sourceSandboxId === sandboxId && (!latest || record.createdAt > latest.createdAt))
+        latest = record
+    }
+    return latest && this.#manifests.get(latest)
+  }
+
+  /** Bytes a snapshot of `team` with `manifest` would add: the blobs none of its kept snapshots names. */
+  addedBytes(team: string, manifest: Manifest): number {
+    const counts = this.#teamBlobs.get(team)?.counts
+    let bytes = 0
+    for (const blob of ContentStore.blobsOf(manifest))
+      if (!counts?.has(blob)) bytes += this.content.blobBytes(blob)
+    return bytes
   }
 
   /** Runs changes of the store one at a time (a copy out of it never races a delete). */
@@ -215,9 +312,11 @@ export class SnapshotStore {
     return result
   }
 
-  /** Where a record's copy is. */
+  /** Where a record's copy (or manifest) is. */
   pathOf(record: SnapshotRecord): string {
-    return join(this.directory, record.file)
+    return record.kind === 'content'
+      ? this.content.manifestPath(record.file)
+      : join(this.directory, record.file)
   }
 
   /** A fresh path under snapshots/ for a copy in progress (removed at the next load if never committed). */
@@ -248,14 +347,24 @@ export class SnapshotStore {
     return this.#records.includes(record)
   }
 
-  /** How many snapshots the team keeps and the bytes they take, leaving out the build `replacing` replaces. */
+  /**
+   * How many snapshots the team keeps and the bytes they take (a blob several of them share counted once),
+   * leaving out the build `replacing` replaces.
+   */
   usage(team: string, replacing?: SnapshotRecord): { count: number; bytes: number } {
     let count = 0
-    let bytes = 0
+    let bytes = this.#teamBlobs.get(team)?.bytes ?? 0
     for (const record of this.#records) {
       if (record.team !== team || record === replacing) continue
       count++
-      bytes += record.bytes
+      bytes += record.kind === 'content' ? (this.#manifestBytes.get(record) ?? 0) : record.bytes
+    }
+    const replaced = replacing && this.#manifests.get(replacing)
+    if (replaced) {
+      // What only the replaced build holds is freed with it.
+      const counts = this.#teamBlobs.get(team)?.counts
+      for (const blob of ContentStore.blobsOf(replaced))
+        if (counts?.get(blob) === 1) bytes -= this.content.blobBytes(blob)
     }
     return { count, bytes }
   }
@@ -265,22 +374,43 @@ export class SnapshotStore {
    * copy deleted. Caller holds the store's lock.
    */
   commit(record: SnapshotRecord, partial: string): void {
+    renameSync(partial, this.pathOf(record))
+    this.#keep(record)
+  }
+
+  /**
+   * Keeps the `content` record whose manifest (`manifest`, written at its path, `manifestBytes` on disk) and
+   * blobs are in place; as {@link commit} otherwise. Caller holds the store's lock.
+   */
+  commitContent(record: SnapshotRecord, manifest: Manifest, manifestBytes: number): void {
+    this.content.keep(manifest)
+    this.#account(record, manifest, manifestBytes)
+    this.#keep(record)
+  }
+
+  #keep(record: SnapshotRecord): void {
     const replaced = this.#records.find(
       (other) =>
         other.team === record.team && other.templateId === record.templateId && other.tag === record.tag,
     )
-    renameSync(partial, this.pathOf(record))
     this.#records = this.#records.filter((other) => other !== replaced)
     this.#records.push(record)
     this.save()
-    if (replaced) rmSync(this.pathOf(replaced), { recursive: true, force: true })
+    if (replaced) this.#deleteFiles(replaced)
   }
 
   /** Forgets the records and deletes their copies (their disk space is freed). Caller holds the lock. */
   remove(records: SnapshotRecord[]): void {
     this.#records = this.#records.filter((record) => !records.includes(record))
     this.save()
-    for (const record of records) rmSync(this.pathOf(record), { recursive: true, force: true })
+    for (const record of records) this.#deleteFiles(record)
+  }
+
+  /** Deletes a forgotten record's copy, or its manifest and the blobs nothing else holds. */
+  #deleteFiles(record: SnapshotRecord): void {
+    const manifest = this.#unaccount(record)
+    if (record.kind !== 'content') removeTree(this.pathOf(record))
+    else if (manifest) this.content.drop(record.file, manifest)
   }
 
   /** Writes the index whole through a private temp file and a rename. */

@@ -3,13 +3,17 @@
 // from a snapshot. A snapshot of a running sandbox is taken as E2B takes one: the sandbox is frozen (its
 // processes, then its filesystem, so the copy is consistent and holds what is still in the page cache), its
 // disk is copied, and it goes on running. Memory is not kept (this kernel has no working process
-// checkpointing), so a sandbox made from a snapshot, or a fork, boots cold with the files.
+// checkpointing), so a sandbox made from a snapshot, or a fork, boots cold with the files. With content storage
+// (the default) the frozen sandbox's files are read through its mounted disk and only what changed since its
+// previous capture is read and kept anew (content-store.ts); a sandbox made from it gets the files written
+// into a fresh disk (its image is made from them, `mkfs.ext4 -d`).
 import { execFile, execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, renameSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { type Capture, type Manifest, removeTree } from './content-store.js'
 import type { HostEventLog } from './events.js'
 import { HttpError, type Json, readJson, safeDecode, sendJson, timeoutSeconds } from './http.js'
 import type { ResolvedOptions } from './options.js'
@@ -34,6 +38,8 @@ import {
 
 const run = promisify(execFile)
 
+/** The answer to a snapshot past the team's quota: 507 Insufficient Storage, which no client retries as a rate limit. */
+export const SNAPSHOT_QUOTA_STATUS = 507
 /** E2B's bound on one fork request. */
 const MAX_FORK_COUNT = 100
 /** E2B's timeout of a fork whose request gives none (the API's default sandbox timeout, in seconds). */
@@ -54,14 +60,14 @@ export interface SnapshotServiceOptions {
   store: SnapshotStore
   /** Boots and registers a new sandbox of `record` after `prepareDisk` placed its files (429 past the limit). */
   startSandbox: (record: SandboxRecord, prepareDisk: () => Promise<void>) => Promise<Sandbox>
+  /** True when the sandbox of `record` will boot on a disk image (its files then go in as the image's seed). */
+  usesDiskImage: (record: SandboxRecord) => boolean
 }
 
-/** A disk copied out of a sandbox. */
-interface CapturedDisk {
-  kind: SnapshotRecord['kind']
-  /** How long the sandbox stood frozen (ms). */
-  frozenMs: number
-}
+/** A disk copied out of a sandbox: a whole copy at the destination, or a capture of its content. */
+type CapturedDisk =
+  | { kind: 'image' | 'tree'; frozenMs: number }
+  | { kind: 'content'; frozenMs: number; capture: Capture }
 
 /** The name a snapshot request gives: `[local/]name[:tag]`; 400 for anything else. */
 function parseSnapshotName(value: unknown): { alias: string; tag: string } | undefined {
@@ -89,9 +95,9 @@ function looksLikeSnapshot(templateId: string): boolean {
   return templateId.includes(':') || templateId.includes('/')
 }
 
-/** Places a captured disk as the disk of a sandbox not yet booted (its image beside rootDir, or its tree). */
+/** Places a whole-copy disk as the disk of a sandbox not yet booted (its image beside rootDir, or its tree). */
 async function placeDisk(
-  kind: SnapshotRecord['kind'],
+  kind: 'image' | 'tree',
   from: string,
   rootDir: string,
   move: boolean,
@@ -102,7 +108,7 @@ async function placeDisk(
     else if (kind === 'image') await copySparse(from, to)
     else await copyTree(from, to)
   } catch (error) {
-    rmSync(to, { recursive: true, force: true })
+    removeTree(to)
     throw error
   }
 }
@@ -174,6 +180,8 @@ export class SnapshotService {
   readonly #options: SnapshotServiceOptions
   /** Disk copies in progress (each holds a sandbox frozen until it ends). */
   readonly #copies = new Set<Promise<unknown>>()
+  /** Sandbox id → the snapshot files its first boot writes into its fresh disk image. */
+  readonly #pendingFiles = new Map<string, { manifest: Manifest; release: () => void; snapshotId?: string }>()
 
   constructor(options: SnapshotServiceOptions) {
     this.#options = options
@@ -245,6 +253,13 @@ export class SnapshotService {
         if (!store.holds(snapshot)) throw new HttpError(404, `template '${snapshotIdOf(snapshot)}' not found`)
         const started = performance.now()
         mkdirSync(join(record.rootDir, '..'), { recursive: true })
+        if (snapshot.kind === 'content') {
+          const manifest = store.manifestOf(snapshot)
+          if (!manifest) throw new HttpError(404, `template '${snapshotIdOf(snapshot)}' not found`)
+          // Recorded by whoever writes the files: now, or the first boot (populateDisk).
+          this.#writeFiles(record, manifest, snapshotIdOf(snapshot))
+          return
+        }
         await placeDisk(snapshot.kind, store.pathOf(snapshot), record.rootDir, false)
         events.record('snapshot-restore', record.sandboxId, {
           snapshotId: snapshotIdOf(snapshot),
@@ -252,6 +267,57 @@ export class SnapshotService {
           bytes: snapshot.bytes,
         })
       })
+  }
+
+  /**
+   * Writes a captured disk's files for a sandbox not yet booted: its directory now when it runs without a disk
+   * image, or into its fresh image once its first boot mounted it ({@link populateDisk}).
+   */
+  #writeFiles(record: SandboxRecord, manifest: Manifest, snapshotId?: string): void {
+    const { store } = this.#options
+    if (this.#options.usesDiskImage(record)) {
+      // Its blobs are held until the boot wrote them (a delete meanwhile frees nothing they need). A boot that
+      // fails before its disk was mounted leaves them held until the host restarts.
+      this.#pendingFiles.set(record.sandboxId, {
+        manifest,
+        release: store.content.hold(manifest),
+        ...(snapshotId ? { snapshotId } : {}),
+      })
+      return
+    }
+    try {
+      this.#materialize(record.sandboxId, manifest, record.rootDir, snapshotId)
+    } catch (error) {
+      removeTree(record.rootDir)
+      throw new HttpError(500, `could not write the snapshot's files: ${(error as Error).message}`)
+    }
+  }
+
+  #materialize(sandboxId: string, manifest: Manifest, destination: string, snapshotId?: string): void {
+    const started = performance.now()
+    this.#options.store.content.materialize(manifest, destination)
+    if (snapshotId) {
+      this.#options.events.record('snapshot-restore', sandboxId, {
+        snapshotId,
+        copyMs: performance.now() - started,
+        bytes: manifest.contentBytes,
+      })
+    }
+  }
+
+  /**
+   * Called by a sandbox's boot once its disk is mounted: writes the snapshot files it was made from, the first
+   * time only. Throws (and the boot fails) when they cannot be written.
+   */
+  populateDisk(sandboxId: string, rootDir: string): void {
+    const pending = this.#pendingFiles.get(sandboxId)
+    if (!pending) return
+    this.#pendingFiles.delete(sandboxId)
+    try {
+      this.#materialize(sandboxId, pending.manifest, rootDir, pending.snapshotId)
+    } finally {
+      pending.release()
+    }
   }
 
   /** Runs `task` under the sandbox's lock once it still runs: 404 when gone, 409 while paused (as E2B). */
@@ -287,9 +353,27 @@ export class SnapshotService {
     const image = diskImageOf(rootDir)
     const mounted = existsSync(image) && isMountPoint(rootDir)
     const started = performance.now()
+    const { store, settings } = this.#options
+    // An image that is not mounted cannot be read file by file: it is copied whole.
+    const byContent = settings.snapshotStorage === 'content' && (mounted || !existsSync(image))
+    if (byContent) {
+      const previous = store.latestManifestOf(sandbox.id)
+      if (previous) store.content.recall(sandbox.id, previous)
+    }
     await sandbox.runtime.freeze()
     let filesystemFrozen = false
     try {
+      if (byContent) {
+        // Frozen processes are never inside a write, and the files are read through the mounted filesystem
+        // (page cache included): no filesystem freeze is needed.
+        const capture = store.content.capture(rootDir, sandbox.id, mounted ? ['lost+found'] : [])
+        if (capture.errors.length > 0) {
+          settings.logger(
+            `[sandkeep-local-e2b] snapshot of sandbox ${sandbox.id}: ${capture.errors.length} entries could not be read (first: ${capture.errors[0]?.message.slice(0, 200)})`,
+          )
+        }
+        return { kind: 'content', frozenMs: performance.now() - started, capture }
+      }
       if (existsSync(image)) {
         if (mounted) {
           await run('fsfreeze', ['--freeze', rootDir], { timeout: 60_000 })
@@ -303,7 +387,7 @@ export class SnapshotService {
       chmodSync(destination, 0o700)
       return { kind: 'tree', frozenMs: performance.now() - started }
     } catch (error) {
-      rmSync(destination, { recursive: true, force: true })
+      removeTree(destination)
       throw error
     } finally {
       if (filesystemFrozen) {
@@ -317,20 +401,23 @@ export class SnapshotService {
     }
   }
 
-  /** 429 when one more snapshot of `bytes` would pass the host's count or bytes limit. */
+  /**
+   * 507 when one more snapshot of `bytes` would pass the team's count or bytes quota: a full quota is not a
+   * rate limit (429 tells clients to retry; this only clears once a snapshot is deleted).
+   */
   #checkLimits(bytes: number, replacing: SnapshotRecord | undefined): void {
     const { store, team, settings } = this.#options
     const usage = store.usage(team, replacing)
     if (usage.count >= settings.maxSnapshots) {
       throw new HttpError(
-        429,
-        `snapshot limit reached: this host keeps at most ${settings.maxSnapshots} snapshots; delete one (Sandbox.deleteSnapshot)`,
+        SNAPSHOT_QUOTA_STATUS,
+        `snapshot quota exceeded: this host keeps at most ${settings.maxSnapshots} snapshots for this API key; delete one (Sandbox.deleteSnapshot)`,
       )
     }
     if (usage.bytes + bytes > settings.maxSnapshotBytes) {
       throw new HttpError(
-        429,
-        `snapshot limit reached: this snapshot needs ${bytes} bytes and the kept ones take ${usage.bytes} of at most ${settings.maxSnapshotBytes}; delete one (Sandbox.deleteSnapshot)`,
+        SNAPSHOT_QUOTA_STATUS,
+        `snapshot quota exceeded: this snapshot needs ${bytes} bytes and the kept ones take ${usage.bytes} of at most ${settings.maxSnapshotBytes} for this API key; delete one (Sandbox.deleteSnapshot)`,
       )
     }
   }
@@ -348,46 +435,72 @@ export class SnapshotService {
       const tag = name?.tag ?? DEFAULT_TAG
       const replacing = existing && store.find(team, { identifier: templateId, tag })
       const image = diskImageOf(sandbox.record.rootDir)
-      // Checked before copying with what the copy will at most take, and again with what it took.
+      const byContent = this.#options.settings.snapshotStorage === 'content'
+      // Checked before copying with what the copy will at most take (content: what is already kept), and
+      // again with what it took.
       this.#checkLimits(
-        existsSync(image) ? allocatedBytes(image) : allocatedBytes(sandbox.record.rootDir),
+        byContent ? 0 : existsSync(image) ? allocatedBytes(image) : allocatedBytes(sandbox.record.rootDir),
         replacing,
       )
       const partial = store.partialPath()
       const started = performance.now()
       const disk = await this.#capture(sandbox, partial)
-      try {
-        if (disk.kind === 'image') await checkImage(partial)
-        const record: SnapshotRecord = {
-          templateId,
-          tag,
-          team,
-          sourceSandboxId: sandbox.id,
-          baseTemplateId: sandbox.record.baseTemplateId ?? sandbox.record.templateId,
-          envVars: { ...sandbox.record.envVars },
-          createdAt: Date.now(),
-          kind: disk.kind,
-          bytes: allocatedBytes(partial),
-          file: `${templateId}-${randomBytes(6).toString('hex')}${disk.kind === 'image' ? '.img' : ''}`,
-          filesRange: filesRangeOf(sandbox.record),
-        }
-        if (name) record.alias = name.alias
-        await store.serialize(async () => {
-          const current = store.find(team, { identifier: templateId, tag })
-          this.#checkLimits(record.bytes, current)
-          store.commit(record, partial)
-        })
-        created = record
-        events.record('snapshot-create', sandbox.id, {
-          snapshotId: snapshotIdOf(record),
-          kind: record.kind,
-          bytes: record.bytes,
-          frozenMs: disk.frozenMs,
-          createMs: performance.now() - started,
-        })
-      } finally {
-        rmSync(partial, { recursive: true, force: true })
+      const record: SnapshotRecord = {
+        templateId,
+        tag,
+        team,
+        sourceSandboxId: sandbox.id,
+        baseTemplateId: sandbox.record.baseTemplateId ?? sandbox.record.templateId,
+        envVars: { ...sandbox.record.envVars },
+        createdAt: Date.now(),
+        kind: disk.kind,
+        bytes: 0,
+        file: `${templateId}-${randomBytes(6).toString('hex')}${disk.kind === 'image' ? '.img' : disk.kind === 'content' ? '.json' : ''}`,
+        filesRange: filesRangeOf(sandbox.record),
       }
+      if (name) record.alias = name.alias
+      if (disk.kind === 'content') {
+        const { capture } = disk
+        let kept = false
+        try {
+          const manifestBytes = store.content.writeManifest(record.file, capture.manifest)
+          record.contentBytes = capture.manifest.contentBytes
+          await store.serialize(async () => {
+            const current = store.find(team, { identifier: templateId, tag })
+            record.bytes = manifestBytes + store.addedBytes(team, capture.manifest)
+            this.#checkLimits(record.bytes, current)
+            store.commitContent(record, capture.manifest, manifestBytes)
+            kept = true
+          })
+          store.content.remember(sandbox.id, capture)
+        } finally {
+          if (!kept) store.content.discardManifest(record.file)
+          capture.release()
+        }
+      } else {
+        try {
+          if (disk.kind === 'image') await checkImage(partial)
+          record.bytes = allocatedBytes(partial)
+          await store.serialize(async () => {
+            const current = store.find(team, { identifier: templateId, tag })
+            this.#checkLimits(record.bytes, current)
+            store.commit(record, partial)
+          })
+        } finally {
+          removeTree(partial)
+        }
+      }
+      created = record
+      events.record('snapshot-create', sandbox.id, {
+        snapshotId: snapshotIdOf(record),
+        kind: record.kind,
+        bytes: record.bytes,
+        frozenMs: disk.frozenMs,
+        createMs: performance.now() - started,
+        ...(disk.kind === 'content'
+          ? { filesRead: disk.capture.filesRead, newBlobs: disk.capture.newBlobs }
+          : {}),
+      })
     })
     if (!created) throw new HttpError(500, 'the snapshot was not kept')
     sendJson(response, 201, { snapshotID: snapshotIdOf(created), names: snapshotNamesOf(created) })
@@ -482,17 +595,21 @@ export class SnapshotService {
     })
     if (!source || !disk) throw new HttpError(500, 'the fork was not taken')
     const captured = disk
+    if (captured.kind === 'content') store.content.remember(sandboxId, captured.capture)
     events.record('sandbox-fork', sandboxId, { count, kind: captured.kind, frozenMs: captured.frozenMs })
     const results: Json[] = []
     try {
       for (let index = 0; index < count; index++) {
         const record = forkRecord(source, stateDir, timeoutMs)
-        // The last fork takes the copy itself; the others get copies of it.
+        // The last fork takes a whole copy itself; the others get copies of it.
         const last = index === count - 1
         try {
-          const sandbox = await startSandbox(record, () =>
-            placeDisk(captured.kind, staging, record.rootDir, last),
-          )
+          const sandbox = await startSandbox(record, async () => {
+            if (captured.kind === 'content') {
+              const { manifest } = captured.capture
+              this.#writeFiles(record, manifest)
+            } else await placeDisk(captured.kind, staging, record.rootDir, last)
+          })
           results.push({ sandbox: sandboxJson(sandbox, this.#options.settings.domain) })
         } catch (error) {
           const status = error instanceof HttpError ? error.status : 500
@@ -500,7 +617,8 @@ export class SnapshotService {
         }
       }
     } finally {
-      rmSync(staging, { recursive: true, force: true })
+      if (captured.kind === 'content') captured.capture.release()
+      removeTree(staging)
     }
     sendJson(response, 201, results)
   }

@@ -100,9 +100,18 @@ describe('fork bounds', () => {
       const sandboxes = readdirSync(join(t.host.stateDir, 'sandboxes'))
       const live = t.host.listSandboxes().map((view) => view.sandboxId)
       expect(sandboxes.filter((name) => !name.endsWith('.img')).sort()).toEqual([...live].sort())
-      expect(readdirSync(join(t.host.stateDir, 'snapshots')).filter((name) => name !== 'index.json')).toEqual(
-        [],
+      // No copy in progress, and the fork's capture holds no blob once the forks were made.
+      const snapshots = join(t.host.stateDir, 'snapshots')
+      expect(
+        readdirSync(snapshots)
+          .filter((name) => name !== 'index.json')
+          .sort(),
+      ).toEqual(['blobs', 'manifests'])
+      expect(readdirSync(join(snapshots, 'manifests'))).toEqual([])
+      const blobs = readdirSync(join(snapshots, 'blobs')).flatMap((dir) =>
+        readdirSync(join(snapshots, 'blobs', dir)),
       )
+      expect(blobs).toEqual([])
     } finally {
       await stopTestHost(t)
     }

@@ -30,13 +30,29 @@ async function listedIds(options: Parameters<typeof Sandbox.listSnapshots>[0]): 
   return ids
 }
 
-/** The files of the host's snapshot directory, with their modes. */
-function snapshotFiles(host: TestHost['host']): Array<{ name: string; mode: number }> {
-  const directory = join(host.stateDir, 'snapshots')
-  return readdirSync(directory).map((name) => ({
-    name,
-    mode: statSync(join(directory, name)).mode & 0o777,
-  }))
+/**
+ * The files under the host's snapshot directory (`index.json`, `manifests/<file>`, `blobs/<xx>/<hash>`), with
+ * their modes; a directory is listed itself only when `withDirectories` (its mode checked by the caller).
+ */
+function snapshotFiles(
+  host: TestHost['host'],
+  withDirectories = false,
+): Array<{ name: string; mode: number; directory?: true }> {
+  const top = join(host.stateDir, 'snapshots')
+  const found: Array<{ name: string; mode: number; directory?: true }> = []
+  const walk = (relative: string) => {
+    for (const name of readdirSync(join(top, relative))) {
+      const path = relative ? `${relative}/${name}` : name
+      const stats = statSync(join(top, path))
+      // The content store's own directories stay; what they hold is what a snapshot takes.
+      if (stats.isDirectory() && (path === 'blobs' || path === 'manifests' || path.startsWith('blobs/'))) {
+        if (withDirectories) found.push({ name: path, mode: stats.mode & 0o777, directory: true })
+        walk(path)
+      } else found.push({ name: path, mode: stats.mode & 0o777 })
+    }
+  }
+  walk('')
+  return found
 }
 
 const get =
@@ -168,7 +184,8 @@ describe('snapshots', () => {
     await source.files.write('/home/user/kept.txt', 'kept')
     const { snapshotId } = await source.createSnapshot()
     const before = await create(snapshotId)
-    expect(snapshotFiles(t.host).filter((file) => file.name !== 'index.json')).toHaveLength(1)
+    expect(snapshotFiles(t.host).filter((file) => file.name.startsWith('manifests/'))).toHaveLength(1)
+    expect(snapshotFiles(t.host).some((file) => file.name.startsWith('blobs/'))).toBe(true)
 
     expect(await Sandbox.deleteSnapshot(snapshotId, t.opts)).toBe(true)
     expect(snapshotFiles(t.host).map((file) => file.name)).toEqual(['index.json'])
@@ -192,28 +209,30 @@ describe('snapshots', () => {
     await expect(sandbox.createSnapshot()).rejects.toBeInstanceOf(SandboxNotFoundError)
   })
 
-  it('keeps its files private to the host user: directory 0700, index and copies 0600', async () => {
+  it('keeps its files private to the host user: directories 0700, index, manifests and blobs 0600', async () => {
     const source = await create()
+    await source.files.write('/home/user/note.txt', 'private')
     await source.createSnapshot()
     expect(statSync(join(t.host.stateDir, 'snapshots')).mode & 0o777).toBe(0o700)
-    const files = snapshotFiles(t.host)
-    expect(files.length).toBeGreaterThanOrEqual(2)
-    for (const file of files) expect(file).toEqual({ name: file.name, mode: 0o600 })
+    const files = snapshotFiles(t.host, true)
+    expect(files.filter((file) => !file.directory).length).toBeGreaterThanOrEqual(3)
+    for (const file of files) expect(file).toEqual({ ...file, mode: file.directory ? 0o700 : 0o600 })
   })
 })
 
 describe('snapshot limits', () => {
-  it('past maxSnapshots one more answers 429 and keeps nothing, until one is deleted', async () => {
+  it('past maxSnapshots one more answers 507 quota exceeded (not a rate limit) and keeps nothing, until one is deleted', async () => {
     const t = await startTestHost({ maxSnapshots: 2 })
     try {
       const source = await Sandbox.create(t.opts)
       const first = await source.createSnapshot()
       await source.createSnapshot()
       const refused = await rejection(source.createSnapshot())
-      expect(refused).toBeInstanceOf(RateLimitError)
-      expect(refused.message).toContain('at most 2 snapshots')
+      expect(refused).toBeInstanceOf(SandboxError)
+      expect(refused).not.toBeInstanceOf(RateLimitError)
+      expect(refused.message).toMatch(/^507: snapshot quota exceeded: .*at most 2 snapshots/)
       expect(await listedIds(t.opts)).toHaveLength(2)
-      expect(snapshotFiles(t.host)).toHaveLength(3)
+      expect(snapshotFiles(t.host).filter((file) => file.name.startsWith('manifests/'))).toHaveLength(2)
       await Sandbox.deleteSnapshot(first.snapshotId, t.opts)
       await source.createSnapshot()
       expect(await listedIds(t.opts)).toHaveLength(2)
@@ -222,11 +241,14 @@ describe('snapshot limits', () => {
     }
   })
 
-  it('past maxSnapshotBytes a snapshot answers 429 and keeps nothing', async () => {
+  it('past maxSnapshotBytes a snapshot answers 507 quota exceeded and keeps nothing', async () => {
     const t = await startTestHost({ maxSnapshotBytes: 64 * 1024 })
     try {
       const source = await Sandbox.create(t.opts)
-      await expect(source.createSnapshot()).rejects.toBeInstanceOf(RateLimitError)
+      await source.commands.run('head -c 262144 /dev/urandom > /home/user/big.bin')
+      const refused = await rejection(source.createSnapshot())
+      expect(refused).not.toBeInstanceOf(RateLimitError)
+      expect(refused.message).toMatch(/^507: snapshot quota exceeded: this snapshot needs/)
       expect(await listedIds(t.opts)).toEqual([])
       expect(snapshotFiles(t.host).filter((file) => file.name !== 'index.json')).toEqual([])
       expect(await source.isRunning()).toBe(true)
@@ -239,13 +261,12 @@ describe('snapshot limits', () => {
 describe('snapshots without disk images', () => {
   const t = useTestHost({ limits: { diskBytes: 0 } })
 
-  it('copy the sandbox directory, with its owners, and a sandbox from one has the files', async () => {
+  it('keep the sandbox directory, with its owners, and a sandbox from one has the files', async () => {
     const source = await Sandbox.create(t.opts)
     await source.commands.run('mkdir -p /home/user/app && echo data > /home/user/app/data.txt')
     const { snapshotId } = await source.createSnapshot()
-    expect(t.host.events.list({ type: 'snapshot-create' }).at(-1)?.detail.kind).toBe('tree')
-    for (const file of snapshotFiles(t.host))
-      expect(file.mode).toBe(file.name === 'index.json' ? 0o600 : 0o700)
+    expect(t.host.events.list({ type: 'snapshot-create' }).at(-1)?.detail.kind).toBe('content')
+    for (const file of snapshotFiles(t.host, true)) expect(file.mode).toBe(file.directory ? 0o700 : 0o600)
     const copy = await Sandbox.create(snapshotId, t.opts)
     expect(await copy.files.read('/home/user/app/data.txt')).toBe('data\n')
     // Still the sandbox user's: it can change what it wrote before the snapshot.

@@ -1,15 +1,7 @@
 // The machine-wide claims of host id ranges: lowest free first, given back on release, claimed again after
 // a restart, and a dead claim taken over only once its owner no longer lists it.
-import {
-  chownSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  rmSync,
-  symlinkSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { chownSync, lstatSync, mkdirSync, mkdtempSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -17,7 +9,8 @@ import { FIRST_HOST_ID, hostIdOf, ID_RANGE_SIZE, IdRanges, rebaseOwnership } fro
 
 const dirs: string[] = []
 afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+  // rm(1), which walks relative to each directory: Node's rmSync gives up on a path past 4,096 bytes.
+  for (const dir of dirs.splice(0)) execFileSync('rm', ['-rf', dir])
 })
 
 function scratch(): string {
@@ -96,5 +89,29 @@ describe('rebaseOwnership', () => {
     rebaseOwnership([dir], 'legacy', 3)
     expect(lstatSync(join(dir, 'mine')).uid).toBe(hostIdOf(3, 1000))
     expect(lstatSync(dir).uid).toBe(hostIdOf(3, 0))
+  })
+
+  it('moves every entry when the workspace holds a path longer than 4,096 bytes', () => {
+    const dir = scratch()
+    const owner = hostIdOf(1, 1000)
+    for (let index = 0; index < 60; index++) {
+      writeFileSync(join(dir, `file-${index}`), 'x')
+      chownSync(join(dir, `file-${index}`), owner, owner)
+    }
+    // 20 levels of 250-byte names (over 5,000 bytes), made and owned relative to each level as a shell can.
+    const name = 'd'.repeat(250)
+    execFileSync('bash', [
+      '-c',
+      `cd "$1" && for i in $(seq 20); do mkdir ${name} && chown ${owner}:${owner} ${name} && cd ${name}; done && echo deep > deep-file && chown ${owner}:${owner} deep-file`,
+      'bash',
+      dir,
+    ])
+    const errors = rebaseOwnership([dir], 1, 7)
+    const owners = execFileSync('find', [dir, '-mindepth', '1', '-printf', '%U\n'], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+    expect(owners).toHaveLength(60 + 20 + 1)
+    expect(new Set(owners)).toEqual(new Set([String(hostIdOf(7, 1000))]))
+    expect(errors).toEqual([])
   })
 })

@@ -6,14 +6,18 @@
 // restarting on it. A claim whose owner no longer lists it (its host deleted the sandbox or its state dir
 // without releasing it, after a crash) is taken over.
 import {
+  closeSync,
+  constants as fsConstants,
   lchownSync,
   lstatSync,
   mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
   renameSync,
   rmdirSync,
   rmSync,
+  type Stats,
   writeFileSync,
 } from 'node:fs'
 import { join } from 'node:path'
@@ -184,15 +188,64 @@ export class IdRanges {
   }
 }
 
+/** A path past this many bytes is walked on from an fd of its directory (the kernel refuses 4,096 and more). */
+const LONG_PATH_BYTES = 2048
+
+/**
+ * Calls `visit` on `path` and everything under it, links included and not followed. No path handed to the
+ * system grows past {@link LONG_PATH_BYTES}: a deeper directory is opened (O_NOFOLLOW) and walked on as
+ * `/proc/self/fd/<fd>`, so a workspace holding a path of any length is walked whole. An entry that fails is
+ * recorded in `errors` and the walk goes on with the next one.
+ */
+export function walkTree(path: string, visit: (path: string, stats: Stats) => void, errors: Error[]): void {
+  let stats: Stats
+  try {
+    stats = lstatSync(path)
+    visit(path, stats)
+  } catch (error) {
+    errors.push(error as Error)
+    return
+  }
+  if (!stats.isDirectory()) return
+  if (Buffer.byteLength(path) <= LONG_PATH_BYTES) {
+    walkChildren(path, visit, errors)
+    return
+  }
+  let fd: number
+  try {
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_DIRECTORY | fsConstants.O_NOFOLLOW)
+  } catch (error) {
+    errors.push(error as Error)
+    return
+  }
+  try {
+    walkChildren(`/proc/self/fd/${fd}`, visit, errors)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function walkChildren(dir: string, visit: (path: string, stats: Stats) => void, errors: Error[]): void {
+  let names: string[]
+  try {
+    names = readdirSync(dir)
+  } catch (error) {
+    errors.push(error as Error)
+    return
+  }
+  for (const name of names) walkTree(join(dir, name), visit, errors)
+}
+
 /** The host uid (= gid) a sandbox made before per-sandbox ranges ran its `user` as. */
 const LEGACY_USER_ID = 1_500_000
 
 /**
  * Gives a sandbox's files to its new id range: after it moved from range `from` (or from the single uid of
  * the hosts before ranges, `legacy`, whose root templates wrote as host root) to range `to`. Walks `dirs`
- * without following links.
+ * whole without following links, whatever the length of a path in them; returns what failed (every other
+ * entry was still moved).
  */
-export function rebaseOwnership(dirs: string[], from: number | 'legacy', to: number): void {
+export function rebaseOwnership(dirs: string[], from: number | 'legacy', to: number): Error[] {
   const moved = (id: number): number | undefined => {
     if (from === 'legacy') {
       if (id === LEGACY_USER_ID) return hostIdOf(to, 1000)
@@ -201,16 +254,17 @@ export function rebaseOwnership(dirs: string[], from: number | 'legacy', to: num
     const offset = id - hostIdOf(from, 0)
     return offset >= 0 && offset < ID_RANGE_SIZE ? hostIdOf(to, offset) : undefined
   }
-  const visit = (path: string) => {
-    const stats = lstatSync(path)
-    const uid = moved(stats.uid)
-    const gid = moved(stats.gid)
-    if (uid !== undefined || gid !== undefined) lchownSync(path, uid ?? stats.uid, gid ?? stats.gid)
-    if (stats.isDirectory()) for (const name of readdirSync(path)) visit(join(path, name))
-  }
+  const errors: Error[] = []
   for (const dir of dirs) {
-    try {
-      visit(dir)
-    } catch {}
+    walkTree(
+      dir,
+      (path, stats) => {
+        const uid = moved(stats.uid)
+        const gid = moved(stats.gid)
+        if (uid !== undefined || gid !== undefined) lchownSync(path, uid ?? stats.uid, gid ?? stats.gid)
+      },
+      errors,
+    )
   }
+  return errors
 }
