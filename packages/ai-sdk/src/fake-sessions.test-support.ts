@@ -203,6 +203,12 @@ export async function createFakeSessions(): Promise<FakeSessions> {
       },
     })
     const turn: Turn = {
+      checkpoint: async () => {
+        throw new SandkeepError({
+          code: 'CAPABILITY_UNSUPPORTED',
+          message: 'The fake sessions keep no checkpoints.',
+        })
+      },
       conversationId,
       tenant: options?.tenant ?? 'default',
       get sandbox() {
@@ -300,7 +306,13 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     fork: async () => {
       throw new SandkeepError({ code: 'CAPABILITY_UNSUPPORTED', message: 'The fake sessions do not fork.' })
     },
-    listCheckpoints: async () => [],
+    restore: async () => {
+      throw new SandkeepError({
+        code: 'CAPABILITY_UNSUPPORTED',
+        message: 'The fake sessions do not restore.',
+      })
+    },
+    listCheckpoints: async () => ({ head: null, checkpoints: [] }),
     on: () => () => {},
     store: undefined as never,
     provider: { specificationVersion: 'v1', providerId: 'fake' } as never,
