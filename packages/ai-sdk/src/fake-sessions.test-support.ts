@@ -191,6 +191,17 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     const controller = new AbortController()
     // The fake keeps no checkpoints: its release says none, once the end got that far.
     const released = Promise.withResolvers<undefined>()
+    // As a real turn's handle: a call on it resumes a lazy turn first (its address alone does not).
+    const lazyHandle = new Proxy(counted, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target)
+        if (typeof value !== 'function' || property === 'portEndpoint') return value
+        return async (...args: unknown[]) => {
+          await turn.ready()
+          return (value as (...a: unknown[]) => unknown).apply(target, args)
+        }
+      },
+    })
     const turn: Turn = {
       checkpoint: async () => {
         throw new SandkeepError({
@@ -201,7 +212,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
       conversationId,
       tenant: options?.tenant ?? 'default',
       get sandbox() {
-        return counted
+        return lazyHandle
       },
       get report() {
         return report

@@ -30,14 +30,18 @@ export function commandOperations(context: SessionContext): CommandOperations {
           invalid(`runCode: language must be 'python' or 'javascript', got ${String(language)}.`),
         )
       }
-      return operation(codeOptions.abortSignal, (handle, signal) =>
-        handle.runCode(code, {
-          language,
-          signal,
-          ...(codeOptions.timeoutMs === undefined ? {} : { timeoutMs: codeOptions.timeoutMs }),
-          ...(codeOptions.onStdout ? { onStdout: codeOptions.onStdout } : {}),
-          ...(codeOptions.onStderr ? { onStderr: codeOptions.onStderr } : {}),
-        }),
+      return operation(
+        codeOptions.abortSignal,
+        (handle, signal) =>
+          handle.runCode(code, {
+            language,
+            signal,
+            ...(codeOptions.timeoutMs === undefined ? {} : { timeoutMs: codeOptions.timeoutMs }),
+            ...(codeOptions.onStdout ? { onStdout: codeOptions.onStdout } : {}),
+            ...(codeOptions.onStderr ? { onStderr: codeOptions.onStderr } : {}),
+          }),
+        // The cell may carry the resume's probes (see @sandkeep/core's fidelity-carried.ts).
+        true,
       )
     },
     startProcess: (command, processOptions = {}) => {

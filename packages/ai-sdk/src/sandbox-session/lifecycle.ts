@@ -49,22 +49,27 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
       tenant,
     })
 
-  async function readyHandle(signal: AbortSignal): Promise<SandboxHandle> {
+  async function readyHandle(signal: AbortSignal, early: boolean): Promise<SandboxHandle> {
     // Begun by a call that needs the sandbox: the resume follows at once, so it may start with the lease
     // (the manager then connects while the lease is taken).
     const begun = await raceAbort(lazy.begin(true), signal)
+    // The turn's own handle waits for the resume in each call; a first code cell handed it now carries the
+    // resume's probes instead of waiting for them (no round trip of the resume's own on the user's wait). The
+    // wait is then bounded by the turn's signal (the session's caller signal aborts the resume), not the call's.
+    if (early && !begun.started) return begun.sandbox
     return raceAbort(begun.ready(), signal)
   }
 
   function operation<T>(
     abortSignal: AbortSignal | undefined,
     fn: (handle: SandboxHandle, signal: AbortSignal) => Promise<T>,
+    early = false,
   ): Promise<T> {
     if (ended) return Promise.reject(turnEnded())
     if (abortSignal?.aborted) return Promise.reject(abortSignal.reason)
     if (lifetime.signal.aborted) return Promise.reject(lifetime.signal.reason ?? turnEnded())
     const signal = abortSignal ? AbortSignal.any([lifetime.signal, abortSignal]) : lifetime.signal
-    const run = (async () => fn(await readyHandle(signal), signal))()
+    const run = (async () => fn(await readyHandle(signal, early), signal))()
     inFlight.add(run)
     const forget = () => inFlight.delete(run)
     run.then(forget, forget)

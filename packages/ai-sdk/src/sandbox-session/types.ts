@@ -169,10 +169,15 @@ export interface SessionContext {
   readonly workingDirectory: string
   /** Default limit of one `run`/`spawn` command, ms; `0` means none. */
   readonly commandTimeoutMs: number
-  /** Runs one sandbox operation: checks state, links signals, resumes lazily, tracks it for `end()`. */
+  /**
+   * Runs one sandbox operation: checks state, links signals, resumes lazily, tracks it for `end()`. With
+   * `early`, `fn` gets the turn's handle as soon as the turn is begun, before its resume is over (the handle's
+   * calls wait for the resume themselves; a code cell may then carry the resume's probes).
+   */
   operation<T>(
     abortSignal: AbortSignal | undefined,
     fn: (handle: SandboxHandle, signal: AbortSignal) => Promise<T>,
+    early?: boolean,
   ): Promise<T>
   /** Resolves `path` against the base directory; INVALID_ARGUMENT for an empty path or a NUL. */
   resolvePath(path: string): string

@@ -1,11 +1,12 @@
 import { SandkeepError } from '../errors.js'
-import { probeFidelity, type UsedContext } from '../fidelity.js'
+import { type FidelityOutcome, probeFidelity, type UsedContext } from '../fidelity.js'
+import { type CarryPlan, carryPlan, keptOutcome, runCarried } from '../fidelity-carried.js'
 import type { VerifiedState } from '../fidelity-manifest.js'
 import type { HealthCheckResult } from '../health.js'
 import { type FirstProbes, probeDeclaredChecks, runDeclaredChecks } from '../health-runner.js'
 import { type ReplayOutcome, replayFailedError, replaySteps } from '../rehydrate.js'
 import type { RehydrateFailures, ResumeReport } from '../report.js'
-import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
+import type { CodeResult, ProcessInfo, RunCodeOptions, SandboxHandle } from '../sandbox-provider.js'
 import type { SessionManagerEvents } from '../session-manager-types.js'
 import type { SessionRecord, TurnManifest } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
@@ -26,6 +27,20 @@ export interface AssessInput {
   connectMs: number
   /** What `totalMs` counts from (`performance.now()`): beginTurn, or a lazy turn's first use. */
   since: number
+  /** Takes the turn's first code cell when one was offered to carry the probes (fidelity-carried.ts). */
+  takeFirstCall?: () => FirstCodeCall | undefined
+}
+
+/** A code cell the turn's first call offered to carry the built-in probes. */
+export interface FirstCodeCall {
+  code: string
+  /** The call's options, the turn's signal included. */
+  options: RunCodeOptions
+  /**
+   * Settles the caller's call: its result (or a promise of it, which may reject with the call's error) when
+   * the resume ran the cell, undefined when it did not (the caller runs it once the resume is over).
+   */
+  settle(result: CodeResult | Promise<CodeResult> | undefined): void
 }
 
 /**
@@ -128,7 +143,7 @@ async function check(
     probeSandbox: probeHandle,
     signal: attempt.signal,
   })
-  const restored = await restore(scope, climbed, handle, progress)
+  const restored = await restore(scope, climbed, handle, progress, input.takeFirstCall)
   const checks = restored.checks
   if (outcome === 'created') {
     checks.push(...skippedChecks(scope))
@@ -247,6 +262,7 @@ async function restore(
   climbed: Climbed,
   handle: SandboxHandle,
   progress: Progress,
+  takeFirstCall: AssessInput['takeFirstCall'],
 ): Promise<Restored> {
   const { config } = scope.ctx
   const { outcome, record } = climbed
@@ -271,7 +287,7 @@ async function restore(
       await replayJournal(scope, handle, progress, replayReason(climbed), restored)
     restored.rehydrateMs += performance.now() - started
   } else if (config.fidelityProbes && record?.manifest && !created) {
-    await probeAndRehydrate(scope, handle, record, restored, progress)
+    await probeAndRehydrate(scope, handle, record, restored, progress, takeFirstCall)
   } else if (climbed.restored && !climbed.adopted) {
     await rebuildUnprobedMemory(scope, climbed, handle, restored, progress)
   }
@@ -318,10 +334,14 @@ async function probeAndRehydrate(
   record: SessionRecord,
   restored: Restored,
   progress: Progress,
+  takeFirstCall: AssessInput['takeFirstCall'],
 ): Promise<void> {
   const { config } = scope.ctx
   const manifest = record.manifest!
-  const fidelity = await probeFidelity(handle, manifest, scope.signal, config.retry)
+  // Declared checks have probes of their own to send: the first cell carries the built-in ones only alone.
+  const plan = takeFirstCall && config.healthChecks.length === 0 ? carryPlan(manifest) : undefined
+  const carried = plan ? await carryProbes(handle, plan, takeFirstCall!) : undefined
+  const fidelity = carried ?? (await probeFidelity(handle, manifest, scope.signal, config.retry))
   restored.survived = fidelity.survived
   // What the turn end need not write again: sentinels and the marker found intact, and the process
   // list (read now, or known empty: none was recorded for this very sandbox and none can appear alone).
@@ -352,6 +372,35 @@ async function probeAndRehydrate(
     }
   }
   restored.checks.push(...fidelity.checks)
+}
+
+/**
+ * The built-in probes carried by the turn's first code cell, when it offered one: the probes' outcome when the
+ * cell's first line found everything kept (the caller gets the cell's result), undefined otherwise (the
+ * full probes decide; the caller's cell runs again after the repair when none of it ran, else the caller gets
+ * what it answered).
+ */
+async function carryProbes(
+  handle: SandboxHandle,
+  plan: CarryPlan,
+  takeFirstCall: NonNullable<AssessInput['takeFirstCall']>,
+): Promise<FidelityOutcome | undefined> {
+  // A call that began the resume offers its cell just after beginTurn returned: give it that moment.
+  let call = takeFirstCall()
+  if (!call) {
+    await new Promise((resolve) => setImmediate(resolve))
+    call = takeFirstCall()
+  }
+  if (!call) return undefined
+  const started = performance.now()
+  const run = runCarried(handle, plan, call.code, call.options)
+  const verdict = await run.verdict
+  if (verdict === 'not-kept') {
+    call.settle(undefined)
+    return undefined
+  }
+  call.settle(run.result)
+  return verdict === 'kept' ? keptOutcome(plan, performance.now() - started) : undefined
 }
 
 /** Notes an interpreter context code ran in, once per language and context. */

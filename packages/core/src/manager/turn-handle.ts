@@ -1,9 +1,11 @@
 import { SandkeepError } from '../errors.js'
 import type { UsedContext } from '../fidelity.js'
 import type {
+  CodeResult,
   PortEndpoint,
   PortEndpointOptions,
   ReadFileOptions,
+  RunCodeOptions,
   SandboxHandle,
   SandboxProvider,
 } from '../sandbox-provider.js'
@@ -29,6 +31,12 @@ export interface HandleTurn {
   trackContext(language: UsedContext['language'] | undefined, contextId: string | undefined): void
   /** Notes a file the turn wrote (after the write succeeded), for the manifest's file witnesses. */
   trackWrite(path: string, data: string | Uint8Array): void
+  /**
+   * Offers a code cell to carry the resume's built-in probes (see fidelity-carried.ts): undefined when the turn
+   * does not take offers (the cell runs as usual); else the cell's result when the resume ran it, undefined
+   * when the resume declined it (the cell then runs as usual, after the resume), or its error.
+   */
+  carryFirstCode(code: string, options: RunCodeOptions): Promise<CodeResult | undefined> | undefined
 }
 
 /** Adds the turn's abort signal to a call's own one. */
@@ -104,11 +112,30 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
     startProcess: (command, options) => use((handle) => handle.startProcess(command, options)),
     listProcesses: () => use((handle) => handle.listProcesses()),
     killProcess: (pid) => use((handle) => handle.killProcess(pid)),
-    runCode: (code, options) =>
-      use((handle) => {
+    runCode: (code, options) => {
+      const merged = withSignal(turn, options)
+      const run = () =>
+        use((handle) => {
+          turn.trackContext(options?.language, options?.contextId)
+          return handle.runCode(code, merged)
+        })
+      const carried = turn.carryFirstCode(code, merged)
+      if (!carried) return run()
+      return (async () => {
+        turn.noteUse()
         turn.trackContext(options?.language, options?.contextId)
-        return handle.runCode(code, withSignal(turn, options))
-      }),
+        let result: CodeResult | undefined
+        try {
+          result = await carried
+        } catch (error) {
+          await turn.ready().catch(() => undefined)
+          throw await explainFailure(turn, error, turn.resumed()?.id ?? '')
+        }
+        // The resume's report is made by the time the caller has the result (it reads its notice then).
+        await turn.ready().catch(() => undefined)
+        return result ?? run()
+      })()
+    },
     readFile: readFile as SandboxHandle['readFile'],
     writeFile: (path, data, options) =>
       use(async (handle) => {

@@ -1,15 +1,16 @@
 import { SandkeepError } from '../errors.js'
 import type { UsedContext } from '../fidelity.js'
+import { carryPlan } from '../fidelity-carried.js'
 import { contentDigest } from '../file-digests.js'
 import type { JournalStep } from '../journal.js'
 import { validateJournalStep } from '../rehydrate.js'
 import type { ResumeReport, TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
+import type { CodeResult, RunCodeOptions, SandboxHandle } from '../sandbox-provider.js'
 import type { Turn, TurnJournal } from '../session-manager-types.js'
 import type { AcquireResult, Checkpoint, FileWitness } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
-import { type Assessed, assess } from './assess.js'
+import { type Assessed, assess, type FirstCodeCall } from './assess.js'
 import type { LastTurn } from './caches.js'
 import type { ManagerContext } from './context.js'
 import { createLeaseKeeper, type LeaseKeeper } from './lease-keeper.js'
@@ -80,6 +81,10 @@ export class TurnImpl implements Turn {
   #processesMayHaveChanged = false
   /** The caller ran something in the sandbox (a resume alone, even a prewarm, does not count). */
   #used = false
+  /** A lazy turn's first code cell, offered to carry the resume's probes; the resume takes or declines it. */
+  #firstCall: FirstCodeCall | undefined
+  /** True once a cell was offered: only the turn's first call may carry the probes. */
+  #offered = false
 
   constructor(start: TurnStart) {
     const { ctx, key } = start
@@ -118,7 +123,38 @@ export class TurnImpl implements Turn {
       trackContext: (language, contextId) =>
         this.#trackContext({ language: language ?? 'python', contextId: contextId ?? null }),
       trackWrite: (path, data) => this.#trackWrite(path, data),
+      carryFirstCode: (code, options) => this.#carryFirstCode(code, options),
     })
+  }
+
+  /**
+   * The first code cell of a lazy turn whose resume has not assessed the sandbox yet, in the default Python
+   * context: offered to the resume (which starts now if it has not), so that it carries the probes.
+   */
+  #carryFirstCode(code: string, options: RunCodeOptions): Promise<CodeResult | undefined> | undefined {
+    const { ctx } = this.#start
+    if (this.#offered || this.#assessed || this.#ended || !ctx.config.fidelityProbes) return undefined
+    if ((options.language ?? 'python') !== 'python' || options.contextId !== undefined) return undefined
+    // Only a turn whose resume waits for its first use, or is still under way.
+    if (!this.#start.lazy && !this.#readyPromise) return undefined
+    // Only where the resume will probe a mapped sandbox with nothing but the built-in probes (a pending
+    // restore starts a new sandbox): a cell the resume cannot take would only wait for it.
+    const record = this.#start.acquired.record
+    if (!record?.sandboxId || !record.manifest || record.restore || ctx.config.healthChecks.length > 0)
+      return undefined
+    if (!carryPlan(record.manifest)) return undefined
+    this.#offered = true
+    const outcome = Promise.withResolvers<CodeResult | undefined>()
+    this.#firstCall = { code, options, settle: outcome.resolve }
+    this.ready().catch(() => undefined)
+    return outcome.promise
+  }
+
+  /** Takes the offered first cell (once). */
+  #takeFirstCall(): FirstCodeCall | undefined {
+    const call = this.#firstCall
+    this.#firstCall = undefined
+    return call
   }
 
   get report(): ResumeReport | undefined {
@@ -192,7 +228,12 @@ export class TurnImpl implements Turn {
     const { ctx, key } = this.#start
     // The resume runs inside its `sandkeep.resume` span (a plain call when tracing is off).
     this.#readyPromise ??= ctx.telemetry.tracer
-      .resume(this, () => this.#resume())
+      .resume(this, () =>
+        this.#resume().finally(() => {
+          // An offered cell the resume did not take runs as usual, now that the resume is over.
+          this.#takeFirstCall()?.settle(undefined)
+        }),
+      )
       .then(
         () => this.sandbox,
         (error: unknown) => {
@@ -235,6 +276,7 @@ export class TurnImpl implements Turn {
       connectMs,
       // A lazy turn counts from its first use; an eager one from beginTurn.
       since: this.#start.lazy ? resumeStarted : this.#start.beganAt,
+      takeFirstCall: () => this.#takeFirstCall(),
     })
     this.#assessed = assessed
     for (const context of assessed.contexts) this.#trackContext(context)

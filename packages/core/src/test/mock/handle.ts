@@ -6,7 +6,7 @@ import type { FileEntry, SandboxHandle } from '../../sandbox-provider.js'
 import { validatePort } from '../../validation.js'
 import { miniInterpreter } from './interpreter.js'
 import type { MockPlatform } from './platform.js'
-import { probeOf, runProbe } from './probes.js'
+import { carriedProbeOf, probeOf, runCarriedProbe, runProbe } from './probes.js'
 import { miniShell } from './shell.js'
 import type { MockOperation, MockSandbox } from './types.js'
 
@@ -56,22 +56,24 @@ function codeOp(platform: MockPlatform, op: Enter): Handle['runCode'] {
   return async (code, codeOptions) => {
     const target = await op('runCode', code)
     const language = codeOptions?.language ?? 'python'
-    const custom = options.onCode?.(code, language, target)
-    if (custom) {
-      // Streamed like a real cell, so code under test that watches output sees it.
-      if (custom.stdout) codeOptions?.onStdout?.(custom.stdout)
-      if (custom.stderr) codeOptions?.onStderr?.(custom.stderr)
-      return custom
-    }
     const contextKey = `${language}:${codeOptions?.contextId ?? 'default'}`
     let globals = target.memory.get(contextKey)
     if (!globals) {
       globals = new Map()
       target.memory.set(contextKey, globals)
     }
-    const probe = probeOf(code, contextKey)
-    const result = probe ? runProbe(probe, target, options) : miniInterpreter(code, language, globals)
+    const cell = (source: string) => {
+      const custom = options.onCode?.(source, language, target)
+      if (custom) return custom
+      const probe = probeOf(source, contextKey)
+      return probe ? runProbe(probe, target, options) : miniInterpreter(source, language, globals)
+    }
+    // A cell carrying the probes on its first line: the rest is the user's cell, as the hook sees it.
+    const carried = carriedProbeOf(code, contextKey)
+    const result = carried ? runCarriedProbe(carried, target, options, cell) : cell(code)
+    // Streamed like a real cell, so code under test that watches output sees it.
     if (result.stdout) codeOptions?.onStdout?.(result.stdout)
+    if (result.stderr) codeOptions?.onStderr?.(result.stderr)
     return result
   }
 }
