@@ -178,7 +178,14 @@ describe('a first turn aborted while its sandbox is being created', () => {
     // the create is in flight, after the platform took the request.
     host.faults.addLatency('create', 200)
     const outcomes: string[] = []
-    for (let delayMs = 0; delayMs <= 400; delayMs += 25) {
+    // Every 25 ms over the first 400 ms, then (a loaded machine may not finish a turn in 400 ms) doubling
+    // delays until one turn ran before its abort: the sweep ends on an event, not on the machine's speed.
+    const nextDelay = (delayMs: number) => (delayMs < 400 ? delayMs + 25 : delayMs * 2)
+    for (
+      let delayMs = 0;
+      delayMs <= 400 || (!outcomes.includes('ran') && delayMs <= 25_600);
+      delayMs = nextDelay(delayMs)
+    ) {
       const key = { tenant, conversationId: conversation() }
       const controller = new AbortController()
       const timer = setTimeout(() => controller.abort(new Error('the user stopped the turn')), delayMs)
@@ -203,7 +210,7 @@ describe('a first turn aborted while its sandbox is being created', () => {
     // The loop did abort creations in flight, not only turns that had not begun or had finished.
     expect(outcomes.filter((outcome) => outcome === 'ABORTED').length, outcomes.join(' ')).toBeGreaterThan(5)
     expect(outcomes).toContain('ran')
-  }, 120_000)
+  }, 240_000)
 })
 
 describe('another process after the store lost everything', () => {

@@ -1,7 +1,9 @@
 // Every file operation the host does for a sandbox is immune to symlink swaps. Code inside
 // the sandbox swaps a path component between a real directory/file and a symlink to a host path outside the
 // sandbox while the host reads, writes, stats, lists, makes dirs, moves and removes through the e2b SDK.
-// Nothing outside the sandbox may be read, created or changed. Bounded in time (a few seconds of swapping).
+// Nothing outside the sandbox may be read, created or changed. The race is counted, not timed: the host
+// operations run until each kind has been tried HOST_OP_TRIES times while both swappers swap (bounded by a
+// guard no healthy run comes near, so a slow machine only makes it take longer).
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -9,8 +11,11 @@ import { Sandbox } from 'e2b'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { useTestHost } from './helpers.js'
 
-const SWAP_SECONDS = 6
-const HOST_OPS_MS = 4000
+/** How many times each kind of host operation runs against the swapping paths. */
+const HOST_OP_TRIES = 12
+/** Last-resort bounds: the swappers stop by themselves after this, and the host operations give up. */
+const SWAP_GUARD_SECONDS = 100
+const HOST_OPS_GUARD_MS = 80_000
 
 /** Swaps `d` between a real directory and a symlink to the host canary dir (and `f`, `g` between a file
  * and links to host files) with renameat2(RENAME_EXCHANGE), so each name always exists. */
@@ -19,8 +24,9 @@ function swapLoop(pairs: string): string {
     'import ctypes, os, time',
     'libc = ctypes.CDLL(None, use_errno=True)',
     'os.chdir("/home/user/race")',
-    `end = time.time() + ${SWAP_SECONDS}`,
+    `end = time.time() + ${SWAP_GUARD_SECONDS}`,
     `pairs = ${pairs}`,
+    'print("swapping", flush=True)',
     'while time.time() < end:',
     '    for a, b in pairs:',
     '        libc.renameat2(-100, a, -100, b, 2)',
@@ -56,10 +62,18 @@ describe('host file operations under a symlink swap race', () => {
     expect((await sandbox.commands.run(setup)).exitCode).toBe(0)
     await sandbox.files.write('/home/user/race/swap-d.py', swapLoop('[(b"d", b"link")]'))
     await sandbox.files.write('/home/user/race/swap-f.py', swapLoop('[(b"f", b"lf"), (b"g", b"kf")]'))
+    // Each swapper says when its loop begins: the host operations start once both swap.
+    const swapping: Promise<void>[] = []
+    const startSwapper = (script: string) => {
+      const { promise, resolve } = Promise.withResolvers<void>()
+      swapping.push(promise)
+      return sandbox.commands.run(`python3 ${script}`, { background: true, onStdout: () => resolve() })
+    }
     const swappers = [
-      await sandbox.commands.run('python3 /home/user/race/swap-d.py', { background: true }),
-      await sandbox.commands.run('python3 /home/user/race/swap-f.py', { background: true }),
+      await startSwapper('/home/user/race/swap-d.py'),
+      await startSwapper('/home/user/race/swap-f.py'),
     ]
+    await Promise.all(swapping)
 
     const breaches: string[] = []
     const tries: Record<string, number> = {}
@@ -104,10 +118,12 @@ describe('host file operations under a symlink swap race', () => {
         await sandbox.files.remove('/home/user/race/d/victim.txt').catch(() => {})
       },
     }
-    const deadline = Date.now() + HOST_OPS_MS
+    // Every kind keeps going until all have HOST_OP_TRIES tries, so they overlap the whole time.
+    const enough = () => Object.keys(ops).every((name) => (tries[name] ?? 0) >= HOST_OP_TRIES)
+    const guard = Date.now() + HOST_OPS_GUARD_MS
     await Promise.all(
       Object.entries(ops).map(async ([name, op]) => {
-        for (let i = 0; Date.now() < deadline; i++) {
+        for (let i = 0; !enough() && Date.now() < guard; i++) {
           tries[name] = (tries[name] ?? 0) + 1
           await op(i)
         }
@@ -126,11 +142,11 @@ describe('host file operations under a symlink swap race', () => {
     const summary = `tries ${JSON.stringify(tries)}; breaches ${breaches.length}: ${[...new Set(breaches)].join('; ')}`
     expect(breaches, summary).toEqual([])
     expect(
-      Object.values(tries).every((count) => count >= 3),
+      Object.values(tries).every((count) => count >= HOST_OP_TRIES),
       summary,
     ).toBe(true)
     console.log(summary)
-  }, 60_000)
+  }, 120_000)
 
   it('follows symlinks that stay in the sandbox and refuses static ones that leave it, and ..', async () => {
     const sandbox = await Sandbox.create({ ...t.opts })
