@@ -192,6 +192,12 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     // The fake keeps no checkpoints: its release says none, once the end got that far.
     const released = Promise.withResolvers<undefined>()
     const turn: Turn = {
+      checkpoint: async () => {
+        throw new SandkeepError({
+          code: 'CAPABILITY_UNSUPPORTED',
+          message: 'The fake sessions keep no checkpoints.',
+        })
+      },
       conversationId,
       tenant: options?.tenant ?? 'default',
       get sandbox() {
@@ -289,7 +295,13 @@ export async function createFakeSessions(): Promise<FakeSessions> {
     fork: async () => {
       throw new SandkeepError({ code: 'CAPABILITY_UNSUPPORTED', message: 'The fake sessions do not fork.' })
     },
-    listCheckpoints: async () => [],
+    restore: async () => {
+      throw new SandkeepError({
+        code: 'CAPABILITY_UNSUPPORTED',
+        message: 'The fake sessions do not restore.',
+      })
+    },
+    listCheckpoints: async () => ({ head: null, checkpoints: [] }),
     on: () => () => {},
     store: undefined as never,
     provider: { specificationVersion: 'v1', providerId: 'fake' } as never,

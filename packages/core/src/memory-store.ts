@@ -5,7 +5,9 @@ import type {
   Checkpoint,
   ClaimResult,
   CreateForkInput,
+  ForkSource,
   Lease,
+  MidTurnCheckpointResult,
   ReleaseInput,
   ReleaseResult,
   RewindInput,
@@ -17,11 +19,13 @@ import type {
 } from './session-store.js'
 import {
   checkAcquireOptions,
+  checkCheckpointTarget,
   checkCreateForkInput,
   checkJournalRoom,
   checkJournalStep,
   checkLease,
   checkListOptions,
+  checkMidTurnCheckpointInput,
   checkpointNotFound,
   checkRecordValues,
   checkReleaseInput,
@@ -42,8 +46,10 @@ import {
   invalidArgument,
   isAfterListPosition,
   leaseLost,
+  newCheckpointId,
   parseJournalEntry,
   parseStoredCheckpoints,
+  rejectUnknownOptions,
   rewindBusy,
   type SessionKey,
   type StoreLimits,
@@ -56,8 +62,11 @@ import {
 } from './store/index.js'
 import {
   applyState,
+  branchJournal,
   type Entry,
+  findRestoreTarget,
   type Holder,
+  headOfEntry,
   memoryEntries,
   newRecord,
   prune,
@@ -65,6 +74,7 @@ import {
   recordTurnEnd,
   touch,
 } from './store/memory-entry.js'
+import { isPlainObject } from './store/shape.js'
 
 /** Options of {@link createMemorySessionStore}. */
 export interface MemorySessionStoreOptions {
@@ -121,6 +131,8 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
     now: () => sessions.run(() => sessions.now()),
     readCheckpoints: (key) => sessions.run(() => sessions.readCheckpoints(key)),
     rewind: (key, input) => sessions.run(() => sessions.rewind(key, input)),
+    checkpoint: (key, lease, input) => sessions.run(() => sessions.checkpoint(key, lease, input)),
+    readForkSource: (key, input) => sessions.run(() => sessions.readForkSource(key, input)),
     createFork: (key, input) => sessions.run(() => sessions.createFork(key, input)),
     close: async () => sessions.close(),
   }
@@ -187,6 +199,9 @@ class MemorySessions {
       journal: [],
       journalBytes: 0,
       checkpoints: [],
+      nodes: new Map(),
+      pruned: [],
+      sequence: 0,
       expiresAt: now + this.limits.defaultTtlMs,
       activity: null,
       member: conversationHash(key.conversationId),
@@ -347,15 +362,43 @@ class MemorySessions {
       const recorded = recordCheckpoint(entry, checked.checkpoint, {
         fencingToken: lease.fencingToken,
         createdAt: checked.turnEndedAt,
+        id: newCheckpointId(),
+        turn: entry.record?.turnCount ?? 0,
+        manifest: entry.record?.manifest ?? null,
+        from: 'turn-end',
       })
       if (recorded) {
         result.checkpoint = structuredClone(recorded.checkpoint)
         result.prunedCheckpoints = structuredClone(recorded.pruned)
+        result.record = copy(entry.record)
       } else {
         result.checkpointRefused = true
       }
     }
     return result
+  }
+
+  checkpoint(keyInput: unknown, leaseInput: unknown, input: unknown): MidTurnCheckpointResult {
+    const key = checkStoreKey(keyInput)
+    const lease = checkLease(leaseInput)
+    const checked = checkMidTurnCheckpointInput(input)
+    this.assertOpen()
+    const now = this.clock()
+    const { entry } = this.holding(key, lease, now, 'it lapsed before the checkpoint was recorded')
+    this.checkpoints(key, entry)
+    const recorded = recordCheckpoint(entry, checked, {
+      fencingToken: lease.fencingToken,
+      createdAt: now,
+      id: newCheckpointId(),
+      turn: (entry.record?.turnCount ?? 0) + 1,
+      manifest: checked.manifest,
+      from: checked.from,
+    })
+    if (!recorded) {
+      throw leaseLost(key, 'a restore came after this turn began, or the session maps another sandbox')
+    }
+    entry.record!.updatedAt = now
+    return structuredClone({ checkpoint: recorded.checkpoint, pruned: recorded.pruned })
   }
 
   releaseHold(keyInput: unknown, leaseInput: unknown): void {
@@ -423,16 +466,29 @@ class MemorySessions {
     }
   }
 
-  appendJournal(keyInput: unknown, stepInput: JournalStep, options?: { ttlMs?: number }): void {
+  appendJournal(
+    keyInput: unknown,
+    stepInput: JournalStep,
+    options?: { ttlMs?: number; lease?: Lease },
+  ): void {
     const key = checkStoreKey(keyInput)
     const step = checkJournalStep(stepInput)
     const ttlMs = checkTtlMs(options?.ttlMs, this.limits.defaultTtlMs)
+    const lease = options?.lease === undefined ? undefined : checkLease(options.lease)
     this.assertOpen()
     const now = this.clock()
     const text = serializeJournalEntry(now, step)
     const bytes = utf8Bytes(text)
+    if (lease) {
+      // Fenced as setSandbox is: a turn that lost its lease (a restore came in between) adds nothing.
+      const { entry } = this.holding(key, lease, now, 'it lapsed before the journal step was written', false)
+      if (entry.record && lease.fencingToken < entry.record.mappingToken) {
+        throw leaseLost(key, `fencing token ${lease.fencingToken} is older than ${entry.record.mappingToken}`)
+      }
+    }
     const entry = this.findOrCreate(key, now, false)
-    checkJournalRoom(key, { steps: entry.journal.length, bytes: entry.journalBytes }, bytes, this.limits)
+    const steps = this.headLength(entry) + entry.journal.length
+    checkJournalRoom(key, { steps, bytes: entry.journalBytes }, bytes, this.limits)
     entry.journal.push(text)
     entry.journalBytes += bytes
     entry.expiresAt = now + ttlMs
@@ -442,7 +498,16 @@ class MemorySessions {
     const key = checkStoreKey(keyInput)
     this.assertOpen()
     const entry = this.find(key, this.clock(), false)
-    return (entry?.journal ?? []).map((text) => parseJournalEntry(text, 'memory journal'))
+    if (!entry) return []
+    return [...branchJournal(entry, headOfEntry(entry)), ...entry.journal].map((text) =>
+      parseJournalEntry(text, 'memory journal'),
+    )
+  }
+
+  /** Journal entries on the head's path (those before the open end). */
+  private headLength(entry: Entry): number {
+    const head = headOfEntry(entry)
+    return head === null ? 0 : (entry.nodes.get(head)?.journalLength ?? 0)
   }
 
   clearJournal(keyInput: unknown): void {
@@ -450,8 +515,10 @@ class MemorySessions {
     this.assertOpen()
     const entry = this.find(key, this.clock(), false)
     if (!entry) return
+    // The steps since the head go; the head's branch is shared with its checkpoints and stays.
+    const head = headOfEntry(entry)
     entry.journal = []
-    entry.journalBytes = 0
+    entry.journalBytes = head === null ? 0 : (entry.nodes.get(head)?.pathBytes ?? 0)
   }
 
   /** The checked checkpoints of an entry (STORE_CORRUPT, naming the session, when one is damaged). */
@@ -482,33 +549,35 @@ class MemorySessions {
     if ((record?.sandboxId ?? null) !== checked.expectedSandboxId) {
       throw leaseLost(key, 'another holder changed the mapping first')
     }
-    const target = checkpoints.find((checkpoint) => checkpoint.turn === checked.toTurn) ?? null
-    // Without a record no turn ever ended: there is nothing to go back to, not even turn 0.
-    if (!entry || !record || (checked.toTurn !== 0 && !target)) {
+    const where =
+      checked.checkpoint !== undefined ? { checkpoint: checked.checkpoint } : { toTurn: checked.toTurn }
+    // Without a record no turn ever ended: there is nothing to go back to, not even the root.
+    const target = entry && record ? findRestoreTarget(entry, where) : 'missing'
+    if (!entry || !record || target === 'missing' || target === 'pruned') {
       throw checkpointNotFound(
         key,
-        checked.toTurn,
-        checkpoints.map((checkpoint) => checkpoint.turn),
+        checked.checkpoint ? { checkpoint: checked.checkpoint } : { toTurn: checked.toTurn ?? 0 },
+        { pruned: target === 'pruned', kept: checkpoints.length, depth: record?.turnCount ?? 0 },
       )
     }
     // A token of its own, as acquire issues one: a turn that began before and lost its lease is fenced off.
     const token = Math.max(entry.counter, record.mappingToken) + 1
     entry.counter = token
-    const length = target?.journalLength ?? 0
-    if (entry.journal.length > length) {
-      entry.journal = entry.journal.slice(0, length)
-      entry.journalBytes = entry.journal.reduce((sum, text) => sum + utf8Bytes(text), 0)
-    }
-    entry.checkpoints = checkpoints.filter((checkpoint) => checkpoint.turn <= checked.toTurn)
+    // The steps since the old head are left behind (a turn end checkpoints them); the head's branch is
+    // the target's path, shared in the tree.
+    entry.journal = []
+    entry.journalBytes = target === null ? 0 : (entry.nodes.get(target.id)?.pathBytes ?? 0)
     Object.assign(record, {
-      turnCount: checked.toTurn,
+      turnCount: target?.turn ?? 0,
       manifest: target?.manifest ?? null,
       sandboxId: null,
       state: 'unknown',
       pausedAt: null,
+      head: target?.id ?? null,
       restore: {
         kind: 'rewound',
-        turn: checked.toTurn,
+        turn: target?.turn ?? 0,
+        checkpointId: target?.id ?? null,
         snapshot: target?.snapshot ?? null,
         fromSandboxId: record.sandboxId,
         at: now,
@@ -517,11 +586,43 @@ class MemorySessions {
       updatedAt: now,
     } satisfies Partial<SessionRecord>)
     entry.expiresAt = now + checked.ttlMs
-    return {
-      record: copy(record)!,
-      checkpoint: target,
-      dropped: checkpoints.filter((checkpoint) => checkpoint.turn > checked.toTurn),
+    return { record: copy(record)!, checkpoint: structuredClone(target), dropped: [] }
+  }
+
+  readForkSource(keyInput: unknown, input: unknown): ForkSource {
+    const key = checkStoreKey(keyInput)
+    if (!isPlainObject(input)) throw invalidArgument('readForkSource input', 'must be an object.')
+    rejectUnknownOptions('readForkSource input', input, ['checkpoint', 'toTurn'])
+    const where = checkCheckpointTarget(input, true)
+    this.assertOpen()
+    const entry = this.find(key, this.clock())
+    const checkpoints = entry ? this.checkpoints(key, entry) : []
+    const record = entry?.record ?? null
+    let target: ReturnType<typeof findRestoreTarget> = 'missing'
+    if (entry && record) {
+      const head = headOfEntry(entry)
+      target =
+        'checkpoint' in where || 'toTurn' in where
+          ? findRestoreTarget(entry, where as { checkpoint: string | null })
+          : head === null
+            ? null
+            : findRestoreTarget(entry, { checkpoint: head })
     }
+    if (!entry || !record || target === 'missing' || target === 'pruned') {
+      const asked = 'checkpoint' in where && where.checkpoint ? { checkpoint: where.checkpoint } : null
+      throw checkpointNotFound(
+        key,
+        asked ?? { toTurn: 'toTurn' in where ? where.toTurn : (record?.turnCount ?? 0) },
+        {
+          pruned: target === 'pruned',
+          kept: checkpoints.length,
+        },
+      )
+    }
+    const journal = branchJournal(entry, target?.id ?? null).map(
+      (text) => parseJournalEntry(text, 'memory journal').step,
+    )
+    return { record: copy(record)!, checkpoint: structuredClone(target), journal }
   }
 
   createFork(keyInput: unknown, input: CreateForkInput): SessionRecord {
@@ -547,6 +648,9 @@ class MemorySessions {
     entry.journal = journal.entries
     entry.journalBytes = journal.bytes
     entry.checkpoints = []
+    entry.nodes = new Map()
+    entry.pruned = []
+    entry.record.head = null
     entry.expiresAt = now + checked.ttlMs
     touch(entry, now)
     return copy(entry.record)!

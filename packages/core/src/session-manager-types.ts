@@ -2,7 +2,7 @@ import type { HealthCheck } from './health.js'
 import type { JournalStep } from './journal.js'
 import type { ResumeReport, TurnEndReport } from './report.js'
 import type { SandboxHandle, SandboxProvider } from './sandbox-provider.js'
-import type { Checkpoint, SessionPage, SessionRecord, SessionStore } from './session-store.js'
+import type { Checkpoint, CheckpointTree, SessionPage, SessionRecord, SessionStore } from './session-store.js'
 import type { TelemetryOption } from './telemetry/api.js'
 
 /** What happens to the sandbox when the last turn holding it ends. */
@@ -15,8 +15,50 @@ export type OnTurnEnd = 'pause' | 'auto-pause' | 'keep' | 'kill'
 export interface CheckpointsOption {
   /** When to take one: at the end of every turn. */
   every: 'turn'
-  /** Checkpoints kept per session, newest first (older ones and their snapshots are deleted). Default 10, 1 to 1000. */
+  /**
+   * Retention over the session's checkpoint tree: the newest `keep` checkpoints of all branches, plus the
+   * head (so the state the next turn continues from is always restorable). Older ones are pruned: their
+   * snapshots are deleted unless a kept checkpoint uses the same one, and they can no longer be restored
+   * (CHECKPOINT_NOT_FOUND says they were pruned); one a kept checkpoint descends from stays as a bare node
+   * of the tree so the kept branch's journal stays whole. Default 10, 1 to 1000.
+   */
   keep?: number
+  /**
+   * Per-tenant limits over all of a tenant's sessions, checked (in this manager) before a checkpoint's
+   * snapshot is taken: past one, the checkpoint is recorded without a snapshot (journal only), the turn end
+   * report's `checkpoint.limited` says which limit, and an `error` event of phase `checkpoint-limit` is
+   * emitted. Counted from the store's kept checkpoints with snapshots.
+   */
+  tenantLimits?: {
+    /** Most kept checkpoint snapshots per tenant. */
+    snapshots?: number
+    /** Most bytes of kept checkpoint snapshots per tenant, as the provider reports their size. */
+    snapshotBytes?: number
+  }
+}
+
+/** Options of `restore`. */
+export interface RestoreOptions {
+  /** The checkpoint id to restore, of any branch of the conversation; `null` = the root (before the first turn). */
+  checkpoint: string | null
+  /** Tenant; default `'default'`. */
+  tenant?: string
+  /** Aborts the wait for the session and the store calls. */
+  abortSignal?: AbortSignal
+}
+
+/** What `restore` (and `rewind`) did. */
+export interface RestoreResult {
+  /** The checkpoint restored (the session's head now); `null` for the root. */
+  checkpoint: Checkpoint | null
+  /** How the next turn will restore it: from the checkpoint's snapshot, or a fresh sandbox and its branch's journal. */
+  source: 'snapshot' | 'journal'
+  /** The sandbox that was mapped before and was killed (`null` when none was mapped). */
+  killedSandboxId: string | null
+  /** The restored checkpoint's depth (0 for the root). */
+  toTurn: number
+  /** Always empty: a restore deletes nothing (kept from rewind's result for compatibility). */
+  droppedTurns: number[]
 }
 
 /** Options of `rewind`. */
@@ -29,23 +71,17 @@ export interface RewindOptions {
   abortSignal?: AbortSignal
 }
 
-/** What `rewind` did. */
-export interface RewindResultReport {
-  /** The turn gone back to. */
-  toTurn: number
-  /** How the next turn will restore it: from the checkpoint's snapshot, or a fresh sandbox and the journal. */
-  source: 'snapshot' | 'journal'
-  /** The checkpoint gone back to; `null` for turn 0. */
-  checkpoint: Checkpoint | null
-  /** Turns whose checkpoints were dropped (after `toTurn`). */
-  droppedTurns: number[]
-  /** The sandbox that was mapped before and was killed (`null` when none was mapped). */
-  killedSandboxId: string | null
-}
+/** What `rewind` did: the same as `restore`. */
+export type RewindResultReport = RestoreResult
 
 /** Options of `fork`. */
 export interface ForkOptions {
-  /** The source turn whose checkpoint the fork starts from; default the latest checkpoint. */
+  /**
+   * The checkpoint id the fork starts from, of any branch of the source; `null` = the root. Default: the
+   * source's head. Takes precedence over `atTurn`.
+   */
+  checkpoint?: string | null
+  /** The head's ancestor at this depth (0 = the root); used when `checkpoint` is absent. */
   atTurn?: number
   /** Tenant of both sessions (a fork never crosses tenants); default `'default'`. */
   tenant?: string
@@ -59,6 +95,8 @@ export interface ForkResult {
   conversationId: string
   /** The source turn it starts from. */
   atTurn: number
+  /** The source checkpoint it starts from; `null` = the root. */
+  checkpoint: Checkpoint | null
   /** How its first turn will restore it. */
   source: 'snapshot' | 'journal'
   /** The new session's record (no sandbox yet: its first turn makes one). */
@@ -184,6 +222,14 @@ export interface Turn extends AsyncDisposable {
    * the checkpoint without waiting for the pause. Never rejects; pending until `end()` is called.
    */
   readonly checkpointed: Promise<Checkpoint | undefined>
+  /**
+   * Takes a checkpoint now, while the turn goes on (for loops that checkpoint per step): a snapshot of the
+   * sandbox where the provider has them, and the journal so far. It becomes the session's head; the turn's
+   * end checkpoint (when checkpoints are on) is its child. Resumes a lazy turn first.
+   * @throws SandkeepError CAPABILITY_UNSUPPORTED (checkpoints off, or a store without them), LEASE_LOST,
+   *   TURN_ENDED
+   */
+  checkpoint(): Promise<Checkpoint>
 }
 
 /** Events emitted by the session manager, with their payloads. */
@@ -277,21 +323,30 @@ export interface SessionManager {
    */
   gc(options?: GcOptions): Promise<GcResult>
   /**
-   * Sets the session back to the end of turn `toTurn`: its next turn starts from that checkpoint (from its
-   * snapshot, or a fresh sandbox with the journal replayed that far). Later journal steps and checkpoints are
-   * dropped, the old sandbox is killed once the store holds the rewound session.
-   * @throws SandkeepError CHECKPOINT_NOT_FOUND (no checkpoint of that turn: pruned, never taken, past the last
-   *   turn), INVALID_ARGUMENT, SESSION_BUSY (a turn of the session is running), before any side effect
+   * `restore` to the head's ancestor at depth `toTurn` (0 = the root): its next turn starts from that
+   * checkpoint. Deletes nothing: the later checkpoints stay on their branch and can be restored again.
+   * @throws SandkeepError CHECKPOINT_NOT_FOUND (no checkpoint at that depth on the head's path: pruned,
+   *   never taken, deeper than the head), INVALID_ARGUMENT, SESSION_BUSY, before any side effect
    */
   rewind(conversationId: string, options: RewindOptions): Promise<RewindResultReport>
+  /**
+   * Moves the session's head to a checkpoint of any of its branches (or the root): its next turn builds its
+   * sandbox from that checkpoint (its snapshot, or a fresh sandbox with that branch's journal replayed); every
+   * other branch stays as it is, and nothing is deleted. The mapped sandbox is killed once the store holds
+   * the restored session (and, with the Redis store's `durability`, its replicas acknowledged it).
+   * @throws SandkeepError CHECKPOINT_NOT_FOUND (not a kept checkpoint of this conversation and tenant:
+   *   unknown, another conversation's, or pruned, which the message says), INVALID_ARGUMENT, SESSION_BUSY,
+   *   before any side effect
+   */
+  restore(conversationId: string, options: RestoreOptions): Promise<RestoreResult>
   /**
    * Starts `newConversationId` from a checkpoint of `conversationId` (the latest by default): its first turn
    * gets its own sandbox from that checkpoint and its own copy of the journal; the source is not touched.
    * @throws SandkeepError SESSION_EXISTS (the new id has a session), CHECKPOINT_NOT_FOUND, INVALID_ARGUMENT
    */
   fork(conversationId: string, newConversationId: string, options?: ForkOptions): Promise<ForkResult>
-  /** The session's checkpoints, oldest first (empty without the `checkpoints` option). */
-  listCheckpoints(conversationId: string, options?: { tenant?: string }): Promise<Checkpoint[]>
+  /** The session's checkpoint tree: its head and kept checkpoints, newest first (none without the `checkpoints` option). */
+  listCheckpoints(conversationId: string, options?: { tenant?: string }): Promise<CheckpointTree>
   /** Subscribes to an event; returns the unsubscribe function. */
   on<E extends keyof SessionManagerEvents>(
     event: E,

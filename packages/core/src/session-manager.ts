@@ -1,5 +1,5 @@
 import { beginTurn, withTurn } from './manager/begin.js'
-import { fork, listCheckpoints, rewind } from './manager/branching.js'
+import { fork, listCheckpoints, restore, rewind } from './manager/branching.js'
 import { createManagerContext } from './manager/context.js'
 import { gc } from './manager/gc.js'
 import { endSession, getSession, listSessions } from './manager/sessions.js'
@@ -22,6 +22,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     listSessions: (listOptions) => listSessions(ctx, listOptions),
     gc: (gcOptions) => gc(ctx, gcOptions),
     rewind: (conversationId, rewindOptions) => rewind(ctx, conversationId, rewindOptions),
+    restore: (conversationId, restoreOptions) => restore(ctx, conversationId, restoreOptions),
     fork: (conversationId, newConversationId, forkOptions) =>
       fork(ctx, conversationId, newConversationId, forkOptions),
     listCheckpoints: (conversationId, listOptions) => listCheckpoints(ctx, conversationId, listOptions),

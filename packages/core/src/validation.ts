@@ -43,7 +43,40 @@ export function validateConversationId(conversationId: unknown): string {
   if (conversationId.isWellFormed && !conversationId.isWellFormed()) {
     throw invalid('conversationId contains a lone UTF-16 surrogate; pass well-formed text.')
   }
+  if (BIDI_CONTROLS.test(conversationId)) {
+    throw invalid(
+      'conversationId contains a bidirectional control character (such as U+202E RIGHT-TO-LEFT OVERRIDE), which makes an id display as another; strip it before calling.',
+    )
+  }
   return conversationId
+}
+
+/**
+ * Bidirectional formatting characters: embeddings, overrides, isolates and marks. An id holding one can
+ * display as a different id (in a CLI listing, a log, a page), so ids refuse them.
+ */
+export const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
+
+/** A checkpoint id as stores generate them: `'ck_'` and 22 base64url characters. */
+export const CHECKPOINT_ID_PATTERN = /^ck_[A-Za-z0-9_-]{22}$/
+
+/**
+ * Checks a checkpoint id before any I/O: a string in the shape stores generate (`ck_` and 22 base64url
+ * characters), or `null` (the root) when `nullable`. Whether the conversation has it is the store's answer.
+ * @throws SandkeepError INVALID_ARGUMENT naming `name`
+ */
+export function validateCheckpointId(name: string, value: unknown): string {
+  if (typeof value !== 'string') {
+    throw invalid(
+      `${name} must be a checkpoint id string (from listCheckpoints or a turn end report), got ${describe(value)}.`,
+    )
+  }
+  if (!CHECKPOINT_ID_PATTERN.test(value)) {
+    throw invalid(
+      `${name} is not a checkpoint id: ids are 'ck_' and 22 characters from A-Z a-z 0-9 _ - (take one from listCheckpoints). Nothing was changed.`,
+    )
+  }
+  return value
 }
 
 /**

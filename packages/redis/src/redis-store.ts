@@ -352,7 +352,8 @@ class RedisSessions {
     )
     if (reply.status === 'busy') throw rewindBusy(key, reply.retryAfterMs)
     if (reply.status === 'mismatch') throw leaseLost(key, 'another holder changed the mapping first')
-    if (reply.status === 'missing') throw checkpointNotFound(key, checked.toTurn, reply.kept)
+    if (reply.status === 'missing')
+      throw checkpointNotFound(key, { toTurn: checked.toTurn ?? 0 }, { kept: reply.kept.length })
     const { record, checkpoint, dropped } = reply
     return { record, checkpoint, dropped }
   }

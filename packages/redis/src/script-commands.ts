@@ -371,7 +371,7 @@ export async function rewind(
   const args = [
     key.tenant,
     key.conversationId,
-    checked.toTurn,
+    checked.toTurn ?? 0,
     checked.expectedSandboxId ?? '',
     checked.ttlMs,
   ]

@@ -94,9 +94,9 @@ describe('sandkeepTurn branch', () => {
       outcome: 'rewound',
       restored: { kind: 'rewound', turn: 1, source: 'snapshot' },
     })
-    // The regenerated answer is turn 2 again; the discarded turn's checkpoint is gone.
+    // The regenerated answer is turn 2 again; the replaced answer's checkpoint stays on its branch.
     expect(again.checkpoint?.turn).toBe(2)
-    expect((await sessions.listCheckpoints(conversationId)).map((c) => c.turn)).toEqual([1, 2])
+    expect((await sessions.listCheckpoints(conversationId)).checkpoints.map((c) => c.turn)).toEqual([2, 2, 1])
   })
 
   it('editTurn k: starts from the state before turn k', async () => {

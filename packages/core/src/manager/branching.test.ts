@@ -27,7 +27,7 @@ describe('checkpoints', () => {
     const end = await turn.end()
     expect(end.checkpoint).toBeUndefined()
     expect(await turn.checkpointed).toBeUndefined()
-    expect(await sessions.listCheckpoints(id)).toEqual([])
+    expect(await sessions.listCheckpoints(id)).toEqual({ head: null, checkpoints: [] })
     expect(provider.callsOf('createSnapshot')).toHaveLength(0)
   })
 
@@ -50,10 +50,13 @@ describe('checkpoints', () => {
     await work(second, '/home/user/b.txt', 2)
     await second.end()
     const listed = await sessions.listCheckpoints(id)
-    expect(listed.map((c) => [c.turn, c.journalLength])).toEqual([
-      [1, 2],
+    expect(listed.checkpoints.map((c) => [c.turn, c.journalLength])).toEqual([
       [2, 4],
+      [1, 2],
     ])
+    expect(listed.head).toBe(listed.checkpoints[0]!.id)
+    expect(listed.checkpoints[0]!.parentId).toBe(end.checkpoint!.id)
+    expect(end.checkpoint!.parentId).toBeNull()
   })
 
   it('keep only the latest `keep` and delete the pruned ones’ snapshots on the platform', async () => {
@@ -64,7 +67,7 @@ describe('checkpoints', () => {
       await work(turn, `/home/user/f${n}.txt`, n)
       taken.push((await turn.end()).checkpoint!.snapshot!.snapshotId)
     }
-    expect((await sessions.listCheckpoints(id)).map((c) => c.turn)).toEqual([3, 4])
+    expect((await sessions.listCheckpoints(id)).checkpoints.map((c) => c.turn)).toEqual([4, 3])
     expect(taken.map((snapshotId) => provider.snapshots.has(snapshotId))).toEqual([false, false, true, true])
   })
 
@@ -119,7 +122,7 @@ describe('rewind', () => {
     expect(rewound).toMatchObject({
       toTurn: 1,
       source: 'snapshot',
-      droppedTurns: [2],
+      droppedTurns: [],
       killedSandboxId: oldSandbox,
     })
     expect(provider.callsOf('kill').map((c) => c.sandboxId)).toContain(oldSandbox)
@@ -212,7 +215,7 @@ describe('rewind', () => {
     const calls = provider.calls.length
     const cases: Array<[number, string, RegExp]> = [
       [1, 'CHECKPOINT_NOT_FOUND', /pruned/],
-      [3, 'CHECKPOINT_NOT_FOUND', /2 turn\(s\) so far/],
+      [3, 'CHECKPOINT_NOT_FOUND', /turn\(s\) so far/],
       [-1, 'INVALID_ARGUMENT', /toTurn/],
       [1.5, 'INVALID_ARGUMENT', /toTurn/],
     ]
@@ -268,8 +271,12 @@ describe('rewind', () => {
     const end = await stale.end()
     expect(end.checkpoint).toBeUndefined()
     expect(provider.callsOf('createSnapshot')).toHaveLength(2)
-    expect(provider.snapshots.size).toBe(0)
-    expect(await sessions.listCheckpoints(id)).toEqual([])
+    // The stale turn's snapshot is deleted; turn 1's stays with its checkpoint (a restore deletes nothing).
+    expect(provider.snapshots.size).toBe(1)
+    const tree = await sessions.listCheckpoints(id)
+    expect(tree.head).toBeNull()
+    expect(tree.checkpoints.map((c) => c.turn)).toEqual([1])
+    expect(provider.snapshots.has(tree.checkpoints[0]!.snapshot!.snapshotId)).toBe(true)
     // Discarded with the rewind: not a turn of the rewound conversation.
     expect(await store.get({ tenant: 'default', conversationId: id })).toMatchObject({
       restore: { turn: 0 },

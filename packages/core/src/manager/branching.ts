@@ -1,14 +1,29 @@
-// Rewind and fork: a conversation that goes back to an earlier turn, or branches into a new one. Both are
-// store writes only (a pending restore on the record); the session's next turn carries the restore out with
-// the resume ladder, under its own lease, like any creation.
+// Restore, rewind and fork over the checkpoint tree: a conversation whose head moves to any kept checkpoint of
+// any branch, or that branches into a new conversation. All are store writes only (a pending restore on the
+// record); the session's next turn carries the restore out with the resume ladder, under its own lease, like
+// any creation. Nothing here deletes a checkpoint: retention (the store's pruning at each checkpoint) does.
 import { SandkeepError } from '../errors.js'
 import { sleep } from '../retry.js'
-import type { ForkOptions, ForkResult, RewindOptions, RewindResultReport } from '../session-manager-types.js'
-import type { Checkpoint, RewindResult, SessionRecord, SessionStore } from '../session-store.js'
+import type {
+  ForkOptions,
+  ForkResult,
+  RestoreOptions,
+  RestoreResult,
+  RewindOptions,
+} from '../session-manager-types.js'
+import type {
+  Checkpoint,
+  CheckpointTree,
+  ForkSource,
+  RewindResult,
+  SessionRecord,
+  SessionStore,
+} from '../session-store.js'
 import {
   invalidArgument,
   rejectUnknownOptions,
   type SessionKey,
+  validateCheckpointId,
   validateInteger,
   validateSessionKey,
 } from '../validation.js'
@@ -25,7 +40,13 @@ const REWIND_OPTION_NAMES = [
   'tenant',
   'abortSignal',
 ] as const satisfies readonly (keyof RewindOptions)[]
+const RESTORE_OPTION_NAMES = [
+  'checkpoint',
+  'tenant',
+  'abortSignal',
+] as const satisfies readonly (keyof RestoreOptions)[]
 const FORK_OPTION_NAMES = [
+  'checkpoint',
   'atTurn',
   'tenant',
   'abortSignal',
@@ -36,37 +57,73 @@ const MAX_TURN = 1_000_000_000
 type CheckpointStore = SessionStore &
   Required<Pick<SessionStore, 'readCheckpoints' | 'rewind' | 'createFork'>>
 
+/** Where a restore goes: a checkpoint id (null = the root), or the head's ancestor at a depth. */
+type RestoreTarget = { checkpoint: string | null } | { toTurn: number }
+
 /**
- * `sessions.rewind`. Everything is checked before anything is written: the session, the checkpoint, and that
- * no turn of this process is running. A turn end of this process still pausing the sandbox is waited for;
- * another process's turn is retried for up to `createWaitMs`. The store's rewind is one atomic step; the old
- * sandbox is killed and the dropped checkpoints' snapshots deleted after it (a failure there is reported as
- * an `error` event, and gc finds what is left).
+ * `sessions.rewind`: a restore to the head's ancestor at depth `toTurn` (0 = the root). Deletes nothing.
  * @throws SandkeepError INVALID_ARGUMENT, CAPABILITY_UNSUPPORTED, CHECKPOINT_NOT_FOUND, SESSION_BUSY
  */
 export async function rewind(
   ctx: ManagerContext,
   conversationId: string,
   options: RewindOptions,
-): Promise<RewindResultReport> {
+): Promise<RestoreResult> {
   if (typeof options !== 'object' || options === null)
     throw invalidArgument('rewind options', 'must be an object with toTurn (0 = before the first turn).')
   rejectUnknownOptions('rewind options', options, REWIND_OPTION_NAMES)
   const key = validateSessionKey(conversationId, tenantOption(options))
   const toTurn = validateInteger('toTurn', options.toTurn, 0, MAX_TURN)
   const signal = checkSignal(options.abortSignal)
+  return restoreTo(ctx, key, { toTurn }, signal)
+}
+
+/**
+ * `sessions.restore`: moves the head to a checkpoint of any branch (or the root). Everything is checked
+ * before anything is written: the id's shape, the session, that no turn of this process is running. A turn
+ * end of this process still pausing the sandbox is waited for; another process's turn is retried for up to
+ * `createWaitMs`. The store's restore is one atomic step (it checks the id is one of this session's kept
+ * checkpoints); the old sandbox is killed only after it, once the store confirmed the write.
+ * @throws SandkeepError INVALID_ARGUMENT, CAPABILITY_UNSUPPORTED, CHECKPOINT_NOT_FOUND, SESSION_BUSY
+ */
+export async function restore(
+  ctx: ManagerContext,
+  conversationId: string,
+  options: RestoreOptions,
+): Promise<RestoreResult> {
+  if (typeof options !== 'object' || options === null)
+    throw invalidArgument(
+      'restore options',
+      'must be an object { checkpoint } (a checkpoint id, or null for the root).',
+    )
+  rejectUnknownOptions('restore options', options, RESTORE_OPTION_NAMES)
+  const key = validateSessionKey(conversationId, tenantOption(options))
+  if (options.checkpoint === undefined)
+    throw invalidArgument(
+      'checkpoint',
+      'is required: a checkpoint id from listCheckpoints, or null for the root (before the first turn).',
+    )
+  const checkpoint =
+    options.checkpoint === null ? null : validateCheckpointId('checkpoint', options.checkpoint)
+  const signal = checkSignal(options.abortSignal)
+  return restoreTo(ctx, key, { checkpoint }, signal)
+}
+
+async function restoreTo(
+  ctx: ManagerContext,
+  key: SessionKey,
+  target: RestoreTarget,
+  signal: AbortSignal | undefined,
+): Promise<RestoreResult> {
   const store = checkpointStore(ctx)
-  const record = await sessionRecord(store, key, toTurn)
-  const checkpoints = await store.readCheckpoints(key)
-  if (toTurn > 0 && !checkpoints.some((c) => c.turn === toTurn)) {
-    throw checkpointNotFound(key, toTurn, missingReason(record, checkpoints, toTurn))
-  }
+  // Without a record no turn ever ended: there is nothing to go back to, not even the root.
+  const record = recordOrNotFound(checkRecord(await store.get(key), key), key)
   // A turn whose end is under way (the reply is out, the checkpoint or the pause is not done) has ended for
   // the user: wait for it. One still running is refused.
   await waitForEndings(ctx, key, signal)
   if (hasLiveTurn(ctx.caches, key)) throw runningTurn(key)
   await waitForLocalEnds(ctx, key, signal)
-  const result = await rewindWhenFree(ctx, store, key, record, toTurn, signal)
+  const result = await restoreWhenFree(ctx, store, key, record, target, signal)
   rememberLastTurn(ctx.caches, key, null)
   const previous = result.record.restore?.fromSandboxId ?? null
   if (previous) {
@@ -74,22 +131,60 @@ export async function rewind(
       ctx.emitError('rewind-kill', error, key),
     )
   }
-  const kept = checkpoints.filter((c) => c.turn <= toTurn)
-  await deleteReleasedSnapshots(ctx, key, result.dropped, kept)
+  // A store written before checkpoint trees may still drop checkpoints on a rewind.
+  if (result.dropped.length > 0) await deleteReleasedSnapshots(ctx, key, result.dropped)
   return {
-    toTurn,
-    source: result.checkpoint?.snapshot && providerHasSnapshots(ctx.provider) ? 'snapshot' : 'journal',
     checkpoint: result.checkpoint,
-    droppedTurns: result.dropped.map((c) => c.turn),
+    source: result.checkpoint?.snapshot && providerHasSnapshots(ctx.provider) ? 'snapshot' : 'journal',
     killedSandboxId: previous,
+    toTurn: result.checkpoint?.turn ?? 0,
+    droppedTurns: result.dropped.map((c) => c.turn),
   }
 }
 
 /**
- * `sessions.fork`. Reads the source's checkpoint and journal, then writes the new session in one atomic
- * step that refuses an existing one. Never waits: a checkpoint does not change once taken, so a turn of the
- * source running meanwhile changes nothing the fork reads (its journal steps come after the checkpoint's
- * length). The source is not touched.
+ * The store call, retried while another process's turn (or its pause) holds the session, and again when
+ * another restore (or a creation) changed the mapping between this call's read and its write: the later
+ * restore wins, as if the two had run one after the other, and neither caller is told its lease was lost.
+ */
+async function restoreWhenFree(
+  ctx: ManagerContext,
+  store: CheckpointStore,
+  key: SessionKey,
+  seen: SessionRecord,
+  target: RestoreTarget,
+  signal: AbortSignal | undefined,
+): Promise<RewindResult> {
+  const deadline = performance.now() + ctx.config.createWaitMs
+  let record = seen
+  for (let attempt = 0, raced = 0; ; attempt++) {
+    try {
+      return await store.rewind(key, {
+        ...target,
+        expectedSandboxId: record.sandboxId,
+        ttlMs: ctx.config.ttlMs,
+      })
+    } catch (error) {
+      if (SandkeepError.hasCode(error, 'LEASE_LOST')) {
+        // The mapping changed since it was read (a concurrent restore, a creation): read it again.
+        if (raced >= 5) throw restoreRaced(key, error)
+        raced += 1
+        record = recordOrNotFound(checkRecord(await store.get(key), key), key)
+        continue
+      }
+      if (!SandkeepError.hasCode(error, 'SESSION_BUSY')) throw error
+      const left = deadline - performance.now()
+      if (left <= 0 || hasLiveTurn(ctx.caches, key)) throw runningTurn(key, error)
+      await sleep(busyBackoffMs(attempt, error.retryAfterMs, left), signal, 'reject')
+    }
+  }
+}
+
+/**
+ * `sessions.fork`. Reads the source's checkpoint and its branch's journal in one atomic store call, then
+ * writes the new session in one atomic step that refuses an existing one. Never waits: a checkpoint and its
+ * branch do not change once taken, so a turn or a restore of the source running meanwhile changes nothing
+ * the fork reads. The source is not touched.
  * @throws SandkeepError INVALID_ARGUMENT, CAPABILITY_UNSUPPORTED, CHECKPOINT_NOT_FOUND, SESSION_EXISTS
  */
 export async function fork(
@@ -106,85 +201,92 @@ export async function fork(
   const target = validateSessionKey(newConversationId, tenant)
   if (target.conversationId === key.conversationId)
     throw invalidArgument('newConversationId', 'must differ from the conversation forked from.')
+  const checkpointId =
+    options.checkpoint === undefined || options.checkpoint === null
+      ? options.checkpoint
+      : validateCheckpointId('checkpoint', options.checkpoint)
   const atTurn =
     options.atTurn === undefined ? undefined : validateInteger('atTurn', options.atTurn, 0, MAX_TURN)
   checkSignal(options.abortSignal)
   const store = checkpointStore(ctx)
-  const record = await sessionRecord(store, key, atTurn ?? 0)
   if (checkRecord(await store.get(target), target)) throw sessionExists(target)
-  const checkpoints = await store.readCheckpoints(key)
-  const checkpoint = forkPoint(key, record, checkpoints, atTurn)
-  const journal = (await store.readJournal(key)).slice(0, checkpoint.journalLength).map((entry) => entry.step)
+  const source = await forkSource(store, key, checkpointId, atTurn)
+  const { checkpoint } = source
   const created = await store.createFork(target, {
     fromConversationId: key.conversationId,
-    fromSandboxId: record.sandboxId,
-    checkpoint: { turn: checkpoint.turn, snapshot: checkpoint.snapshot, manifest: checkpoint.manifest },
-    journal,
-    providerId: record.providerId,
-    template: record.template,
+    fromSandboxId: source.record.sandboxId,
+    checkpoint: {
+      id: checkpoint?.id ?? null,
+      turn: checkpoint?.turn ?? 0,
+      snapshot: checkpoint?.snapshot ?? null,
+      manifest: checkpoint?.manifest ?? null,
+    },
+    journal: source.journal,
+    providerId: source.record.providerId,
+    template: source.record.template,
     ttlMs: ctx.config.ttlMs,
   })
   return {
     conversationId: target.conversationId,
-    atTurn: checkpoint.turn,
-    source: checkpoint.snapshot && providerHasSnapshots(ctx.provider) ? 'snapshot' : 'journal',
+    atTurn: checkpoint?.turn ?? 0,
+    checkpoint,
+    source: checkpoint?.snapshot && providerHasSnapshots(ctx.provider) ? 'snapshot' : 'journal',
     record: created,
   }
 }
 
-/** `sessions.listCheckpoints`: the session's checkpoints, oldest first; none when the store keeps none. */
+/**
+ * What a fork copies: the record, the checkpoint (by id, by `atTurn` on the head's path, or the head) and
+ * its branch's journal, read in one atomic store call where the store has `readForkSource`.
+ */
+async function forkSource(
+  store: CheckpointStore,
+  key: SessionKey,
+  checkpointId: string | null | undefined,
+  atTurn: number | undefined,
+): Promise<ForkSource> {
+  if (typeof store.readForkSource === 'function') {
+    if (checkpointId !== undefined) return store.readForkSource(key, { checkpoint: checkpointId })
+    return store.readForkSource(key, atTurn === undefined ? {} : { toTurn: atTurn })
+  }
+  // A store without the atomic read: a checkpoint and the journal in separate calls, as before trees.
+  const record = recordOrNotFound(checkRecord(await store.get(key), key), key)
+  const checkpoints = await store.readCheckpoints(key)
+  const head = headOf(record, checkpoints)
+  const found =
+    checkpointId === null || atTurn === 0
+      ? null
+      : checkpointId !== undefined
+        ? checkpoints.find((c) => c.id === checkpointId)
+        : atTurn !== undefined
+          ? checkpoints.find((c) => c.turn === atTurn)
+          : head === null
+            ? null
+            : checkpoints.find((c) => c.id === head)
+  if (found === undefined) {
+    throw checkpointNotFound(key, checkpointId ?? `at turn ${atTurn ?? record.turnCount}`)
+  }
+  const journal = (await store.readJournal(key)).slice(0, found?.journalLength ?? 0).map((e) => e.step)
+  return { record, checkpoint: found, journal }
+}
+
+/** `sessions.listCheckpoints`: the session's head and kept checkpoints, newest first. */
 export async function listCheckpoints(
   ctx: ManagerContext,
   conversationId: string,
   options?: { tenant?: string },
-): Promise<Checkpoint[]> {
+): Promise<CheckpointTree> {
   const key = validateSessionKey(conversationId, tenantOption(options))
   const { store } = ctx
-  if (typeof store.readCheckpoints !== 'function') return []
-  return store.readCheckpoints(key)
+  if (typeof store.readCheckpoints !== 'function') return { head: null, checkpoints: [] }
+  const [record, checkpoints] = await Promise.all([store.get(key), store.readCheckpoints(key)])
+  return { head: headOf(record, checkpoints), checkpoints: checkpoints.toReversed() }
 }
 
-/** The store call, retried while another process's turn (or its pause) holds the session. */
-async function rewindWhenFree(
-  ctx: ManagerContext,
-  store: CheckpointStore,
-  key: SessionKey,
-  record: SessionRecord,
-  toTurn: number,
-  signal: AbortSignal | undefined,
-): Promise<RewindResult> {
-  const deadline = performance.now() + ctx.config.createWaitMs
-  const input = { toTurn, expectedSandboxId: record.sandboxId, ttlMs: ctx.config.ttlMs }
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await store.rewind(key, input)
-    } catch (error) {
-      if (!SandkeepError.hasCode(error, 'SESSION_BUSY')) throw error
-      const left = deadline - performance.now()
-      if (left <= 0 || hasLiveTurn(ctx.caches, key)) throw runningTurn(key, error)
-      await sleep(busyBackoffMs(attempt, error.retryAfterMs, left), signal, 'reject')
-    }
-  }
-}
-
-/** The checkpoint a fork starts from: `atTurn`'s, or the latest; turn 0 is the empty start. */
-function forkPoint(
-  key: SessionKey,
-  record: SessionRecord,
-  checkpoints: readonly Checkpoint[],
-  atTurn: number | undefined,
-): Pick<Checkpoint, 'turn' | 'snapshot' | 'manifest' | 'journalLength'> {
-  if (atTurn === 0) return { turn: 0, snapshot: null, manifest: null, journalLength: 0 }
-  const found = atTurn === undefined ? checkpoints.at(-1) : checkpoints.find((c) => c.turn === atTurn)
-  if (found) return found
-  if (atTurn === undefined) {
-    throw checkpointNotFound(
-      key,
-      record.turnCount,
-      'the session has no checkpoint yet (turn on the checkpoints option, or fork at turn 0)',
-    )
-  }
-  throw checkpointNotFound(key, atTurn, missingReason(record, checkpoints, atTurn))
+/** The record's head; for a record written before checkpoint trees, its newest checkpoint. */
+export function headOf(record: SessionRecord | null, checkpoints: readonly Checkpoint[]): string | null {
+  if (record?.head !== undefined) return record.head
+  return checkpoints.at(-1)?.id ?? null
 }
 
 function checkpointStore(ctx: ManagerContext): CheckpointStore {
@@ -192,15 +294,14 @@ function checkpointStore(ctx: ManagerContext): CheckpointStore {
   if (!storeHasCheckpoints(store)) {
     throw new SandkeepError({
       code: 'CAPABILITY_UNSUPPORTED',
-      message: `Store '${store.storeId}' keeps no checkpoints (readCheckpoints, rewind, createFork), which rewind and fork need.`,
+      message: `Store '${store.storeId}' keeps no checkpoints (readCheckpoints, rewind, createFork), which restore, rewind and fork need.`,
     })
   }
   return store
 }
 
-async function sessionRecord(store: SessionStore, key: SessionKey, turn: number): Promise<SessionRecord> {
-  const record = checkRecord(await store.get(key), key)
-  if (!record) throw checkpointNotFound(key, turn, 'the conversation has no session')
+function recordOrNotFound(record: SessionRecord | null, key: SessionKey): SessionRecord {
+  if (!record) throw checkpointNotFound(key, null, 'the conversation has no session')
   return record
 }
 
@@ -212,20 +313,10 @@ function checkSignal(signal: unknown): AbortSignal | undefined {
   return signal
 }
 
-/** Why a turn has no checkpoint, in the terms of the session's turns. */
-function missingReason(record: SessionRecord, checkpoints: readonly Checkpoint[], turn: number): string {
-  const kept = checkpoints.map((c) => c.turn)
-  const keptText = kept.length > 0 ? `kept: ${kept.join(', ')}` : 'none kept'
-  if (turn > record.turnCount) return `the session has ${record.turnCount} turn(s) so far (${keptText})`
-  if (kept.length > 0 && turn < kept[0]!)
-    return `it was pruned: the session keeps the latest checkpoints only (${keptText})`
-  return `none was taken at the end of that turn (${keptText}; checkpoints are taken with the checkpoints option)`
-}
-
-function checkpointNotFound(key: SessionKey, turn: number, why: string): SandkeepError {
+function checkpointNotFound(key: SessionKey, what: string | null, why?: string): SandkeepError {
   return new SandkeepError({
     code: 'CHECKPOINT_NOT_FOUND',
-    message: `No checkpoint of turn ${turn}: ${why}. Nothing was changed.`,
+    message: `No checkpoint${what === null ? '' : ` ${what}`}${why ? `: ${why}` : ''}. Nothing was changed; take a checkpoint id from listCheckpoints.`,
     tenant: key.tenant,
     conversationId: key.conversationId,
   })
@@ -241,11 +332,23 @@ function sessionExists(key: SessionKey): SandkeepError {
   })
 }
 
+function restoreRaced(key: SessionKey, cause: unknown): SandkeepError {
+  return new SandkeepError({
+    code: 'SESSION_BUSY',
+    message:
+      'Other restores or turns of this conversation kept changing it while this restore ran; this one changed nothing. Call it again.',
+    tenant: key.tenant,
+    conversationId: key.conversationId,
+    retryable: true,
+    cause,
+  })
+}
+
 function runningTurn(key: SessionKey, cause?: unknown): SandkeepError {
   return new SandkeepError({
     code: 'SESSION_BUSY',
     message:
-      'A turn of this conversation is running: a rewind would discard what it is doing. End or abort that turn, then rewind. Nothing was changed.',
+      'A turn of this conversation is running: a restore would discard what it is doing. End or abort that turn, then restore. Nothing was changed.',
     tenant: key.tenant,
     conversationId: key.conversationId,
     retryable: true,

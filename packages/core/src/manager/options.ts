@@ -49,7 +49,11 @@ const TURN_OPTION_NAMES = [
   'prewarm',
 ] as const satisfies readonly (keyof TurnOptions)[]
 /** Every option name of its `checkpoints` option. */
-const CHECKPOINT_OPTION_NAMES = ['every', 'keep'] as const satisfies readonly (keyof CheckpointsOption)[]
+const CHECKPOINT_OPTION_NAMES = [
+  'every',
+  'keep',
+  'tenantLimits',
+] as const satisfies readonly (keyof CheckpointsOption)[]
 const optionListsComplete: [
   NamesEveryOption<SessionManagerOptions, typeof SESSION_MANAGER_OPTION_NAMES>,
   NamesEveryOption<SandboxOptions, typeof SANDBOX_OPTION_NAMES>,
@@ -99,6 +103,8 @@ export interface ResolvedCheckpoints {
   keep: number
   /** The provider takes platform snapshots (else a checkpoint is the journal's position alone). */
   snapshots: boolean
+  /** Per-tenant limits on kept checkpoint snapshots; `null` when none. */
+  tenantLimits: { snapshots: number | null; snapshotBytes: number | null } | null
 }
 
 /**
@@ -167,7 +173,33 @@ function resolveCheckpoints(
       message: `Store '${store.storeId}' keeps no checkpoints (readCheckpoints, rewind, createFork), which the checkpoints option needs.`,
     })
   }
-  return { keep, snapshots: providerHasSnapshots(provider) }
+  return {
+    keep,
+    snapshots: providerHasSnapshots(provider),
+    tenantLimits: resolveTenantLimits(value.tenantLimits),
+  }
+}
+
+function resolveTenantLimits(value: CheckpointsOption['tenantLimits']): ResolvedCheckpoints['tenantLimits'] {
+  if (value === undefined) return null
+  if (typeof value !== 'object' || value === null)
+    throw invalidArgument('options.checkpoints.tenantLimits', 'must be { snapshots?, snapshotBytes? }.')
+  rejectUnknownOptions('options.checkpoints.tenantLimits', value, ['snapshots', 'snapshotBytes'])
+  return {
+    snapshots:
+      value.snapshots === undefined
+        ? null
+        : validateInteger('checkpoints.tenantLimits.snapshots', value.snapshots, 0, 1_000_000_000),
+    snapshotBytes:
+      value.snapshotBytes === undefined
+        ? null
+        : validateInteger(
+            'checkpoints.tenantLimits.snapshotBytes',
+            value.snapshotBytes,
+            0,
+            Number.MAX_SAFE_INTEGER,
+          ),
+  }
 }
 
 /** The store methods checkpoints, rewind and fork use. */

@@ -13,6 +13,7 @@ import { type Assessed, assess } from './assess.js'
 import type { LastTurn } from './caches.js'
 import type { ManagerContext } from './context.js'
 import { createLeaseKeeper, type LeaseKeeper } from './lease-keeper.js'
+import { midTurnCheckpoint } from './mid-turn.js'
 import { abortedError } from './records.js'
 import { createResumeAttempt, type ResumeAttempt } from './resume-attempt.js'
 import { climbLadder, startingPoint } from './resume-ladder.js'
@@ -97,7 +98,7 @@ export class TurnImpl implements Turn {
       record: async (step: JournalStep) => {
         this.#assertLive()
         const checked = validateJournalStep(step)
-        await ctx.store.appendJournal(key, checked, { ttlMs: ctx.config.ttlMs })
+        await ctx.store.appendJournal(key, checked, { ttlMs: ctx.config.ttlMs, lease: this.#keeper.lease() })
         // A recorded file step describes a file the turn wrote.
         if (checked.kind === 'file') this.#trackWrite(checked.path, checked.content)
       },
@@ -126,6 +127,15 @@ export class TurnImpl implements Turn {
 
   get checkpointed(): Promise<Checkpoint | undefined> {
     return this.#released.promise
+  }
+
+  async checkpoint(): Promise<Checkpoint> {
+    this.#assertLive()
+    const handle = await this.ready()
+    this.#assertLive()
+    return midTurnCheckpoint(this.#scope, this.#handle ?? handle, {
+      manifest: this.#start.acquired.record?.manifest ?? null,
+    })
   }
 
   get endReport(): TurnEndReport | undefined {

@@ -1,6 +1,7 @@
 // Checkpoints, rewinds and forks as every store sees them: the input checks of `release`'s `checkpoint`,
 // `rewind` and `createFork` (run before any I/O), the strict reading of stored checkpoints and of a record's
 // pending `restore` (STORE_CORRUPT, never repaired), and the two errors of branching.
+import { randomBytes } from 'node:crypto'
 import { SandkeepError } from '../errors.js'
 import type { JournalStep } from '../journal.js'
 import type {
@@ -13,10 +14,12 @@ import type {
   TurnManifest,
 } from '../session-store.js'
 import {
+  CHECKPOINT_ID_PATTERN,
   CONTROL_CHARACTERS,
   invalidArgument,
   rejectUnknownOptions,
   type SessionKey,
+  validateCheckpointId,
   validateConversationId,
   validateInteger,
   validateSandboxId,
@@ -32,6 +35,16 @@ import { isPlainObject } from './shape.js'
 export const MAX_CHECKPOINTS_KEPT = 1000
 /** Highest turn a rewind or fork may name. */
 export const MAX_CHECKPOINT_TURN = 1e9
+/** Ids of pruned checkpoints a store remembers, per session, so a restore to one can say it was pruned. */
+export const MAX_PRUNED_IDS_REMEMBERED = 1000
+
+/**
+ * A new checkpoint id: `'ck_'` and 16 random bytes in base64url (22 characters). Random, never derived from
+ * the session, so an id of one conversation says nothing of another's.
+ */
+export function newCheckpointId(): string {
+  return `ck_${randomBytes(16).toString('base64url')}`
+}
 
 /** `null`, or `value` checked as printable text of 1 to `maxBytes` bytes (INVALID_ARGUMENT naming `name`). */
 function nullableText(name: string, value: unknown, maxBytes: number): string | null {
@@ -75,33 +88,79 @@ export function checkCheckpointInput(checkpoint: unknown): CheckpointInput {
   if (!isPlainObject(checkpoint)) {
     throw invalidArgument('checkpoint', 'must be an object { sandboxId, snapshot, keep }.')
   }
-  rejectUnknownOptions('checkpoint', checkpoint, ['sandboxId', 'snapshot', 'keep'])
+  rejectUnknownOptions('checkpoint', checkpoint, ['sandboxId', 'snapshot', 'keep', 'from'])
+  if (checkpoint.from !== undefined && checkpoint.from !== 'turn-end' && checkpoint.from !== 'mid-turn') {
+    throw invalidArgument('checkpoint.from', "must be 'turn-end' or 'mid-turn'.")
+  }
   return {
     sandboxId: validateSandboxId(checkpoint.sandboxId),
     snapshot: checkSnapshot('checkpoint.snapshot', checkpoint.snapshot),
     keep: validateInteger('checkpoint.keep', checkpoint.keep, 1, MAX_CHECKPOINTS_KEPT),
+    from: checkpoint.from ?? 'turn-end',
   }
 }
 
-/** Checked {@link RewindInput}, its TTL filled in. */
-export type CheckedRewindInput = Required<RewindInput>
+/**
+ * Checks the input of `checkpoint` (mid-turn): a release's checkpoint input and the manifest now.
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function checkMidTurnCheckpointInput(input: unknown): Required<CheckpointInput> & {
+  manifest: TurnManifest | null
+} {
+  if (!isPlainObject(input)) {
+    throw invalidArgument('checkpoint input', 'must be an object { sandboxId, snapshot, keep, manifest }.')
+  }
+  const { manifest, ...rest } = input
+  const checked = checkCheckpointInput({ ...rest, from: rest.from ?? 'mid-turn' })
+  return {
+    ...(checked as Required<CheckpointInput>),
+    manifest: manifest === null || manifest === undefined ? null : checkManifest(manifest),
+  }
+}
+
+/** Checked {@link RewindInput}, its TTL filled in: a checkpoint id (null = the root), or a depth. */
+export type CheckedRewindInput = {
+  expectedSandboxId: string | null
+  ttlMs: number
+} & ({ checkpoint: string | null; toTurn?: undefined } | { checkpoint?: undefined; toTurn: number })
 
 /**
- * Checks the input of `rewind`: `toTurn` an integer from 0 to 1e9, `expectedSandboxId` given (null or a
- * sandbox id).
+ * Checks where a restore or fork read goes: `checkpoint` (a checkpoint id, or null for the root), else
+ * `toTurn` (an integer from 0 to 1e9), else neither (`allowNeither`: the head).
+ * @throws SandkeepError INVALID_ARGUMENT
+ */
+export function checkCheckpointTarget(
+  input: Record<string, unknown>,
+  allowNeither: boolean,
+): { checkpoint: string | null } | { toTurn: number } | Record<string, never> {
+  if (input.checkpoint !== undefined) {
+    return {
+      checkpoint: input.checkpoint === null ? null : validateCheckpointId('checkpoint', input.checkpoint),
+    }
+  }
+  if (input.toTurn !== undefined || !allowNeither) {
+    return { toTurn: validateInteger('toTurn', input.toTurn, 0, MAX_CHECKPOINT_TURN) }
+  }
+  return {}
+}
+
+/**
+ * Checks the input of `rewind`: `checkpoint` (an id or null) or `toTurn` (an integer from 0 to 1e9),
+ * `expectedSandboxId` given (null or a sandbox id).
  * @throws SandkeepError INVALID_ARGUMENT
  */
 export function checkRewindInput(input: unknown, defaultTtlMs: number): CheckedRewindInput {
   if (!isPlainObject(input)) throw invalidArgument('rewind input', 'must be an object.')
-  rejectUnknownOptions('rewind input', input, ['toTurn', 'expectedSandboxId', 'ttlMs'])
+  rejectUnknownOptions('rewind input', input, ['checkpoint', 'toTurn', 'expectedSandboxId', 'ttlMs'])
   if (input.expectedSandboxId === undefined) {
     throw invalidArgument(
       'expectedSandboxId',
       'is required: null when no sandbox is mapped, else the id mapped now.',
     )
   }
+  const target = checkCheckpointTarget(input, false) as { checkpoint: string | null } | { toTurn: number }
   return {
-    toTurn: validateInteger('toTurn', input.toTurn, 0, MAX_CHECKPOINT_TURN),
+    ...target,
     expectedSandboxId: input.expectedSandboxId === null ? null : validateSandboxId(input.expectedSandboxId),
     ttlMs: checkTtlMs(input.ttlMs, defaultTtlMs),
   }
@@ -111,7 +170,12 @@ export function checkRewindInput(input: unknown, defaultTtlMs: number): CheckedR
 export interface CheckedCreateForkInput {
   fromConversationId: string
   fromSandboxId: string | null
-  checkpoint: { turn: number; snapshot: CheckpointSnapshot | null; manifest: TurnManifest | null }
+  checkpoint: {
+    id: string | null
+    turn: number
+    snapshot: CheckpointSnapshot | null
+    manifest: TurnManifest | null
+  }
   journal: JournalStep[]
   providerId: string | null
   template: string | null
@@ -128,7 +192,18 @@ const FORK_FIELDS = [
   'ttlMs',
 ]
 /** A whole {@link Checkpoint} may be passed; the fork takes its turn, snapshot and manifest. */
-const FORK_CHECKPOINT_FIELDS = ['turn', 'snapshot', 'manifest', 'createdAt', 'sandboxId', 'journalLength']
+const FORK_CHECKPOINT_FIELDS = [
+  'id',
+  'parentId',
+  'turn',
+  'snapshot',
+  'manifest',
+  'createdAt',
+  'sandboxId',
+  'journalLength',
+  'journalBytes',
+  'from',
+]
 
 /**
  * Checks the input of `createFork`: the source's conversation id and sandbox, the checkpoint's turn (an
@@ -159,6 +234,10 @@ export function checkCreateForkInput(input: unknown, defaultTtlMs: number): Chec
         ? null
         : validateSandboxId(input.fromSandboxId),
     checkpoint: {
+      id:
+        checkpoint.id === undefined || checkpoint.id === null
+          ? null
+          : validateCheckpointId('checkpoint.id', checkpoint.id),
       turn: validateInteger('checkpoint.turn', checkpoint.turn, 0, MAX_CHECKPOINT_TURN),
       snapshot: checkSnapshot('checkpoint.snapshot', checkpoint.snapshot ?? null),
       manifest: manifest === null || manifest === undefined ? null : checkManifest(manifest),
@@ -194,6 +273,7 @@ export function forkRestore(input: CheckedCreateForkInput, at: number): SessionR
   return {
     kind: 'forked',
     turn: input.checkpoint.turn,
+    checkpointId: input.checkpoint.id,
     snapshot: input.checkpoint.snapshot,
     fromSandboxId: input.fromSandboxId,
     fromConversationId: input.fromConversationId,
@@ -216,7 +296,20 @@ const isCount = (value: unknown): value is number =>
 const isTime = (value: unknown): value is number =>
   typeof value === 'number' && Number.isFinite(value) && value >= 0
 
-const CHECKPOINT_FIELDS = ['turn', 'createdAt', 'sandboxId', 'snapshot', 'journalLength', 'manifest']
+const CHECKPOINT_FIELDS = [
+  'id',
+  'parentId',
+  'turn',
+  'createdAt',
+  'sandboxId',
+  'snapshot',
+  'journalLength',
+  'journalBytes',
+  'manifest',
+  'from',
+]
+const isId = (value: unknown): value is string =>
+  typeof value === 'string' && CHECKPOINT_ID_PATTERN.test(value)
 
 /**
  * Checks a checkpoint read back from a store: the fields and values a release could have written (a turn
@@ -232,7 +325,24 @@ export function parseStoredCheckpoint(value: unknown, where: string): Checkpoint
   if (!isCount(turn) || turn < 1 || !isTime(createdAt) || !isCount(journalLength)) {
     throw corruptRecordError(where, 'a checkpoint has a bad turn, createdAt or journalLength')
   }
+  // A checkpoint written before checkpoint trees has no id: it gets a fixed one from its turn (its session's
+  // checkpoints were one per turn), which its session's store calls accept as any other.
+  const id = value.id === undefined ? legacyCheckpointId(turn) : value.id
+  const parentId = value.parentId === undefined ? null : value.parentId
+  if (!isId(id) || (parentId !== null && !isId(parentId))) {
+    throw corruptRecordError(where, 'a checkpoint has a bad id or parentId')
+  }
+  if (value.from !== undefined && value.from !== 'turn-end' && value.from !== 'mid-turn') {
+    throw corruptRecordError(where, 'a checkpoint has a bad from')
+  }
+  if (value.journalBytes !== undefined && !isCount(value.journalBytes)) {
+    throw corruptRecordError(where, 'a checkpoint has a bad journalBytes')
+  }
   return {
+    id,
+    parentId,
+    ...(value.from === undefined ? {} : { from: value.from }),
+    ...(value.journalBytes === undefined ? {} : { journalBytes: value.journalBytes }),
     turn,
     createdAt,
     sandboxId: stored(where, 'a checkpoint has a bad sandboxId', () => validateSandboxId(value.sandboxId)),
@@ -247,21 +357,38 @@ export function parseStoredCheckpoint(value: unknown, where: string): Checkpoint
   }
 }
 
+/** The id a checkpoint written before checkpoint trees reads with: fixed by its turn. */
+export function legacyCheckpointId(turn: number): string {
+  return `ck_legacy${turn.toString(36).padStart(16, '0')}`
+}
+
 /**
- * Checks stored checkpoints as a whole: each one, and their order (oldest first, one per turn).
+ * Checks stored checkpoints as a whole: each one, and that their ids are distinct. A set written before
+ * checkpoint trees (no ids, one per turn, oldest first) reads as one branch: each one's parent is the one
+ * before it.
  * @throws SandkeepError STORE_CORRUPT naming `where`
  */
 export function parseStoredCheckpoints(values: readonly unknown[], where: string): Checkpoint[] {
   const checkpoints = values.map((value) => parseStoredCheckpoint(value, where))
-  for (let index = 1; index < checkpoints.length; index += 1) {
-    if (checkpoints[index]!.turn <= checkpoints[index - 1]!.turn) {
-      throw corruptRecordError(where, 'its checkpoints are not one per turn, oldest first')
-    }
+  const ids = new Set<string>()
+  for (const [index, checkpoint] of checkpoints.entries()) {
+    if (ids.has(checkpoint.id)) throw corruptRecordError(where, 'two of its checkpoints share an id')
+    ids.add(checkpoint.id)
+    const raw = values[index] as Record<string, unknown>
+    if (raw.id === undefined && index > 0) checkpoint.parentId = checkpoints[index - 1]!.id
   }
   return checkpoints
 }
 
-const RESTORE_FIELDS = ['kind', 'turn', 'snapshot', 'fromSandboxId', 'fromConversationId', 'at']
+const RESTORE_FIELDS = [
+  'kind',
+  'turn',
+  'checkpointId',
+  'snapshot',
+  'fromSandboxId',
+  'fromConversationId',
+  'at',
+]
 
 /**
  * Checks a record's pending restore as read back from a store (`null` for none): the fields a rewind or a
@@ -290,6 +417,10 @@ export function parseStoredRestore(value: unknown, where: string): SessionRestor
           ),
     at: value.at,
   }
+  if (value.checkpointId !== undefined) {
+    if (value.checkpointId !== null && !isId(value.checkpointId)) throw bad('has a bad checkpointId')
+    restore.checkpointId = value.checkpointId
+  }
   if (value.fromConversationId !== undefined) {
     restore.fromConversationId = stored(where, 'field restore has a bad fromConversationId', () =>
       validateConversationId(value.fromConversationId),
@@ -298,12 +429,29 @@ export function parseStoredRestore(value: unknown, where: string): SessionRestor
   return restore
 }
 
-/** CHECKPOINT_NOT_FOUND for `key`: `turn` is neither 0 nor one of the `kept` turns. Nothing was written. */
-export function checkpointNotFound(key: SessionKey, turn: number, kept: readonly number[]): SandkeepError {
-  const turns = kept.length === 0 ? 'none' : kept.join(', ')
+/**
+ * CHECKPOINT_NOT_FOUND for `key`: `target` (a checkpoint id, or a depth on the head's path) is not one of
+ * its kept checkpoints; `pruned` when the store remembers pruning it. Nothing was written.
+ */
+export function checkpointNotFound(
+  key: SessionKey,
+  target: { checkpoint: string } | { toTurn: number },
+  detail: { pruned?: boolean; kept?: number; depth?: number },
+): SandkeepError {
+  const what =
+    'checkpoint' in target
+      ? `checkpoint ${target.checkpoint}`
+      : `checkpoint of turn ${target.toTurn} on the current branch`
+  const why = detail.pruned
+    ? 'it was pruned (the checkpoints option keeps the newest `keep` checkpoints and the head; raise keep to keep more)'
+    : 'checkpoint' in target
+      ? "it is not one of this conversation's checkpoints (another conversation's or tenant's, mistyped, or never taken)"
+      : detail.depth !== undefined && target.toTurn > detail.depth
+        ? `the current branch has ${detail.depth} turn(s) so far`
+        : 'none at that depth is kept on the path to the current head'
   return new SandkeepError({
     code: 'CHECKPOINT_NOT_FOUND',
-    message: `This session has no checkpoint of turn ${turn} (kept turns: ${turns}; 0 goes back to before the first turn). Nothing was changed; pick a kept turn.`,
+    message: `This session has no ${what}: ${why}; ${detail.kept ?? 0} checkpoint(s) kept. Nothing was changed; take an id from listCheckpoints (or null for the state before the first turn).`,
     tenant: key.tenant,
     conversationId: key.conversationId,
   })

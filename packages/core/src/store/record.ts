@@ -7,7 +7,7 @@ import {
   type SessionSandboxState,
   type TurnManifest,
 } from '../session-store.js'
-import { CONTROL_CHARACTERS, validateSandboxId } from '../validation.js'
+import { CHECKPOINT_ID_PATTERN, CONTROL_CHARACTERS, validateSandboxId } from '../validation.js'
 import { parseStoredRestore } from './checkpoint.js'
 import { corruptRecordError } from './errors.js'
 import { SANDBOX_STATES } from './input.js'
@@ -112,6 +112,8 @@ export function parseRecordFields(
       read.json('restore', 'field restore does not parse', (value) => parseStoredRestore(value, where)) ??
       null,
   }
+  // Records written before checkpoint trees have no head field: their head is their newest checkpoint.
+  if (fields.head !== undefined) record.head = fields.head === '' ? null : fields.head
   const extra = read.json('extra', 'field extra does not parse', (value) => value)
   if (isPlainObject(extra)) record.extra = extra
   return checkRecordValues(record, where)
@@ -169,6 +171,13 @@ export function checkRecordValues(record: SessionRecord, where: string): Session
   // A restore names the snapshot the next turn creates its sandbox from: a damaged one must not reach the
   // provider. (Absent, as in a record a store built before the field, is nothing pending.)
   if (record.restore !== null && record.restore !== undefined) parseStoredRestore(record.restore, where)
+  if (
+    record.head !== undefined &&
+    record.head !== null &&
+    (typeof record.head !== 'string' || !CHECKPOINT_ID_PATTERN.test(record.head))
+  ) {
+    throw bad('head', 'is not a checkpoint id')
+  }
   return record
 }
 

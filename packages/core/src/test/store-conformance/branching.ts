@@ -8,6 +8,8 @@ import type { Checkpoint, CheckpointSnapshot, ReleaseInput, SessionStore } from 
 import type { SessionKey } from '../../validation.js'
 import { defineArea, holder, LEASE, manifestFor, mapping, newKey, sleep } from './context.js'
 
+const CHECKPOINT_ID = /^ck_[A-Za-z0-9_-]{22}$/
+
 type BranchingStore = SessionStore & Required<Pick<SessionStore, 'readCheckpoints' | 'rewind' | 'createFork'>>
 
 /**
@@ -98,14 +100,21 @@ export const branchingConformance = defineArea(
         checkpoint: { sandboxId: 'sbx-1', snapshot: snapshotOf(1), keep: 5 },
       })
       const expected: Checkpoint = {
+        id: released.checkpoint!.id,
+        parentId: null,
         turn: 1,
         createdAt: turnEndedAt,
         sandboxId: 'sbx-1',
         snapshot: snapshotOf(1),
         journalLength: 2,
         manifest,
+        from: 'turn-end',
+        journalBytes: released.checkpoint!.journalBytes!,
       }
       expect(released.checkpoint).toEqual(expected)
+      expect(expected.id).toMatch(CHECKPOINT_ID)
+      expect(expected.journalBytes).toBeGreaterThan(0)
+      expect(released.record?.head).toBe(expected.id)
       expect(released.checkpointRefused).toBeUndefined()
       expect(released.prunedCheckpoints ?? []).toEqual([])
       expect(released.record?.restore).toBeNull()
@@ -116,7 +125,14 @@ export const branchingConformance = defineArea(
         turnEndedAt: Date.now(),
         checkpoint: { sandboxId: 'sbx-1', snapshot: null, keep: 5 },
       })
-      expect(second.checkpoint).toMatchObject({ turn: 2, snapshot: null, journalLength: 2, manifest })
+      expect(second.checkpoint).toMatchObject({
+        turn: 2,
+        snapshot: null,
+        journalLength: 2,
+        manifest,
+        parentId: expected.id,
+      })
+      expect(second.checkpoint!.id === expected.id).toBe(false)
       expect((await store.readCheckpoints(key)).map((checkpoint) => checkpoint.turn)).toEqual([1, 2])
       expect(await store.readCheckpoints(newKey())).toEqual([])
     })
@@ -181,7 +197,8 @@ export const branchingConformance = defineArea(
       const before = await store.get(key)
       const rewound = await store.rewind(key, { toTurn: 2, expectedSandboxId: 'sbx-1' })
       expect(rewound.checkpoint).toEqual(recorded[1])
-      expect(rewound.dropped).toEqual([recorded[2]])
+      // Nothing is deleted: turn 3 stays on its branch.
+      expect(rewound.dropped).toEqual([])
       const record = rewound.record
       expect(record).toMatchObject({
         sandboxId: null,
@@ -195,14 +212,16 @@ export const branchingConformance = defineArea(
       expect(record.restore).toMatchObject({
         kind: 'rewound',
         turn: 2,
+        checkpointId: recorded[1]!.id,
         snapshot: snapshotOf(2),
         fromSandboxId: 'sbx-1',
       })
+      expect(record.head).toBe(recorded[1]!.id)
       expect(record.restore?.at).toBeGreaterThan(Date.now() - 60_000)
       expect(record.restore?.fromConversationId).toBeUndefined()
       expect(await store.get(key)).toEqual(record)
       expect((await store.readJournal(key)).map((entry) => entry.step)).toEqual([stepOf(1), stepOf(2)])
-      expect(await store.readCheckpoints(key)).toEqual(recorded.slice(0, 2))
+      expect(await store.readCheckpoints(key)).toEqual(recorded)
       await store.appendJournal(key, stepOf(3))
       await expectCode(store.appendJournal(key, stepOf(4)), 'JOURNAL_FULL')
       // The next turn creates the sandbox; its mapping carries the restore out and clears it.
@@ -219,7 +238,9 @@ export const branchingConformance = defineArea(
         turnEndedAt: Date.now(),
         checkpoint: { sandboxId: 'sbx-2', snapshot: null, keep: 10 },
       })
-      expect(released.checkpoint).toMatchObject({ turn: 3, journalLength: 3 })
+      // A sibling of the old turn 3: same depth, same parent.
+      expect(released.checkpoint).toMatchObject({ turn: 3, journalLength: 3, parentId: recorded[1]!.id })
+      expect(await store.readCheckpoints(key)).toEqual([...recorded, released.checkpoint])
     })
 
     test('rewinds to turn 0: empty journal, no checkpoints, no manifest, fresh restore', async () => {
@@ -229,7 +250,8 @@ export const branchingConformance = defineArea(
       const recorded = await runTurns(store, key, 2)
       const rewound = await store.rewind(key, { toTurn: 0, expectedSandboxId: 'sbx-1' })
       expect(rewound.checkpoint).toBeNull()
-      expect(rewound.dropped).toEqual(recorded)
+      expect(rewound.dropped).toEqual([])
+      expect(rewound.record.head).toBeNull()
       expect(rewound.record).toMatchObject({
         sandboxId: null,
         turnCount: 0,
@@ -243,7 +265,7 @@ export const branchingConformance = defineArea(
         fromSandboxId: 'sbx-1',
       })
       expect(await store.readJournal(key)).toEqual([])
-      expect(await store.readCheckpoints(key)).toEqual([])
+      expect(await store.readCheckpoints(key)).toEqual(recorded)
       // Rewinding again needs the mapping it left: none.
       const again = await store.rewind(key, { toTurn: 0, expectedSandboxId: null })
       expect(again.record.restore).toMatchObject({ turn: 0, fromSandboxId: null })
@@ -265,7 +287,9 @@ export const branchingConformance = defineArea(
           store.rewind(key, { toTurn, expectedSandboxId: 'sbx-1' }),
           'CHECKPOINT_NOT_FOUND',
         )
-        expect(error.message).toContain('2, 3')
+        expect(error.message).toMatch(
+          toTurn === 1 ? /pruned/ : toTurn === 4 ? /kept on the path/ : /4 turn\(s\) so far/,
+        )
       }
       for (const bad of [
         { toTurn: -1, expectedSandboxId: 'sbx-1' },
@@ -275,6 +299,9 @@ export const branchingConformance = defineArea(
         { toTurn: 2 },
         { toTurn: 2, expectedSandboxId: '' },
         { toTurn: 2, expectedSandboxId: 'sbx-1', surprise: true },
+        { checkpoint: 'ck_short', expectedSandboxId: 'sbx-1' },
+        { checkpoint: `ck_${'a'.repeat(21)}\u202e`, expectedSandboxId: 'sbx-1' },
+        { checkpoint: 7, expectedSandboxId: 'sbx-1' },
         null,
       ]) {
         await expectCode(store.rewind(key, bad as never), 'INVALID_ARGUMENT')
@@ -335,7 +362,7 @@ export const branchingConformance = defineArea(
         checkpoint: { sandboxId: 'sbx-1', snapshot: snapshotOf(9), keep: 10 },
       })
       expect(late.checkpointRefused).toBe(true)
-      expect((await store.readCheckpoints(key)).map((checkpoint) => checkpoint.turn)).toEqual([1])
+      expect((await store.readCheckpoints(key)).map((checkpoint) => checkpoint.turn)).toEqual([1, 2])
       // The discarded turn is not a turn of the rewound conversation, and the sandbox it paused is not its.
       expect(await store.get(key)).toMatchObject({
         restore: { kind: 'rewound', turn: 1 },
@@ -375,6 +402,7 @@ export const branchingConformance = defineArea(
       expect(record.restore).toMatchObject({
         kind: 'forked',
         turn: 2,
+        checkpointId: checkpoint.id,
         snapshot: checkpoint.snapshot,
         fromSandboxId: 'sbx-1',
         fromConversationId: source.conversationId,

@@ -1,0 +1,48 @@
+// `turn.checkpoint()`: a checkpoint taken while the turn goes on (a loop that checkpoints each step). The
+// snapshot is taken as a turn end takes one; the store records it fenced by the turn's lease, as the
+// session's new head, and the steps journaled since the previous checkpoint become its part of the branch.
+import { SandkeepError } from '../errors.js'
+import type { SandboxHandle } from '../sandbox-provider.js'
+import type { Checkpoint, TurnManifest } from '../session-store.js'
+import { deleteReleasedSnapshots, snapshotCheckpoint } from './checkpoints.js'
+import type { TurnScope } from './scope.js'
+
+/**
+ * Takes and records a mid-turn checkpoint of `handle`. A snapshot that fails leaves a journal-only
+ * checkpoint (reported as phase `checkpoint`); a store refusal (lease lost) deletes the snapshot taken.
+ * @throws SandkeepError CAPABILITY_UNSUPPORTED, LEASE_LOST
+ */
+export async function midTurnCheckpoint(
+  scope: TurnScope,
+  handle: SandboxHandle,
+  state: { manifest: TurnManifest | null },
+): Promise<Checkpoint> {
+  const { ctx, key } = scope
+  const { store } = ctx
+  if (!ctx.config.checkpoints || typeof store.checkpoint !== 'function') {
+    throw new SandkeepError({
+      code: 'CAPABILITY_UNSUPPORTED',
+      message: ctx.config.checkpoints
+        ? `Store '${store.storeId}' cannot record a checkpoint mid-turn (no checkpoint method).`
+        : 'turn.checkpoint() needs the checkpoints option of createSessionManager ({ every: "turn" }).',
+      tenant: key.tenant,
+      conversationId: key.conversationId,
+    })
+  }
+  const taken = await snapshotCheckpoint(ctx, key, handle, scope.storeNow(), (phase, cause) =>
+    ctx.emitError(phase, cause, key),
+  )
+  if (!taken) throw new Error('unreachable: checkpoints are on')
+  try {
+    const result = await store.checkpoint(key, scope.lease(), {
+      ...taken.input,
+      from: 'mid-turn',
+      manifest: state.manifest,
+    })
+    await deleteReleasedSnapshots(ctx, key, result.pruned)
+    return result.checkpoint
+  } catch (error) {
+    if (taken.fresh) await deleteReleasedSnapshots(ctx, key, [taken.input], [])
+    throw error
+  }
+}

@@ -1,0 +1,227 @@
+import { describe, expect, it } from 'vitest'
+import { SandkeepError } from '../errors.js'
+import { createMemorySessionStore } from '../memory-store.js'
+import type { Turn } from '../session-manager-types.js'
+import type { Checkpoint } from '../session-store.js'
+import { setup } from './manager.test-support.js'
+
+// The checkpoint tree as the manager drives it (issue 31): restore to any kept checkpoint of any branch,
+// rewind and regenerate that delete nothing, forks from any branch, mid-turn checkpoints, retention.
+
+const checkpoints = { every: 'turn', keep: 10 } as const
+
+/** A turn that sets `x` in the interpreter (journaled) and writes a file saying so. */
+async function turnSetting(
+  sessions: ReturnType<typeof setup>['sessions'],
+  id: string,
+  x: number,
+): Promise<Checkpoint> {
+  const turn = await sessions.beginTurn(id)
+  await setX(turn, x)
+  const end = await turn.end()
+  return end.checkpoint!
+}
+
+async function setX(turn: Turn, x: number): Promise<void> {
+  await turn.sandbox.runCode(`x = ${x}`)
+  await turn.journal.record({ kind: 'code', code: `x = ${x}` })
+  await turn.sandbox.writeFile('/home/user/x.txt', String(x))
+  await turn.journal.record({ kind: 'file', path: '/home/user/x.txt', content: String(x) })
+}
+
+/** What the next turn sees: `x` in memory and in the file, and how it got there. */
+async function nextTurnSees(sessions: ReturnType<typeof setup>['sessions'], id: string) {
+  const turn = await sessions.beginTurn(id)
+  const x = (await turn.sandbox.runCode('x')).text
+  const file = await turn.sandbox.readFile('/home/user/x.txt')
+  const report = turn.report
+  await turn.end()
+  return { x, file, report }
+}
+
+for (const snapshots of [true, false]) {
+  const source = snapshots ? 'snapshot' : 'journal'
+  describe(`the checkpoint tree (${source})`, () => {
+    it('switching back to the first answer after a regenerate runs on that answer’s state (issue 31, defect 1)', async () => {
+      const { sessions, id } = setup({ checkpoints }, { snapshots })
+      const one = await turnSetting(sessions, id, 1)
+      const two = await turnSetting(sessions, id, 2)
+      // Regenerate answer 2: back to turn 1, and a new turn 2 on a second branch.
+      await sessions.rewind(id, { toTurn: 1 })
+      const twenty = await turnSetting(sessions, id, 20)
+      expect(twenty).toMatchObject({ turn: 2, parentId: one.id })
+      expect(twenty.id).not.toBe(two.id)
+      const tree = await sessions.listCheckpoints(id)
+      expect(tree.head).toBe(twenty.id)
+      expect(tree.checkpoints.map((c) => c.id)).toEqual([twenty.id, two.id, one.id])
+      // The UI's "< 1/2 >" switcher goes back to the first answer 2, and message 3 is sent.
+      const restored = await sessions.restore(id, { checkpoint: two.id })
+      expect(restored).toMatchObject({ checkpoint: { id: two.id }, source, toTurn: 2, droppedTurns: [] })
+      const seen = await nextTurnSees(sessions, id)
+      expect(seen).toMatchObject({ x: '2', file: '2' })
+      expect(seen.report).toMatchObject({ outcome: 'rewound', restored: { turn: 2, source } })
+      // Every branch is still there, and the other one can be switched to again.
+      await sessions.restore(id, { checkpoint: twenty.id })
+      expect(await nextTurnSees(sessions, id)).toMatchObject({ x: '20', file: '20' })
+      expect((await sessions.listCheckpoints(id)).checkpoints).toHaveLength(5)
+    })
+
+    it('a rewind deletes nothing: the later checkpoints and their snapshots can be restored again (issue 31, defect 3)', async () => {
+      const { sessions, provider, id } = setup({ checkpoints }, { snapshots })
+      await turnSetting(sessions, id, 1)
+      const two = await turnSetting(sessions, id, 2)
+      const three = await turnSetting(sessions, id, 3)
+      const deletes = provider.callsOf('deleteSnapshot').length
+      await sessions.rewind(id, { toTurn: 0 })
+      expect(provider.callsOf('deleteSnapshot')).toHaveLength(deletes)
+      expect((await sessions.listCheckpoints(id)).head).toBeNull()
+      await sessions.restore(id, { checkpoint: three.id })
+      expect(await nextTurnSees(sessions, id)).toMatchObject({ x: '3', file: '3' })
+      // rewind toTurn is the head's ancestor at that depth: the head is now turn 3's child.
+      await sessions.rewind(id, { toTurn: 2 })
+      expect((await sessions.listCheckpoints(id)).head).toBe(two.id)
+      expect(await nextTurnSees(sessions, id)).toMatchObject({ x: '2', file: '2' })
+    })
+  })
+}
+
+describe('restore', () => {
+  it('refuses an id of another conversation, another tenant, a made-up one, before any side effect', async () => {
+    const { sessions, store, provider, id } = setup({ checkpoints })
+    const mine = await turnSetting(sessions, id, 1)
+    const other = await turnSetting(sessions, `${id}-other`, 7)
+    const tenantTurn = await sessions.beginTurn(id, { tenant: 'acme' })
+    await setX(tenantTurn, 9)
+    const acme = (await tenantTurn.end()).checkpoint!
+    const key = { tenant: 'default', conversationId: id }
+    const before = { record: await store.get(key), journal: await store.readJournal(key) }
+    const calls = provider.calls.length
+    for (const checkpoint of [other.id, acme.id, `ck_${'A'.repeat(22)}`]) {
+      const error = await sessions.restore(id, { checkpoint }).catch((e: unknown) => e)
+      expect(SandkeepError.hasCode(error, 'CHECKPOINT_NOT_FOUND'), checkpoint).toBe(true)
+      expect((error as Error).message).toMatch(/not one of this conversation's checkpoints/)
+    }
+    for (const checkpoint of ['', 'ck_x', `${mine.id}\u202e`, 42, undefined]) {
+      await expect(sessions.restore(id, { checkpoint } as never)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      })
+    }
+    // Another tenant's checkpoint of the same conversation id is not this tenant's.
+    await expect(sessions.restore(id, { checkpoint: mine.id, tenant: 'acme' })).rejects.toMatchObject({
+      code: 'CHECKPOINT_NOT_FOUND',
+    })
+    expect(provider.calls.length).toBe(calls)
+    expect({ record: await store.get(key), journal: await store.readJournal(key) }).toEqual(before)
+  })
+
+  it('to a pruned checkpoint is CHECKPOINT_NOT_FOUND saying it was pruned; retention keeps the newest and the head', async () => {
+    const { sessions, provider, id } = setup({ checkpoints: { every: 'turn', keep: 2 } })
+    const one = await turnSetting(sessions, id, 1)
+    const two = await turnSetting(sessions, id, 2)
+    await sessions.restore(id, { checkpoint: one.id })
+    const sibling = await turnSetting(sessions, id, 20)
+    // Newest two: the sibling and turn 2; turn 1 is pruned (a bare node both descend from).
+    const tree = await sessions.listCheckpoints(id)
+    expect(tree.checkpoints.map((c) => c.id)).toEqual([sibling.id, two.id])
+    expect(provider.snapshots.has(one.snapshot!.snapshotId)).toBe(false)
+    expect(provider.snapshots.has(two.snapshot!.snapshotId)).toBe(true)
+    await expect(sessions.restore(id, { checkpoint: one.id })).rejects.toMatchObject({
+      code: 'CHECKPOINT_NOT_FOUND',
+      message: expect.stringMatching(/pruned/),
+    })
+    // The pruned ancestor's journal part still serves both branches.
+    await sessions.restore(id, { checkpoint: two.id })
+    const turn = await sessions.beginTurn(id)
+    expect((await turn.journal.list()).map((step) => step.kind)).toEqual(['code', 'file', 'code', 'file'])
+    await turn.end()
+  })
+
+  it('of two concurrent restores: both succeed, the later one wins, neither says LEASE_LOST (issue 30.11)', async () => {
+    const { sessions, id } = setup({ checkpoints })
+    const one = await turnSetting(sessions, id, 1)
+    const two = await turnSetting(sessions, id, 2)
+    const results = await Promise.allSettled([
+      sessions.restore(id, { checkpoint: one.id }),
+      sessions.restore(id, { checkpoint: two.id }),
+    ])
+    for (const result of results) expect(result.status).toBe('fulfilled')
+    const head = (await sessions.listCheckpoints(id)).head
+    expect([one.id, two.id]).toContain(head)
+    // Two rewinds to the same turn, as two clicks of "regenerate" would send.
+    const rewinds = await Promise.allSettled([
+      sessions.rewind(id, { toTurn: 1 }),
+      sessions.rewind(id, { toTurn: 1 }),
+    ])
+    for (const result of rewinds) expect(result.status).toBe('fulfilled')
+    expect((await sessions.listCheckpoints(id)).head).toBe(one.id)
+  })
+})
+
+describe('a turn that lost its lease (issue 30.3)', () => {
+  it('cannot append to the journal after a restore: LEASE_LOST, and the next turn never replays its step', async () => {
+    let clock = Date.now()
+    const store = createMemorySessionStore({ now: () => clock })
+    const { sessions, provider, id } = setup({ checkpoints, store })
+    await turnSetting(sessions, id, 1)
+    const stale = await sessions.beginTurn(id)
+    await stale.sandbox.runCode('x = 666')
+    // Its lease lapses in the store (a stalled link), and another server restores the session.
+    clock += 120_000
+    const other = setup({ checkpoints, store, provider }).sessions
+    await other.rewind(id, { toTurn: 1 })
+    await expect(stale.journal.record({ kind: 'code', code: 'x = 666' })).rejects.toMatchObject({
+      code: 'LEASE_LOST',
+    })
+    await stale.end()
+    const next = await other.beginTurn(id)
+    expect((await next.journal.list()).map((s) => (s.kind === 'code' ? s.code : s.kind))).toEqual([
+      'x = 1',
+      'file',
+    ])
+    expect((await next.sandbox.runCode('x')).text).toBe('1')
+    await next.end()
+  })
+})
+
+describe('fork', () => {
+  it('from a checkpoint of a branch that is not the head: that branch’s state and journal', async () => {
+    const { sessions, id } = setup({ checkpoints })
+    await turnSetting(sessions, id, 1)
+    const two = await turnSetting(sessions, id, 2)
+    await sessions.rewind(id, { toTurn: 1 })
+    await turnSetting(sessions, id, 20)
+    const forked = await sessions.fork(id, `${id}-fork`, { checkpoint: two.id })
+    expect(forked).toMatchObject({ atTurn: 2, checkpoint: { id: two.id }, source: 'snapshot' })
+    const seen = await nextTurnSees(sessions, `${id}-fork`)
+    expect(seen).toMatchObject({ x: '2', file: '2', report: { outcome: 'forked' } })
+    // The source's head is untouched.
+    expect(await nextTurnSees(sessions, id)).toMatchObject({ x: '20' })
+    await expect(
+      sessions.fork(id, `${id}-bad`, { checkpoint: `ck_${'B'.repeat(22)}` }),
+    ).rejects.toMatchObject({ code: 'CHECKPOINT_NOT_FOUND' })
+    await expect(sessions.fork(id, `${id}\u202e-spoof`)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+  })
+})
+
+describe('turn.checkpoint()', () => {
+  it('takes a checkpoint mid-turn that becomes the head; the turn end’s is its child; restorable', async () => {
+    const { sessions, id } = setup({ checkpoints })
+    const turn = await sessions.beginTurn(id)
+    await setX(turn, 1)
+    const step = await turn.checkpoint()
+    expect(step).toMatchObject({ turn: 1, parentId: null, from: 'mid-turn', journalLength: 2 })
+    expect((await sessions.listCheckpoints(id)).head).toBe(step.id)
+    await setX(turn, 2)
+    const end = (await turn.end()).checkpoint!
+    expect(end).toMatchObject({ turn: 1, parentId: step.id, from: 'turn-end', journalLength: 4 })
+    await sessions.restore(id, { checkpoint: step.id })
+    expect(await nextTurnSees(sessions, id)).toMatchObject({ x: '1', file: '1' })
+  })
+
+  it('needs the checkpoints option', async () => {
+    const { sessions, id } = setup()
+    const turn = await sessions.beginTurn(id)
+    await expect(turn.checkpoint()).rejects.toMatchObject({ code: 'CAPABILITY_UNSUPPORTED' })
+    await turn.end()
+  })
+})
