@@ -44,13 +44,33 @@ function position(prompt: CallOptions['prompt']): { text: string; step: number }
   return { text, step }
 }
 
-/** A model that plays `script[userText]`; an unscripted message gets a text saying so. */
-export function createScriptedChatModel(script: Record<string, ScriptedAnswer>): MockLanguageModelV4 {
+/**
+ * A model that plays `script[userText]`; an unscripted message gets a text saying so. A list of answers is
+ * played in turn, one per request for that text (the first request gets the first, a regenerate the next,
+ * and so on round the list), so a regenerated answer can differ from the one it replaces.
+ */
+export function createScriptedChatModel(
+  script: Record<string, ScriptedAnswer | ScriptedAnswer[]>,
+): MockLanguageModelV4 {
   let calls = 0
+  /** Requests so far per user text, and the answer each conversation's current request plays. */
+  const requests = new Map<string, number>()
+  const playing = new Map<string, ScriptedAnswer>()
+  const answerFor = (text: string, step: number): ScriptedAnswer => {
+    const entry = script[text]
+    if (entry === undefined) return { steps: [], text: `(nothing scripted for "${text}")` }
+    if (!Array.isArray(entry)) return entry
+    if (step === 0 || !playing.has(text)) {
+      const count = requests.get(text) ?? 0
+      requests.set(text, count + 1)
+      playing.set(text, entry[count % entry.length]!)
+    }
+    return playing.get(text)!
+  }
   return new MockLanguageModelV4({
     doStream: async (options) => {
       const { text, step } = position(options.prompt)
-      const answer = script[text] ?? { steps: [], text: `(nothing scripted for "${text}")` }
+      const answer = answerFor(text, step)
       const toolCalls = answer.steps[step]
       const parts: StreamPart[] = [{ type: 'stream-start', warnings: [] }]
       if (toolCalls) {

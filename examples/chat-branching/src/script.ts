@@ -6,7 +6,7 @@
 import type { ScriptedAnswer, ScriptedCall } from './model.ts'
 
 /** The variables the scenario sets. */
-const NAMES = ['prices', 'discount', 'shipping', 'tax', 'currency']
+const NAMES = ['prices', 'discount', 'shipping', 'tax', 'currency', 'x']
 
 /** Looks at the sandbox: which of the variables are set (a dict), and which .txt files exist. */
 export const inspect: ScriptedCall[] = [
@@ -25,7 +25,7 @@ function set(name: string, value: string): ScriptedCall[] {
   ]
 }
 
-export const script: Record<string, ScriptedAnswer> = {
+export const script: Record<string, ScriptedAnswer | ScriptedAnswer[]> = {
   'Load the prices.': { steps: [set('prices', '[12, 7, 30]')], text: 'Loaded three prices.' },
   'Apply a 10% discount.': { steps: [inspect, set('discount', '0.10')], text: 'Applied a 10% discount.' },
   'Apply a 20% discount.': { steps: [inspect, set('discount', '0.20')], text: 'Applied a 20% discount.' },
@@ -33,4 +33,11 @@ export const script: Record<string, ScriptedAnswer> = {
   'Add 20% tax.': { steps: [inspect, set('tax', '0.20')], text: 'Added 20% tax.' },
   'Switch to euros.': { steps: [inspect, set('currency', "'EUR'")], text: 'Prices are in euros now.' },
   'What is set?': { steps: [inspect], text: 'That is what this chat has set.' },
+  // The page's run (test/page.test.ts): a regenerate of "Set x to 2." plays the second answer, x = 20.
+  'Set x to 1.': { steps: [inspect, set('x', '1')], text: 'x is 1.' },
+  'Set x to 2.': [
+    { steps: [inspect, set('x', '2')], text: 'x is 2.' },
+    { steps: [inspect, set('x', '20')], text: 'x is 20.' },
+  ],
+  'Set x to 3.': { steps: [inspect, set('x', '3')], text: 'x is 3.' },
 }

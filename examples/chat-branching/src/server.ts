@@ -10,10 +10,13 @@ import { branchFromMessages, sandkeepTurn } from '@sandkeep/ai-sdk'
 import { SandkeepError, type SessionManager } from '@sandkeep/core'
 import { readJsonBody } from '@sandkeep-examples/shared/http'
 import { convertToModelMessages, type LanguageModel, stepCountIs, type UIMessage } from 'ai'
+import type { ChatPage } from './page/build.ts'
 
 export interface BranchingChatServerOptions {
   sessions: SessionManager
   model: LanguageModel
+  /** The chat page (`buildChatPage()`), served at GET / and GET /app.js; none: the API alone. */
+  page?: ChatPage
   /** Model calls per turn at most. Default 8. */
   maxSteps?: number
 }
@@ -84,6 +87,16 @@ export function createBranchingChatServer(options: BranchingChatServerOptions): 
   }
 
   return createServer(async (request, response) => {
+    if (request.method === 'GET' && options.page) {
+      const file = {
+        '/': ['text/html; charset=utf-8', options.page.html],
+        '/app.js': ['text/javascript; charset=utf-8', options.page.script],
+      }[request.url ?? '']
+      if (file) {
+        response.writeHead(200, { 'content-type': file[0]!, 'cache-control': 'no-store' }).end(file[1])
+        return
+      }
+    }
     const route =
       request.method === 'POST' ? { '/api/chat': chat, '/api/fork': fork }[request.url ?? ''] : undefined
     if (!route) {

@@ -37,6 +37,7 @@ export {
   sandkeepTurn,
 } from './turn/index.js'
 export {
+  type BranchRequest,
   branchFromMessages,
   checkpointMetadata,
   type MessageWithMetadata,

@@ -182,8 +182,13 @@ describe('sandkeepTurn branch', () => {
     const before = await snapshotOfSession()
     const calls = provider.calls.length
     const cases: Array<[Record<string, unknown>, string, RegExp]> = [
-      [{ editTurn: 3 }, 'INVALID_ARGUMENT', /editTurn: 3.*2 turn\(s\) so far.*Nothing was rewound/],
-      [{ fromTurn: 5 }, 'CHECKPOINT_NOT_FOUND', /turn 5.*2 turn\(s\) so far/],
+      [
+        { editTurn: 3 },
+        'INVALID_ARGUMENT',
+        /editTurn: 3.*current branch has 2 turn\(s\).*Nothing was changed/,
+      ],
+      [{ fromTurn: 5 }, 'CHECKPOINT_NOT_FOUND', /5/],
+      [{ checkpoint: 'ck_AAAAAAAAAAAAAAAAAAAAAA' }, 'CHECKPOINT_NOT_FOUND', /Nothing was changed/],
     ]
     for (const [branch, code, message] of cases) {
       const { model, prompts } = scriptedModel([{ text: 'never' }])
@@ -240,20 +245,22 @@ describe('the checkpoint in UI message metadata', () => {
     return { message: message!, turn }
   }
 
-  it('the finish carries { sandkeep: { turn, checkpoint } }: small, JSON-safe, no manifest', async () => {
+  it('the finish carries { sandkeep: { checkpoint, parentCheckpoint, turn, ... } }: small, JSON-safe, no manifest', async () => {
     const { message, turn } = await streamToMessage([writeStep(1, 'one.txt'), { text: 'one' }])
     const checkpoint = turn.checkpoint!
     expect(message.metadata).toEqual({
       model: 'mock',
       sandkeep: {
+        checkpoint: checkpoint.id,
+        parentCheckpoint: null,
         turn: 1,
-        checkpoint: {
-          snapshotId: checkpoint.snapshot!.snapshotId,
-          journalLength: 2,
-          createdAt: checkpoint.createdAt,
-        },
+        snapshotId: checkpoint.snapshot!.snapshotId,
+        journalLength: 2,
+        createdAt: checkpoint.createdAt,
       },
     })
+    const second = await streamToMessage([{ text: 'two' }])
+    expect(sandkeepMetadataOf(second.message)?.parentCheckpoint).toBe(checkpoint.id)
     expect(JSON.parse(JSON.stringify(message.metadata))).toEqual(message.metadata)
     expect(sandkeepMetadataOf(message)?.turn).toBe(1)
   })
@@ -284,10 +291,10 @@ describe('the checkpoint in UI message metadata', () => {
   it('a turn that used no tool still counts and carries its turn (it stands on the previous snapshot)', async () => {
     await streamToMessage([writeStep(1, 'one.txt'), { text: 'one' }])
     const { message } = await streamToMessage([{ text: 'just talk' }])
-    expect(sandkeepMetadataOf(message)).toMatchObject({ turn: 2, checkpoint: { journalLength: 2 } })
+    expect(sandkeepMetadataOf(message)).toMatchObject({ turn: 2, journalLength: 2 })
   })
 
-  it('branchFromMessages: the chat behind the session rewinds; a normal request does not', async () => {
+  it('branchFromMessages: the chat behind the head restores; a normal request does not', async () => {
     const first = await streamToMessage([writeStep(1, 'one.txt'), { text: 'one' }])
     const user = (text: string): UIMessage => ({
       id: randomUUID(),
@@ -300,9 +307,11 @@ describe('the checkpoint in UI message metadata', () => {
     expect(second.turn.report?.outcome).toBe('resumed')
     // Regenerating the second answer: the chat sends the history without it.
     const history = [user('a'), first.message, user('b')]
-    expect(branchFromMessages(history)).toEqual({ fromTurn: 1 })
-    expect(branchFromMessages([...history, second.message, user('c')])).toEqual({ fromTurn: 2 })
-    expect(branchFromMessages([user('a')])).toEqual({ fromTurn: 0 })
+    expect(branchFromMessages(history)).toEqual({ checkpoint: first.turn.checkpoint!.id })
+    expect(branchFromMessages([...history, second.message, user('c')])).toEqual({
+      checkpoint: second.turn.checkpoint!.id,
+    })
+    expect(branchFromMessages([user('a')])).toBeUndefined()
     const again = await streamToMessage([lookStep(['two.txt']), { text: 'again' }], {
       branch: branchFromMessages(history),
     })
@@ -311,7 +320,7 @@ describe('the checkpoint in UI message metadata', () => {
   })
 
   it('metadata a client altered is refused, not guessed around', () => {
-    for (const sandkeep of [{ turn: '2' }, { turn: 0 }, null, 'x']) {
+    for (const sandkeep of [{ turn: '2' }, { turn: 0 }, { turn: 1, checkpoint: 'a b' }, null, 'x']) {
       expect(() => branchFromMessages([{ role: 'assistant', metadata: { sandkeep } }])).toThrow(
         expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
       )

@@ -15,7 +15,7 @@ import {
 } from '../sandbox-session/index.js'
 import { resolveSessionOptions } from '../sandbox-session/options.js'
 import { type SandboxTools, type SandboxToolsOptions, sandboxTools } from '../sandbox-tools.js'
-import { checkBranch, rewindForBranch, type SandkeepTurnBranch } from './branch.js'
+import { checkBranch, moveForBranch, type SandkeepTurnBranch } from './branch.js'
 import { createTurnControl } from './control.js'
 import { checkpointMetadata, type SandkeepMessageMetadata } from './metadata.js'
 import { guardStreamResult, withEndTransform } from './stream-guard.js'
@@ -74,15 +74,18 @@ export interface SandkeepTurnOptions extends SandboxSessionOptions {
    */
   maxDurationMs?: number
   /**
-   * Start from an earlier state of the conversation instead of its current one: `{ regenerate: true }`
-   * (the state before its last turn), `{ editTurn: k }` (the user edited the message of turn k, 1-based:
-   * the state before turn k), `{ fromTurn: n }` (the state at the end of turn n; see
-   * {@link branchFromMessages}). The turns are the session's: every call whose turn began counts (with
-   * `resume: 'lazy'`, a call that used no tool began none, so prefer `fromTurn` from the messages there).
-   * The rewind is done as the call starts, before the turn begins, and needs the manager's `checkpoints`
-   * option. Its failure is the call's (a rejected `generateText`, an `error` part of the stream) and
-   * changes nothing: INVALID_ARGUMENT (no such turn to regenerate or edit), CHECKPOINT_NOT_FOUND,
-   * SESSION_BUSY (a turn of the conversation is running). A bad shape is refused by `sandkeepTurn` itself.
+   * Start from another checkpoint of the conversation than its head (its current state): `{ checkpoint:
+   * id }` (an id from an answer's metadata, on any branch of the conversation's tree; `null`: the root,
+   * before the first turn), what {@link branchFromMessages} reads from the history a request sends; or,
+   * on the head's path, `{ regenerate: true }` (the checkpoint the head's turn started from),
+   * `{ editTurn: k }` (before turn k, 1-based), `{ fromTurn: n }` (the end of turn n). The head itself:
+   * nothing to do. The move (`sessions.restore`, or `rewind` for the turn numbers) is done as the call
+   * starts, before the turn begins, deletes nothing (every other branch stays restorable), and needs the
+   * manager's `checkpoints` option. Its failure is the call's (a rejected `generateText`, an `error` part
+   * of the stream) and changes nothing: CHECKPOINT_NOT_FOUND (an id the conversation does not have:
+   * pruned, another conversation's or tenant's, altered), INVALID_ARGUMENT (no answer to regenerate, no
+   * turn to edit), SESSION_BUSY (a turn of the conversation is running). A bad shape or a malformed id is
+   * refused by `sandkeepTurn` itself.
    */
   branch?: SandkeepTurnBranch
 }
@@ -119,7 +122,7 @@ export interface SandkeepTurn extends AsyncDisposable {
   /**
    * A `messageMetadata` callback for `toUIMessageStream`, `toUIMessageStreamResponse` or
    * `pipeUIMessageStreamToResponse` of this turn's `streamText`/`agentStream` result: the finish chunk
-   * carries `{ sandkeep: { turn, checkpoint } }` ({@link SandkeepMessageMetadata}), merged over what `own`
+   * carries `{ sandkeep: { checkpoint, parentCheckpoint, turn, ... } }` ({@link SandkeepMessageMetadata}), merged over what `own`
    * returns (`own` gives the metadata of every other part). Calling it makes the stream's finish wait for
    * the turn end's release, where the checkpoint is recorded (after its snapshot; the pause follows the
    * finish); call it before the stream is read, as passing it does.
@@ -168,10 +171,10 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
   const { resume, awaitEnd, maxDurationMs, branch } = checkTurnOptions(options)
   const settings = resolveSessionOptions(options)
   let branched: Promise<unknown> | undefined
-  /** The branch's rewind, once: started by the call, or by a sandbox call before it, whichever is first. */
+  /** The branch's move, once: started by the call, or by a sandbox call before it, whichever is first. */
   const rewind = () => {
     if (!branch) return Promise.resolve()
-    branched ??= rewindForBranch(
+    branched ??= moveForBranch(
       settings.sessions,
       settings.conversationId,
       settings.tenant,
