@@ -1,7 +1,12 @@
 import type { HealthCheck } from './health.js'
 import type { JournalStep } from './journal.js'
 import type { ResumeReport, TurnEndReport } from './report.js'
-import type { SandboxHandle, SandboxProvider } from './sandbox-provider.js'
+import type {
+  SandboxCreateNetwork,
+  SandboxHandle,
+  SandboxLifecycle,
+  SandboxProvider,
+} from './sandbox-provider.js'
 import type { Checkpoint, SessionPage, SessionRecord, SessionStore } from './session-store.js'
 import type { TelemetryOption } from './telemetry/api.js'
 
@@ -87,6 +92,22 @@ export interface SessionManagerOptions {
     envs?: Record<string, string>
     /** Outbound internet. Default false. */
     allowInternetAccess?: boolean
+    /**
+     * What the platform does when the sandbox's timeout passes. Default, when the provider honours it
+     * (`createCapabilities` has `'lifecycle'`): `{ onTimeout: 'pause' }` unless `onTurnEnd` is `'kill'`
+     * (`{ onTimeout: 'pause', autoResume: true }` with `'auto-pause'`), so a process that crashed or a
+     * serverless function cut short before its turn end paused the sandbox loses nothing but the running
+     * time until the timeout; with `'kill'` the platform's default (kill) stays. CAPABILITY_UNSUPPORTED when
+     * given and the provider does not honour it.
+     */
+    lifecycle?: SandboxLifecycle
+    /**
+     * Ingress and egress fixed at creation (`allowPublicTraffic`, `allowOut`, `denyOut`, `maskRequestHost`).
+     * CAPABILITY_UNSUPPORTED when the provider does not honour it.
+     */
+    network?: SandboxCreateNetwork
+    /** envd only with the sandbox's access token. CAPABILITY_UNSUPPORTED when the provider does not honour it. */
+    secure?: boolean
   }
   /** Declared probes run after every resume. */
   healthChecks?: HealthCheck[]
