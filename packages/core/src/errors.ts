@@ -44,6 +44,8 @@ export const SandkeepErrorCode = {
   CHECKPOINT_NOT_FOUND: 'CHECKPOINT_NOT_FOUND',
   /** A session with that conversation id already exists (a fork must start a new one). Nothing was written. */
   SESSION_EXISTS: 'SESSION_EXISTS',
+  /** The session manager was closed (`sessions.close()`): it begins no turn and makes no call any more. */
+  MANAGER_CLOSED: 'MANAGER_CLOSED',
 } as const
 
 export type SandkeepErrorCode = (typeof SandkeepErrorCode)[keyof typeof SandkeepErrorCode]

@@ -1,5 +1,6 @@
 import type { HealthCheck } from './health.js'
 import type { JournalStep } from './journal.js'
+import type { SandkeepLogger } from './logger.js'
 import type { ResumeReport, TurnEndReport } from './report.js'
 import type {
   SandboxCreateNetwork,
@@ -147,6 +148,41 @@ export interface SessionManagerOptions {
    * meter of `@opentelemetry/api` when it is installed, nothing otherwise; `false` turns them off.
    */
   telemetry?: TelemetryOption
+  /**
+   * Where the turn lifecycle is logged (begin, resume outcome, repairs, journal replays, end, pause, errors),
+   * with structured fields: ids, outcomes, counts and durations, never a secret (no API key, token, env
+   * value, file content or code). An object with any of `debug`, `info`, `warn`, `error` (`console`, pino,
+   * winston). Default: silent.
+   */
+  logger?: SandkeepLogger
+  /** Shortcut: log to `console` from level debug when no `logger` is given. Default false. */
+  debug?: boolean
+}
+
+/** Options of `sessions.close()`. */
+export interface CloseOptions {
+  /**
+   * Longest wait, ms, for what is under way (calls in flight, turns not yet ended, turn ends pausing or
+   * taking a checkpoint) before closing anyway. Default 60 000.
+   */
+  timeoutMs?: number
+  /**
+   * Leave the store open (it is shared with another manager or closed by the app). Default false: the store
+   * given to createSessionManager is closed, so a script exits once its last turn ended.
+   */
+  keepStore?: boolean
+}
+
+/** What `sessions.close()` did. */
+export interface CloseResult {
+  /** Everything under way ended before the timeout. */
+  drained: boolean
+  /** Turns still open when it closed (begun, not ended: their `end()` may then fail on the closed store). */
+  openTurns: number
+  /** The store was closed (false with `keepStore`, or when its close failed: see the log). */
+  storeClosed: boolean
+  /** How long the close took, ms. */
+  ms: number
 }
 
 /** Options of `beginTurn` and `withTurn`. */
@@ -318,6 +354,12 @@ export interface SessionManager {
     event: E,
     listener: (payload: SessionManagerEvents[E]) => void,
   ): () => void
+  /**
+   * Shuts the manager down: refuses new calls at once (MANAGER_CLOSED), waits for calls in flight, open turns
+   * and turn ends under way (pauses, checkpoints) up to `timeoutMs`, then closes the store unless
+   * `keepStore`. Calling it again returns the same result. A turn already begun may still `end()`.
+   */
+  close(options?: CloseOptions): Promise<CloseResult>
   /** The store. */
   readonly store: SessionStore
   /** The provider. */

@@ -43,6 +43,8 @@ const SESSION_MANAGER_OPTION_NAMES = [
   'createWaitMs',
   'retry',
   'telemetry',
+  'logger',
+  'debug',
 ] as const satisfies readonly (keyof SessionManagerOptions)[]
 /** Every option name of its `sandbox` option. */
 const SANDBOX_OPTION_NAMES = [
