@@ -16,7 +16,7 @@ function gatedPause() {
     pause: async (sandboxId: string, options?: { signal?: AbortSignal }) => {
       started.resolve()
       await gate.promise
-      const answer = await provider.pause?.(sandboxId, options)
+      const answer = (await provider.pause?.(sandboxId, options)) ?? false
       pausesDone++
       return answer
     },
