@@ -290,6 +290,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
       throw new SandkeepError({ code: 'CAPABILITY_UNSUPPORTED', message: 'The fake sessions do not fork.' })
     },
     listCheckpoints: async () => [],
+    close: async () => ({ drained: true, openTurns: 0, storeClosed: false, ms: 0 }),
     on: () => () => {},
     store: undefined as never,
     provider: { specificationVersion: 'v1', providerId: 'fake' } as never,
