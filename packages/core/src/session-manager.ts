@@ -5,7 +5,9 @@ import { ManagerCloser } from './manager/close.js'
 import { createManagerContext } from './manager/context.js'
 import { gc } from './manager/gc.js'
 import { endSession, getSession, listSessions } from './manager/sessions.js'
+import { hashConversationId } from './sandbox-metadata.js'
 import type { SessionManager, SessionManagerOptions } from './session-manager-types.js'
+import { sessionAttributes } from './telemetry/tracer.js'
 
 /**
  * Creates the session manager: turns that resume a conversation's sandbox, check what survived the pause,
@@ -32,9 +34,31 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     listSessions: (listOptions) => run('listSessions', () => listSessions(ctx, listOptions)),
     gc: (gcOptions) => run('gc', () => gc(ctx, gcOptions)),
     rewind: (conversationId, rewindOptions) =>
-      run('rewind', () => rewind(ctx, conversationId, rewindOptions)),
+      run('rewind', () =>
+        ctx.telemetry.tracer.phase(
+          'sandkeep.rewind',
+          operationAttributes(conversationId, rewindOptions),
+          () => rewind(ctx, conversationId, rewindOptions),
+          (result) => ({
+            'sandkeep.rewind.to_turn': result.toTurn,
+            'sandkeep.restore.source': result.source,
+            'sandkeep.rewind.dropped_turns': result.droppedTurns.length,
+          }),
+        ),
+      ),
     fork: (conversationId, newConversationId, forkOptions) =>
-      run('fork', () => fork(ctx, conversationId, newConversationId, forkOptions)),
+      run('fork', () =>
+        ctx.telemetry.tracer.phase(
+          'sandkeep.fork',
+          operationAttributes(conversationId, forkOptions),
+          () => fork(ctx, conversationId, newConversationId, forkOptions),
+          (result) => ({
+            'sandkeep.fork.at_turn': result.atTurn,
+            'sandkeep.restore.source': result.source,
+            'sandkeep.fork.conversation.hash': hashConversationId(result.conversationId),
+          }),
+        ),
+      ),
     listCheckpoints: (conversationId, listOptions) =>
       run('listCheckpoints', () => listCheckpoints(ctx, conversationId, listOptions)),
     close: (closeOptions) => closer.close(closeOptions),
@@ -42,4 +66,13 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     store: ctx.config.store,
     provider: ctx.provider,
   }
+}
+
+/**
+ * The session attributes of a rewind's or fork's span (tenant, conversation hash), read without checking:
+ * the operation checks its input, and a bad one only leaves attributes out.
+ */
+function operationAttributes(conversationId: unknown, options: unknown) {
+  const tenant = (options as { tenant?: unknown } | undefined)?.tenant
+  return sessionAttributes({ tenant: typeof tenant === 'string' ? tenant : 'default', conversationId })
 }
