@@ -146,8 +146,9 @@ describe('a marker removed with the dotfiles is not a lost filesystem', () => {
       await t.journal.record({ kind: 'file', path: 'notes/plan.md', content: 'plan' })
     })
     await turn(async (t) => {
-      // Written by code: sandkeep does not see it, so report.md's witness (v1) no longer matches.
-      expect((await t.sandbox.runCode("open('/home/user/report.md', 'w').write('v2')")).error).toBeNull()
+      // Written by a command: sandkeep does not see it, so report.md's witness (v1) no longer matches. (No
+      // interpreter runs: one that kept its memory would prove the disk was not reset, see marker-verdict.ts.)
+      expect((await t.sandbox.runCommand('printf v2 > /home/user/report.md')).exitCode).toBe(0)
       expect((await t.sandbox.runCommand(removeDotfiles)).exitCode).toBe(0)
     })
     const rehydrations: unknown[] = []

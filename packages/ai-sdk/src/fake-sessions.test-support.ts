@@ -313,6 +313,7 @@ export async function createFakeSessions(): Promise<FakeSessions> {
       })
     },
     listCheckpoints: async () => ({ head: null, checkpoints: [] }),
+    close: async () => ({ drained: true, openTurns: 0, storeClosed: false, ms: 0 }),
     on: () => () => {},
     store: undefined as never,
     provider: { specificationVersion: 'v1', providerId: 'fake' } as never,

@@ -46,6 +46,8 @@ export const SandkeepErrorCode = {
   SESSION_EXISTS: 'SESSION_EXISTS',
   /** A quota is used up (snapshots kept, their bytes, a tenant's checkpoints): not retried; free some first. */
   QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
+  /** The session manager was closed (`sessions.close()`): it begins no turn and makes no call any more. */
+  MANAGER_CLOSED: 'MANAGER_CLOSED',
 } as const
 
 export type SandkeepErrorCode = (typeof SandkeepErrorCode)[keyof typeof SandkeepErrorCode]

@@ -39,6 +39,8 @@ export interface FidelityOutcome {
   keptContexts: UsedContext[]
   /** True when the marker file was found intact (the turn end need not write it again). */
   markerKept: boolean
+  /** True when the marker file was missing and no file witness decided (see manager/marker-verdict.ts). */
+  markerGone: boolean
   /** The process list the processes probe read, when it read one (declared process checks reuse it). */
   processList?: ProcessInfo[]
   /** True when the platform restarted recorded processes on resume (same commands, new pids): they may still be starting. */
@@ -134,6 +136,7 @@ export async function probeFidelity(
     survived: { memory: memory.survived, filesystem: filesystem.survived, processes: processes.survived },
     keptContexts: memory.kept,
     markerKept: filesystem.survived === true && filesystem.markerMissing !== true,
+    markerGone: 'markerGone' in filesystem && filesystem.markerGone === true,
     ...(processes.list ? { processList: processes.list } : {}),
     processesRestarted: processes.restarted,
   }
@@ -267,6 +270,7 @@ async function probeFilesystem(
   const survived = content === marker.value
   return {
     survived,
+    ...(content === null ? { markerGone: true } : {}),
     result: probed(
       'filesystem',
       survived ? 'passed' : 'failed',

@@ -27,6 +27,7 @@ export {
 } from './health.js'
 // The journal
 export type { CodeLanguage, JournalEntry, JournalStep } from './journal.js'
+export type { LogFields, LogLevel, SandkeepLogger } from './logger.js'
 // The in-memory store
 export { createMemorySessionStore, type MemorySessionStoreOptions } from './memory-store.js'
 // Reports
@@ -45,6 +46,7 @@ export type {
   CodeResult,
   CommandResult,
   ConnectSandboxOptions,
+  CreateCapability,
   CreateSandboxOptions,
   CreateSnapshotOptions,
   FileEntry,
@@ -54,6 +56,7 @@ export type {
   ReadFileOptions,
   RunCodeOptions,
   RunCommandOptions,
+  SandboxCreateNetwork,
   SandboxHandle,
   SandboxInfo,
   SandboxLifecycle,
@@ -67,6 +70,8 @@ export type {
 export { createSessionManager } from './session-manager.js'
 export type {
   CheckpointsOption,
+  CloseOptions,
+  CloseResult,
   ForkOptions,
   ForkResult,
   GcOptions,

@@ -11,6 +11,24 @@ export interface SandboxLifecycle {
   autoResume?: boolean
 }
 
+/**
+ * Who may reach a new sandbox and where it may send traffic, fixed at creation (E2B's create `network`).
+ * `allowOut`/`denyOut` can change later through {@link SandboxProvider.updateNetwork}; the rest cannot.
+ */
+export interface SandboxCreateNetwork {
+  /** `false`: the sandbox's port URLs need its traffic access token. Default true (E2B's default). */
+  allowPublicTraffic?: boolean
+  /** Destinations allowed (CIDR block, IP, or host name with an optional `*.` prefix); wins over `denyOut`. */
+  allowOut?: string[]
+  /** Destinations denied (CIDR block or IP; `0.0.0.0/0` for everything not in `allowOut`). */
+  denyOut?: string[]
+  /** The Host header requests to the sandbox's ports carry; `${PORT}` is replaced with the port. */
+  maskRequestHost?: string
+}
+
+/** Create options past the basic ones that a provider may or may not honour ({@link SandboxProvider.createCapabilities}). */
+export type CreateCapability = 'lifecycle' | 'network' | 'secure'
+
 /** Options of {@link SandboxProvider.create}. */
 export interface CreateSandboxOptions {
   /** Template to create from; default the provider's template. */
@@ -23,8 +41,15 @@ export interface CreateSandboxOptions {
   envs?: Record<string, string>
   /** Outbound internet access. sandkeep's default is false. */
   allowInternetAccess?: boolean
-  /** Timeout behaviour. */
+  /** Timeout behaviour (capability `'lifecycle'`). */
   lifecycle?: SandboxLifecycle
+  /** Ingress and egress fixed at creation (capability `'network'`). */
+  network?: SandboxCreateNetwork
+  /**
+   * `true`: the sandbox's envd answers only requests carrying its access token (capability `'secure'`; on E2B
+   * with SDK 2 every sandbox is secured, so `false` is refused).
+   */
+  secure?: boolean
   /** Aborts the call. */
   signal?: AbortSignal
 }
@@ -318,6 +343,13 @@ export interface SandboxProvider<Native = unknown> {
    * @throws SandkeepError PROVIDER_AUTH, INVALID_ARGUMENT (unknown template), SANDBOX_UNAVAILABLE (retryable).
    */
   create(options: CreateSandboxOptions): Promise<SandboxHandle<Native>>
+  /**
+   * The create options past the basic ones (template, timeoutMs, metadata, envs, allowInternetAccess) that
+   * this provider honours. A session manager configured with one not listed fails with CAPABILITY_UNSUPPORTED
+   * before any I/O. Absent: none (a provider written before the list; `onTurnEnd: 'auto-pause'` still passes
+   * its `lifecycle`).
+   */
+  readonly createCapabilities?: readonly CreateCapability[]
   /**
    * Connects to a sandbox, resuming it when paused. The returned handle's `id` may differ from `sandboxId`.
    * @throws SandkeepError SANDBOX_NOT_FOUND (killed or past retention), PROVIDER_AUTH, SANDBOX_UNAVAILABLE

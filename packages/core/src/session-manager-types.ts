@@ -1,7 +1,13 @@
 import type { HealthCheck } from './health.js'
 import type { JournalStep } from './journal.js'
+import type { SandkeepLogger } from './logger.js'
 import type { ResumeReport, TurnEndReport } from './report.js'
-import type { SandboxHandle, SandboxProvider } from './sandbox-provider.js'
+import type {
+  SandboxCreateNetwork,
+  SandboxHandle,
+  SandboxLifecycle,
+  SandboxProvider,
+} from './sandbox-provider.js'
 import type { Checkpoint, CheckpointTree, SessionPage, SessionRecord, SessionStore } from './session-store.js'
 import type { TelemetryOption } from './telemetry/api.js'
 
@@ -125,6 +131,22 @@ export interface SessionManagerOptions {
     envs?: Record<string, string>
     /** Outbound internet. Default false. */
     allowInternetAccess?: boolean
+    /**
+     * What the platform does when the sandbox's timeout passes. Default, when the provider honours it
+     * (`createCapabilities` has `'lifecycle'`): `{ onTimeout: 'pause' }` unless `onTurnEnd` is `'kill'`
+     * (`{ onTimeout: 'pause', autoResume: true }` with `'auto-pause'`), so a process that crashed or a
+     * serverless function cut short before its turn end paused the sandbox loses nothing but the running
+     * time until the timeout; with `'kill'` the platform's default (kill) stays. CAPABILITY_UNSUPPORTED when
+     * given and the provider does not honour it.
+     */
+    lifecycle?: SandboxLifecycle
+    /**
+     * Ingress and egress fixed at creation (`allowPublicTraffic`, `allowOut`, `denyOut`, `maskRequestHost`).
+     * CAPABILITY_UNSUPPORTED when the provider does not honour it.
+     */
+    network?: SandboxCreateNetwork
+    /** envd only with the sandbox's access token. CAPABILITY_UNSUPPORTED when the provider does not honour it. */
+    secure?: boolean
   }
   /** Declared probes run after every resume. */
   healthChecks?: HealthCheck[]
@@ -164,6 +186,41 @@ export interface SessionManagerOptions {
    * meter of `@opentelemetry/api` when it is installed, nothing otherwise; `false` turns them off.
    */
   telemetry?: TelemetryOption
+  /**
+   * Where the turn lifecycle is logged (begin, resume outcome, repairs, journal replays, end, pause, errors),
+   * with structured fields: ids, outcomes, counts and durations, never a secret (no API key, token, env
+   * value, file content or code). An object with any of `debug`, `info`, `warn`, `error` (`console`, pino,
+   * winston). Default: silent.
+   */
+  logger?: SandkeepLogger
+  /** Shortcut: log to `console` from level debug when no `logger` is given. Default false. */
+  debug?: boolean
+}
+
+/** Options of `sessions.close()`. */
+export interface CloseOptions {
+  /**
+   * Longest wait, ms, for what is under way (calls in flight, turns not yet ended, turn ends pausing or
+   * taking a checkpoint) before closing anyway. Default 60 000.
+   */
+  timeoutMs?: number
+  /**
+   * Leave the store open (it is shared with another manager or closed by the app). Default false: the store
+   * given to createSessionManager is closed, so a script exits once its last turn ended.
+   */
+  keepStore?: boolean
+}
+
+/** What `sessions.close()` did. */
+export interface CloseResult {
+  /** Everything under way ended before the timeout. */
+  drained: boolean
+  /** Turns still open when it closed (begun, not ended: their `end()` may then fail on the closed store). */
+  openTurns: number
+  /** The store was closed (false with `keepStore`, or when its close failed: see the log). */
+  storeClosed: boolean
+  /** How long the close took, ms. */
+  ms: number
 }
 
 /** Options of `beginTurn` and `withTurn`. */
@@ -352,6 +409,12 @@ export interface SessionManager {
     event: E,
     listener: (payload: SessionManagerEvents[E]) => void,
   ): () => void
+  /**
+   * Shuts the manager down: refuses new calls at once (MANAGER_CLOSED), waits for calls in flight, open turns
+   * and turn ends under way (pauses, checkpoints) up to `timeoutMs`, then closes the store unless
+   * `keepStore`. Calling it again returns the same result. A turn already begun may still `end()`.
+   */
+  close(options?: CloseOptions): Promise<CloseResult>
   /** The store. */
   readonly store: SessionStore
   /** The provider. */

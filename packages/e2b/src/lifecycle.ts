@@ -3,9 +3,11 @@
 import { Sandbox } from '@e2b/code-interpreter'
 import {
   type CreateSandboxOptions,
+  type SandboxCreateNetwork,
   type SandboxHandle,
   type SandboxInfo,
   type SandboxProvider,
+  SandkeepError,
   validateSandboxId,
 } from '@sandkeep/core'
 import { type ErrorContext, withE2BErrors } from './errors.js'
@@ -30,6 +32,13 @@ export function createSandbox(
   context: ErrorContext,
 ): Promise<SandboxHandle<Sandbox>> {
   return withE2BErrors(context, async () => {
+    if (createOptions.secure === false) {
+      throw new SandkeepError({
+        code: 'CAPABILITY_UNSUPPORTED',
+        message:
+          "E2B secures every sandbox's envd with its access token (the SDK ignores secure: false): leave secure out or set it to true.",
+      })
+    }
     const sandbox = await ExecutingSandbox.create(template, {
       ...requestOptions(connection, createOptions.signal),
       metadata: createOptions.metadata,
@@ -45,9 +54,20 @@ export function createSandbox(
             },
           }
         : {}),
+      ...(createOptions.network ? { network: sdkNetwork(createOptions.network) } : {}),
     })
     return handleFor(sandbox, limits, connection)
   })
+}
+
+/** The SDK's create `network` from sandkeep's (only the fields given: the SDK sends what it is handed). */
+function sdkNetwork(network: SandboxCreateNetwork) {
+  return {
+    ...(network.allowPublicTraffic !== undefined ? { allowPublicTraffic: network.allowPublicTraffic } : {}),
+    ...(network.allowOut ? { allowOut: [...network.allowOut] } : {}),
+    ...(network.denyOut ? { denyOut: [...network.denyOut] } : {}),
+    ...(network.maskRequestHost !== undefined ? { maskRequestHost: network.maskRequestHost } : {}),
+  }
 }
 
 export function lifecycleCalls(connection: Connection, template: string, limits: OutputLimits): Lifecycle {

@@ -41,6 +41,8 @@ export function createE2BProvider(options: E2BProviderOptions = {}): E2BProvider
     specificationVersion: 'v1',
     providerId: 'e2b',
     defaultTemplate: template,
+    // What E2B's create takes beyond the basics; `secure: false` is refused at create (E2B secures every sandbox).
+    createCapabilities: ['lifecycle', 'network', 'secure'],
     ...lifecycleCalls(connection, template, limits),
     ...networkCalls(connection),
     ...(keeps ? snapshotCalls(connection, limits, keeps) : {}),

@@ -248,4 +248,74 @@ describe('createE2BProvider against local-e2b', () => {
     } while (cursor)
     expect(seen.sort()).toEqual(created.slice(-3).sort())
   })
+
+  it('passes lifecycle through: a sandbox made with onTimeout pause is paused at its timeout, not killed', async () => {
+    const provider = createE2BProvider(options())
+    expect(provider.createCapabilities).toEqual(['lifecycle', 'network', 'secure'])
+    const paused = host.events.waitFor('sandbox-pause', () => true)
+    const sandbox = await provider.create({
+      metadata: {},
+      timeoutMs: 2000,
+      lifecycle: { onTimeout: 'pause', autoResume: false },
+    })
+    created.push(sandbox.id)
+    expect(await sandbox.native.getInfo()).toMatchObject({
+      lifecycle: { onTimeout: 'pause', autoResume: false },
+    })
+    await sandbox.writeFile('/home/user/kept.txt', 'still here')
+    const event = await paused
+    expect(event.sandboxId).toBe(sandbox.id)
+    expect(host.events.list({ type: 'sandbox-timeout', sandboxId: sandbox.id })[0]?.detail).toEqual({
+      action: 'pause',
+    })
+    expect((await provider.getInfo?.(sandbox.id))?.state).toBe('paused')
+    const resumed = await provider.connect(sandbox.id, { timeoutMs: 60_000 })
+    expect(await resumed.readFile('/home/user/kept.txt')).toBe('still here')
+  })
+
+  it('without lifecycle the platform kills at the timeout (the SDK default the manager changes)', async () => {
+    const provider = createE2BProvider(options())
+    const sandbox = await provider.create({ metadata: {}, timeoutMs: 2000 })
+    created.push(sandbox.id)
+    expect(await sandbox.native.getInfo()).toMatchObject({ lifecycle: { onTimeout: 'kill' } })
+  })
+
+  it('passes network ingress through: allowPublicTraffic false makes port requests want the traffic token', async () => {
+    const provider = createE2BProvider(options())
+    const portRequest = (sandboxId: string) =>
+      fetch(`${host.sandboxUrl}/`, { headers: { 'E2b-Sandbox-Id': sandboxId, 'E2b-Sandbox-Port': '8000' } })
+    const sandbox = await provider.create({ metadata: {}, network: { allowPublicTraffic: false } })
+    created.push(sandbox.id)
+    const denied = await portRequest(sandbox.id)
+    expect(denied.status).toBe(403)
+    expect(await denied.text()).toContain('traffic access token')
+    const open = await provider.create({ metadata: {} })
+    created.push(open.id)
+    // Nothing listens on 8000: the public sandbox's request reaches the port (and finds it closed).
+    const reached = await portRequest(open.id)
+    expect(reached.status).not.toBe(403)
+    await reached.body?.cancel()
+  })
+
+  it('a host that cannot honour egress rules refuses them with a clear INVALID_ARGUMENT, creating nothing', async () => {
+    const provider = createE2BProvider(options())
+    const before = (await provider.list?.())?.sandboxes.length
+    const error = await provider
+      .create({ metadata: {}, network: { allowOut: ['api.example.com'], denyOut: ['0.0.0.0/0'] } })
+      .catch((e: unknown) => e)
+    expect(error).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(String((error as Error).message)).toMatch(/cannot honour network\.allowOut, network\.denyOut/)
+    expect((await provider.list?.())?.sandboxes.length).toBe(before)
+  })
+
+  it('secure: false is CAPABILITY_UNSUPPORTED before any request (E2B secures every sandbox)', async () => {
+    const provider = createE2BProvider({
+      apiKey: 'x',
+      apiUrl: 'http://127.0.0.1:9',
+      sandboxUrl: 'http://127.0.0.1:9',
+    })
+    await expect(provider.create({ metadata: {}, secure: false })).rejects.toMatchObject({
+      code: 'CAPABILITY_UNSUPPORTED',
+    })
+  })
 })

@@ -257,6 +257,7 @@ export class ControlPlane {
       pauses: [],
     }
     if (typeof body.alias === 'string') record.alias = body.alias
+    refuseEgressRules(body.network)
     const ingress = parseIngress(body.network)
     if (ingress) record.ingress = ingress
     if (!snapshot) return { record }
@@ -408,4 +409,21 @@ function parseListQuery(params: URLSearchParams, legacy: boolean): ListQuery {
     limit,
     after,
   }
+}
+
+/**
+ * 400 for the parts of a create request's `network` this host cannot honour: per-destination egress rules
+ * (`allowOut`, `denyOut`, `rules`), an egress proxy and HTTPS ports. Ignoring them would hand back a sandbox
+ * whose egress is not what was asked for.
+ */
+function refuseEgressRules(network: unknown): void {
+  if (typeof network !== 'object' || network === null) return
+  const given = ['allowOut', 'denyOut', 'rules', 'egressProxy', 'httpsPorts'].filter(
+    (name) => (network as Record<string, unknown>)[name] !== undefined,
+  )
+  if (given.length === 0) return
+  throw new HttpError(
+    400,
+    `this host cannot honour network.${given.join(', network.')} (it has no per-destination egress rules, egress proxy or HTTPS ports): leave them out; allowInternetAccess turns egress on or off as a whole`,
+  )
 }

@@ -69,7 +69,7 @@ describe('createSandkeepHarnessProvider', () => {
       'INVALID_ARGUMENT',
     )
     expect(await codeOf(harness.resumeSession({ sessionId: 'a\u0000b' }))).toBe('INVALID_ARGUMENT')
-    const badTenant = createSandkeepHarnessProvider({ sessions, tenant: ({ sessionId }) => `${sessionId}/x` })
+    const badTenant = createSandkeepHarnessProvider({ sessions, tenant: () => 'a/x' })
     expect(await codeOf(badTenant.createSession({ sessionId: 'c1' }))).toBe('INVALID_ARGUMENT')
     expect(provider.calls).toEqual([])
     expect((await store.list('default')).sessions).toEqual([])
@@ -232,7 +232,7 @@ describe('createSandkeepHarnessProvider', () => {
 
   it('destroy() ends the turn and the session: the sandbox is killed and the record deleted', async () => {
     const { harness, provider, sessions } = rig({
-      harness: { tenant: ({ sessionId }) => sessionId.split(':')[0] ?? '' },
+      harness: { tenant: () => 'acme' },
     })
     const session = await harness.createSession({ sessionId: 'acme:conv-6' })
     expect(session.tenant).toBe('acme')
@@ -257,5 +257,62 @@ describe('createSandkeepHarnessProvider', () => {
     }
     expect(forgotten.endReport?.action).toBe('paused')
     expect(provider.sandboxes.get(forgotten.id)?.state).toBe('paused')
+  })
+
+  it('the tenant comes from the caller the app authenticated, never the session id: naming acme:chat-1 takes nothing', async () => {
+    // One provider for every request; the app's auth says who calls (an AsyncLocalStorage in a real server).
+    let caller = 'acme'
+    const { harness, provider, sessions, home } = rig({ harness: { tenant: () => caller } })
+    const ran: string[] = []
+    const hookOf = (who: string) => async () => {
+      ran.push(who)
+    }
+    const acme = await harness.createSession({
+      sessionId: 'acme:chat-1',
+      identity: 'acme-v1',
+      onFirstCreate: hookOf('acme'),
+    })
+    await acme.writeTextFile({ path: `${home}/secret.txt`, content: 'acme only' })
+    await acme.stop()
+
+    caller = 'mallory'
+    const stolen = await harness.createSession({
+      sessionId: 'acme:chat-1',
+      identity: 'evil',
+      onFirstCreate: hookOf('mallory'),
+    })
+    // Another tenant's session of the same id: its own new sandbox, not acme's.
+    expect(stolen.tenant).toBe('mallory')
+    expect(stolen.id).not.toBe(acme.id)
+    expect(stolen.report.outcome).toBe('created')
+    await stolen.stop()
+
+    caller = 'acme'
+    const resumed = await harness.resumeSession({ sessionId: 'acme:chat-1' })
+    expect([resumed.id, resumed.tenant, resumed.firstCreateRan]).toEqual([acme.id, 'acme', false])
+    await resumed.stop()
+    // acme's sandbox expires: the recreated one gets acme's hook, not the one mallory's createSession gave.
+    await provider.kill(acme.id)
+    const recreated = await harness.resumeSession({ sessionId: 'acme:chat-1' })
+    expect(recreated.report.outcome).toBe('recreated')
+    expect(recreated.firstCreateRan).toBe(true)
+    await recreated.stop()
+    expect(ran).toEqual(['acme', 'mallory', 'acme'])
+    expect(await sessions.getSession('acme:chat-1', { tenant: 'mallory' })).toMatchObject({
+      sandboxId: stolen.id,
+    })
+  })
+
+  it('the old recipe that read the tenant from the session id fails loudly before any I/O', async () => {
+    const { harness, provider } = rig({
+      harness: { tenant: (({ sessionId }: { sessionId: string }) => sessionId.split(':')[0] ?? '') as never },
+    })
+    const error = await harness.createSession({ sessionId: 'acme:chat-1' }).catch((e: unknown) => e)
+    expect(error).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('may not use the session id'),
+    })
+    expect(await codeOf(harness.resumeSession({ sessionId: 'acme:chat-1' }))).toBe('INVALID_ARGUMENT')
+    expect(provider.calls).toHaveLength(0)
   })
 })

@@ -20,6 +20,7 @@ export { type HarnessToolSet, harnessSandboxTools } from './tools.js'
 export type {
   HarnessCreateSessionOptions,
   HarnessResumeSessionOptions,
+  HarnessTenantContext,
   SandkeepHarnessProvider,
   SandkeepHarnessProviderOptions,
   SandkeepNetworkSandboxSession,
@@ -31,6 +32,8 @@ const REMEMBERED_HOOKS = 1000
 interface FirstCreate {
   hook: FirstCreateHook
   identity: string | undefined
+  /** The tenant whose createSession gave the hook: the session's owner. */
+  owner: string
 }
 
 /**
@@ -62,8 +65,10 @@ export function createSandkeepHarnessProvider(
       if (onFirstCreate !== undefined && typeof onFirstCreate !== 'function') {
         throw invalid('createSession: onFirstCreate must be a function.')
       }
-      const tenant = settings.tenantOf(sessionId)
-      const firstCreate = onFirstCreate ? { hook: onFirstCreate, identity } : undefined
+      const tenant = await settings.tenantOf('createSession')
+      // The hook is kept under the caller's own tenant: another tenant's createSession of the same id is another
+      // session and never reaches this one's hook.
+      const firstCreate = onFirstCreate ? { hook: onFirstCreate, identity, owner: tenant } : undefined
       if (firstCreate) remember(hooks, keyOf(tenant, sessionId), firstCreate)
       return open(settings, { sessionId, tenant, abortSignal, firstCreate })
     },
@@ -72,7 +77,7 @@ export function createSandkeepHarnessProvider(
         throw invalid('resumeSession takes an options object: { sessionId, abortSignal? }.')
       }
       const sessionId = validateConversationId(resumeOptions.sessionId)
-      const tenant = settings.tenantOf(sessionId)
+      const tenant = await settings.tenantOf('resumeSession')
       const { abortSignal } = resumeOptions
       // A resume never starts a conversation: without a session there is nothing to resume.
       if (!(await settings.sessions.getSession(sessionId, { tenant }))) {
@@ -147,6 +152,15 @@ async function forHarness(error: unknown, sandboxProviderId: string): Promise<un
 }
 
 function remember(hooks: Map<string, FirstCreate>, key: string, firstCreate: FirstCreate): void {
+  const kept = hooks.get(key)
+  // Keys carry the tenant, so this never happens; if it ever did, the owner's hook stays.
+  if (kept && kept.owner !== firstCreate.owner) {
+    throw new SandkeepError({
+      code: 'TENANT_MISMATCH',
+      message: `onFirstCreate of tenant ${firstCreate.owner} cannot replace tenant ${kept.owner}'s hook.`,
+      tenant: firstCreate.owner,
+    })
+  }
   hooks.delete(key)
   hooks.set(key, firstCreate)
   if (hooks.size > REMEMBERED_HOOKS) hooks.delete(hooks.keys().next().value as string)

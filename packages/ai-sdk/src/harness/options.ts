@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { type SessionManager, validateConversationId, validatePort, validateTenant } from '@sandkeep/core'
 import { invalid } from '../errors.js'
 import { checkMs } from '../sandbox-session/options.js'
-import type { SandkeepHarnessProviderOptions } from './types.js'
+import type { HarnessTenantContext, SandkeepHarnessProviderOptions } from './types.js'
 
 const OPTION_NAMES = [
   'sessions',
@@ -26,7 +26,8 @@ const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f]/
 /** {@link SandkeepHarnessProviderOptions} checked, with their defaults filled in. */
 export interface HarnessSettings {
   sessions: SessionManager
-  tenantOf: (sessionId: string) => string
+  /** The tenant of the caller, from the `tenant` option (never from the session id). */
+  tenantOf: (operation: HarnessTenantContext['operation']) => Promise<string>
   ports: readonly number[]
   /** What the sandbox sessions get (createSandboxSession's options). */
   sessionOptions: Pick<
@@ -71,13 +72,31 @@ export function resolveHarnessOptions(options: SandkeepHarnessProviderOptions): 
   }
   return {
     sessions,
-    tenantOf: (sessionId) => validateTenant(typeof tenant === 'function' ? tenant({ sessionId }) : tenant),
+    tenantOf: async (operation) =>
+      validateTenant(typeof tenant === 'function' ? await tenant(tenantContext(operation)) : tenant),
     ports: Object.freeze([...new Set(ports)]),
     sessionOptions,
     maxDurationMs: checkMs(options.maxDurationMs, 'maxDurationMs', 15 * 60_000),
     firstCreateTimeoutMs: checkMs(options.firstCreateTimeoutMs, 'firstCreateTimeoutMs', 10 * 60_000),
     providerId,
   }
+}
+
+/**
+ * The resolver's argument: the operation, and a `sessionId` that throws, so the README's old recipe
+ * (`({ sessionId }) => sessionId.split(':')[0]`) fails loudly instead of handing out tenants by id.
+ */
+function tenantContext(operation: HarnessTenantContext['operation']): HarnessTenantContext {
+  return Object.freeze(
+    Object.defineProperty({ operation }, 'sessionId', {
+      enumerable: false,
+      get() {
+        throw invalid(
+          "createSandkeepHarnessProvider: the tenant resolver may not use the session id: whoever calls the harness names it, so the tenant would be theirs to choose (anyone naming 'acme:chat-1' would get acme's sandbox). Return the tenant of the caller you authenticated (a closure over the request, an AsyncLocalStorage), or make one provider per tenant with tenant: '<id>'.",
+        )
+      },
+    }),
+  )
 }
 
 /**

@@ -10,11 +10,14 @@ export interface SandkeepHarnessProviderOptions {
   /** The session manager that keeps each harness session's sandbox (its store, provider, checks, policy). */
   sessions: SessionManager
   /**
-   * The tenant of every session, or a function of the session id that names it (`({ sessionId }) =>
-   * sessionId.split(':')[0]`). Resumes get no identity, so the tenant must follow from the id. Default
+   * The tenant of every session: a string, for a provider made per authenticated tenant; or a resolver
+   * called at each `createSession`/`resumeSession` that returns the tenant of the caller this process
+   * authenticated (a closure over the request, an AsyncLocalStorage). Never derive it from the session id:
+   * the harness's caller names the id, so anyone who can name `acme:chat-1` would get acme's sandbox. The
+   * resolver is not given the id for that reason (reading `sessionId` from its argument throws). Default
    * `'default'`. A bad tenant is INVALID_ARGUMENT before any I/O.
    */
-  tenant?: string | ((context: { sessionId: string }) => string)
+  tenant?: string | ((context: HarnessTenantContext) => string | PromiseLike<string>)
   /**
    * The ports sessions list in `ports` (bridge-backed harness adapters bind the first one). Every port is
    * reachable whether listed or not, as on E2B. Default none.
@@ -40,6 +43,12 @@ export interface SandkeepHarnessProviderOptions {
   firstCreateTimeoutMs?: number
   /** `providerId`; default `'sandkeep'`. */
   providerId?: string
+}
+
+/** What the `tenant` resolver is told: which call asks (never the session id: see the option). */
+export interface HarnessTenantContext {
+  /** The provider call that needs the tenant. */
+  readonly operation: 'createSession' | 'resumeSession'
 }
 
 /** What `createSession` takes (the harness spec's options). */

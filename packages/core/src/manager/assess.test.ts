@@ -73,12 +73,18 @@ describe('createSessionManager: health and rehydration', () => {
     expect(provider.calls.map((c) => c.operation)).toEqual(['pause'])
     await sessions.withTurn(id, async (next) => {
       expect(next.report?.survived).toMatchObject({ memory: true, filesystem: true })
-      // The marker really is checked: delete it and the next resume says files were lost.
+      // The marker really is checked: delete it and the next resume finds it gone. The interpreter kept its
+      // memory, so the sandbox did not restart: the files were kept, and the marker is written again.
       await next.sandbox.remove('/home/user/.sandkeep')
     })
     await sessions.withTurn(id, async (next) => {
-      expect(next.report?.survived.filesystem).toBe(false)
-      expect(next.report?.stateLost).toBe(true)
+      expect(next.report?.survived.filesystem).toBe(true)
+      expect(next.report?.stateLost).toBe(false)
+      expect(next.report?.checks.find((c) => c.name === 'filesystem')).toMatchObject({
+        status: 'repaired',
+        message: expect.stringContaining('the interpreter kept its memory'),
+      })
+      expect(await next.sandbox.exists('/home/user/.sandkeep/marker')).toBe(true)
     })
   })
 

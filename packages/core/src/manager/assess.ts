@@ -11,6 +11,7 @@ import type { SessionManagerEvents } from '../session-manager-types.js'
 import type { SessionRecord, TurnManifest } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
 import { filesToLeave } from './file-steps.js'
+import { reviseMarkerLoss } from './marker-verdict.js'
 import type { ResumeAttempt } from './resume-attempt.js'
 import type { Climbed } from './resume-ladder.js'
 import type { TurnScope } from './scope.js'
@@ -342,6 +343,7 @@ async function probeAndRehydrate(
   const plan = takeFirstCall && config.healthChecks.length === 0 ? carryPlan(manifest) : undefined
   const carried = plan ? await carryProbes(handle, plan, takeFirstCall!) : undefined
   const fidelity = carried ?? (await probeFidelity(handle, manifest, scope.signal, config.retry))
+  await reviseMarkerLoss(handle, manifest, fidelity, scope.signal)
   restored.survived = fidelity.survived
   // What the turn end need not write again: sentinels and the marker found intact, and the process
   // list (read now, or known empty: none was recorded for this very sandbox and none can appear alone).

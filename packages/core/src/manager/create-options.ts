@@ -20,6 +20,8 @@ export function sandboxCreateOptions(config: ResolvedOptions, key: SessionKey): 
     },
     ...(sandbox.envs ? { envs: sandbox.envs } : {}),
     allowInternetAccess: sandbox.allowInternetAccess,
-    ...(config.onTurnEnd === 'auto-pause' ? { lifecycle: { onTimeout: 'pause', autoResume: true } } : {}),
+    ...(sandbox.lifecycle ? { lifecycle: { ...sandbox.lifecycle } } : {}),
+    ...(sandbox.network ? { network: structuredClone(sandbox.network) } : {}),
+    ...(sandbox.secure !== undefined ? { secure: sandbox.secure } : {}),
   }
 }

@@ -4,7 +4,12 @@ import type { NamesEveryOption } from '../option-names.js'
 import { validateJournalStep } from '../rehydrate.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../retry.js'
 import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
-import type { SandboxProvider } from '../sandbox-provider.js'
+import type {
+  CreateCapability,
+  SandboxCreateNetwork,
+  SandboxLifecycle,
+  SandboxProvider,
+} from '../sandbox-provider.js'
 import type {
   CheckpointsOption,
   OnTurnEnd,
@@ -12,7 +17,13 @@ import type {
   TurnOptions,
 } from '../session-manager-types.js'
 import type { SessionStore } from '../session-store.js'
-import { invalidArgument, rejectUnknownOptions, validateInteger, validateTenant } from '../validation.js'
+import {
+  invalidArgument,
+  rejectUnknownOptions,
+  validateInteger,
+  validateNetworkPolicy,
+  validateTenant,
+} from '../validation.js'
 
 /** Every option name of createSessionManager. */
 const SESSION_MANAGER_OPTION_NAMES = [
@@ -32,6 +43,8 @@ const SESSION_MANAGER_OPTION_NAMES = [
   'createWaitMs',
   'retry',
   'telemetry',
+  'logger',
+  'debug',
 ] as const satisfies readonly (keyof SessionManagerOptions)[]
 /** Every option name of its `sandbox` option. */
 const SANDBOX_OPTION_NAMES = [
@@ -40,7 +53,18 @@ const SANDBOX_OPTION_NAMES = [
   'metadata',
   'envs',
   'allowInternetAccess',
+  'lifecycle',
+  'network',
+  'secure',
 ] as const satisfies readonly (keyof SandboxOptions)[]
+/** Every field of `sandbox.lifecycle` and of `sandbox.network`. */
+const LIFECYCLE_NAMES = ['onTimeout', 'autoResume'] as const satisfies readonly (keyof SandboxLifecycle)[]
+const NETWORK_NAMES = [
+  'allowPublicTraffic',
+  'allowOut',
+  'denyOut',
+  'maskRequestHost',
+] as const satisfies readonly (keyof SandboxCreateNetwork)[]
 /** Every option name of beginTurn and withTurn. */
 const TURN_OPTION_NAMES = [
   'tenant',
@@ -59,7 +83,9 @@ const optionListsComplete: [
   NamesEveryOption<SandboxOptions, typeof SANDBOX_OPTION_NAMES>,
   NamesEveryOption<TurnOptions, typeof TURN_OPTION_NAMES>,
   NamesEveryOption<CheckpointsOption, typeof CHECKPOINT_OPTION_NAMES>,
-] = [true, true, true, true]
+  NamesEveryOption<SandboxLifecycle, typeof LIFECYCLE_NAMES>,
+  NamesEveryOption<SandboxCreateNetwork, typeof NETWORK_NAMES>,
+] = [true, true, true, true, true, true]
 void optionListsComplete
 const ON_TURN_END: readonly OnTurnEnd[] = ['pause', 'auto-pause', 'keep', 'kill']
 const CHECK_KINDS = ['process', 'port', 'code', 'file', 'custom']
@@ -75,6 +101,10 @@ export interface ResolvedSandboxOptions {
   metadata: Record<string, string>
   envs: Record<string, string> | undefined
   allowInternetAccess: boolean
+  /** What the platform does at the timeout: the option, else the safety net's default; undefined: the platform's. */
+  lifecycle: SandboxLifecycle | undefined
+  network: SandboxCreateNetwork | undefined
+  secure: boolean | undefined
 }
 
 /** The manager's options, checked and with every default filled in. */
@@ -142,7 +172,7 @@ export function resolveOptions(options: SessionManagerOptions): ResolvedOptions 
     provider,
     onTurnEnd,
     idleTimeoutMs: validateInteger('idleTimeoutMs', options.idleTimeoutMs ?? 60_000, 1000, DAY_MS),
-    sandbox: resolveSandboxOptions(options.sandbox, provider),
+    sandbox: resolveSandboxOptions(options.sandbox, provider, onTurnEnd),
     healthChecks: validateHealthChecks(options.healthChecks),
     fidelityProbes: options.fidelityProbes ?? true,
     speculativeConnect: options.speculativeConnect ?? true,
@@ -255,6 +285,7 @@ function resolveOnTurnEnd(value: OnTurnEnd | undefined, provider: SandboxProvide
 function resolveSandboxOptions(
   value: SessionManagerOptions['sandbox'],
   provider: SandboxProvider,
+  onTurnEnd: OnTurnEnd,
 ): ResolvedSandboxOptions {
   const sandbox = value ?? {}
   if (typeof sandbox !== 'object' || sandbox === null)
@@ -277,7 +308,94 @@ function resolveSandboxOptions(
     metadata,
     envs: stringRecord('options.sandbox.envs', sandbox.envs),
     allowInternetAccess: sandbox.allowInternetAccess ?? false,
+    lifecycle: resolveLifecycle(sandbox.lifecycle, provider, onTurnEnd),
+    network: resolveNetwork(sandbox.network, provider),
+    secure: resolveSecure(sandbox.secure, provider),
   }
+}
+
+/** @throws SandkeepError CAPABILITY_UNSUPPORTED when an option is given that the provider does not honour. */
+function requireCapability(provider: SandboxProvider, capability: CreateCapability): void {
+  if (provider.createCapabilities?.includes(capability)) return
+  throw new SandkeepError({
+    code: 'CAPABILITY_UNSUPPORTED',
+    message: `Provider '${provider.providerId}' does not honour the create option '${capability}' (its createCapabilities: ${(provider.createCapabilities ?? []).join(', ') || 'none'}): leave options.sandbox.${capability} out or use a provider that has it.`,
+  })
+}
+
+function resolveLifecycle(
+  value: SandboxLifecycle | undefined,
+  provider: SandboxProvider,
+  onTurnEnd: OnTurnEnd,
+): SandboxLifecycle | undefined {
+  if (value === undefined) {
+    if (onTurnEnd === 'auto-pause') return { onTimeout: 'pause', autoResume: true }
+    // The safety net: a turn that never reaches its end (a crash, a serverless function cut short) leaves the
+    // sandbox running until its timeout; pausing then keeps what a kill would lose. Only where honoured, so a
+    // provider without the capability is not refused for an option nobody asked for.
+    if (onTurnEnd === 'kill' || !provider.createCapabilities?.includes('lifecycle')) return undefined
+    return { onTimeout: 'pause', autoResume: false }
+  }
+  if (typeof value !== 'object' || value === null)
+    throw invalidArgument(
+      'options.sandbox.lifecycle',
+      "must be { onTimeout: 'pause' | 'kill', autoResume? }.",
+    )
+  rejectUnknownOptions('options.sandbox.lifecycle', value, LIFECYCLE_NAMES)
+  if (value.onTimeout !== 'pause' && value.onTimeout !== 'kill')
+    throw invalidArgument('options.sandbox.lifecycle.onTimeout', "must be 'pause' or 'kill'.")
+  if (value.autoResume !== undefined && typeof value.autoResume !== 'boolean')
+    throw invalidArgument('options.sandbox.lifecycle.autoResume', 'must be a boolean.')
+  if (value.autoResume && value.onTimeout !== 'pause')
+    throw invalidArgument('options.sandbox.lifecycle.autoResume', "needs onTimeout: 'pause'.")
+  if (onTurnEnd === 'auto-pause' && value.onTimeout !== 'pause') {
+    throw invalidArgument(
+      'options.sandbox.lifecycle.onTimeout',
+      "must be 'pause' with onTurnEnd 'auto-pause' (the platform's pause at the idle timeout is the turn end).",
+    )
+  }
+  requireCapability(provider, 'lifecycle')
+  return { onTimeout: value.onTimeout, autoResume: value.autoResume ?? false }
+}
+
+function resolveNetwork(
+  value: SandboxCreateNetwork | undefined,
+  provider: SandboxProvider,
+): SandboxCreateNetwork | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw invalidArgument('options.sandbox.network', 'must be an object.')
+  rejectUnknownOptions('options.sandbox.network', value, NETWORK_NAMES)
+  const { allowPublicTraffic, maskRequestHost, ...egress } = value
+  validateNetworkPolicy(egress)
+  if (allowPublicTraffic !== undefined && typeof allowPublicTraffic !== 'boolean')
+    throw invalidArgument('options.sandbox.network.allowPublicTraffic', 'must be a boolean.')
+  if (
+    maskRequestHost !== undefined &&
+    (typeof maskRequestHost !== 'string' ||
+      maskRequestHost.length === 0 ||
+      maskRequestHost.length > 253 ||
+      !/^[\x21-\x7e]+$/.test(maskRequestHost))
+  ) {
+    throw invalidArgument(
+      'options.sandbox.network.maskRequestHost',
+      'must be a host name of printable characters (up to 253), e.g. "${PORT}-app.example.com".',
+    )
+  }
+  requireCapability(provider, 'network')
+  return {
+    ...(allowPublicTraffic !== undefined ? { allowPublicTraffic } : {}),
+    ...(egress.allowOut ? { allowOut: [...egress.allowOut] } : {}),
+    ...(egress.denyOut ? { denyOut: [...egress.denyOut] } : {}),
+    ...(maskRequestHost !== undefined ? { maskRequestHost } : {}),
+  }
+}
+
+function resolveSecure(value: boolean | undefined, provider: SandboxProvider): boolean | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'boolean') throw invalidArgument('options.sandbox.secure', 'must be a boolean.')
+  requireCapability(provider, 'secure')
+  return value
 }
 
 function stringRecord(name: string, value: unknown): Record<string, string> | undefined {

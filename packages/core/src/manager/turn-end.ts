@@ -12,6 +12,7 @@ import type {
   SessionSandboxState,
   TurnManifest,
 } from '../session-store.js'
+import { sessionAttributes } from '../telemetry/tracer.js'
 import type { Assessed } from './assess.js'
 import { countLiveTurn, rememberLastTurn } from './caches.js'
 import {
@@ -120,7 +121,14 @@ async function endTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndRe
   // again, on condition that no other turn (which may have started processes) ended meanwhile.
   const processesAtResume = input.processesMayHaveChanged ? undefined : assessed?.processesAtResume
   const manifest = await writeTurnManifest(scope, input, processesAtResume, fail)
-  const taken = await takeCheckpoint(scope, input, fail)
+  const taken = ctx.config.checkpoints
+    ? await ctx.telemetry.tracer.phase(
+        'sandkeep.checkpoint',
+        sessionAttributes(key),
+        async () => takeCheckpoint(scope, input, fail),
+        checkpointAttributes,
+      )
+    : undefined
   const storeStarted = performance.now()
   const outcome = await release(scope, input, { manifest, processesAtResume, checkpoint: taken }, fail)
   input.onReleased(outcome.checkpoint)
@@ -157,6 +165,17 @@ async function endTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndRe
     timings: { workMs, storeMs, pauseMs, ...(taken ? { checkpointMs: taken.ms } : {}) },
     ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}),
     ...(error ? { error } : {}),
+  }
+}
+
+/** What the checkpoint span says of the checkpoint taken (nothing of a turn that took none). */
+function checkpointAttributes(taken: TakenCheckpoint | undefined): Record<string, string | number | boolean> {
+  if (!taken) return { 'sandkeep.checkpoint.taken': false }
+  return {
+    'sandkeep.checkpoint.taken': true,
+    'sandkeep.sandbox.id': taken.input.sandboxId,
+    'sandkeep.checkpoint.snapshot': taken.input.snapshot !== null,
+    'sandkeep.checkpoint.fresh': taken.fresh,
   }
 }
 

@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module'
 import { SandkeepError } from '../errors.js'
 import type { NamesEveryOption } from '../option-names.js'
 
@@ -59,11 +58,22 @@ export type TelemetryOption =
       tracer?: TelemetryTracer
       /** Meter for sandkeep's metrics; default the global meter `@sandkeep/core`. */
       meter?: TelemetryMeter
+      /**
+       * The `@opentelemetry/api` module (`import * as api from '@opentelemetry/api'`), for spans' context and
+       * the global tracer and meter. Default: sandkeep loads it with a dynamic `import()` at the first
+       * createSessionManager (turns begun before it settles wait for it); pass it where that import cannot
+       * run or should not (a bundle that leaves optional peers out, a second copy of the API).
+       */
+      api?: OpenTelemetryApi
     }
 
 type TelemetrySettings = Exclude<TelemetryOption, false>
 /** Every option name of the `telemetry` option object. */
-const TELEMETRY_OPTION_NAMES = ['tracer', 'meter'] as const satisfies readonly (keyof TelemetrySettings)[]
+const TELEMETRY_OPTION_NAMES = [
+  'tracer',
+  'meter',
+  'api',
+] as const satisfies readonly (keyof TelemetrySettings)[]
 const optionListComplete: NamesEveryOption<TelemetrySettings, typeof TELEMETRY_OPTION_NAMES> = true
 void optionListComplete
 
@@ -87,7 +97,9 @@ export interface OpenTelemetryApi {
   createContextKey(description: string): symbol
 }
 
+/** The API once its import settled (null: not installed); undefined before. */
 let cached: OpenTelemetryApi | null | undefined
+let loading: Promise<OpenTelemetryApi | null> | undefined
 
 /**
  * True when an SDK has registered a real global provider behind the API: with only the API installed (a
@@ -103,18 +115,23 @@ export function isRealProvider(provider: unknown): boolean {
 
 /**
  * Loads `@opentelemetry/api` on first use, never at module load: it is an optional peer, and a process
- * without it must run sandkeep unchanged. Null when it is not installed.
+ * without it must run sandkeep unchanged. A plain dynamic `import()` (not a CommonJS require), so bundlers see
+ * it; the API keeps its registry on globalThis, so this copy sees the provider the app registered. Returns
+ * the module (or null: not installed) once the import settled, the pending import before.
  */
-export function loadOpenTelemetryApi(): OpenTelemetryApi | null {
+export function loadOpenTelemetryApi(): OpenTelemetryApi | null | Promise<OpenTelemetryApi | null> {
   if (cached !== undefined) return cached
-  try {
-    // require, not import(): createSessionManager is synchronous. The API keeps its registry on globalThis,
-    // so this copy sees the provider an ESM import registered.
-    cached = createRequire(import.meta.url)('@opentelemetry/api') as OpenTelemetryApi
-  } catch {
-    cached = null
-  }
-  return cached
+  loading ??= import('@opentelemetry/api').then(
+    (module) => {
+      cached = module as unknown as OpenTelemetryApi
+      return cached
+    },
+    () => {
+      cached = null
+      return null
+    },
+  )
+  return loading
 }
 
 function invalid(message: string): SandkeepError {
@@ -133,7 +150,20 @@ export function validateTelemetryOption(option: unknown): TelemetryOption | unde
         `options.telemetry has an unknown option '${key}'. Known: ${TELEMETRY_OPTION_NAMES.join(', ')}.`,
       )
   }
-  const { tracer, meter } = option as { tracer?: unknown; meter?: unknown }
+  const { tracer, meter, api } = option as { tracer?: unknown; meter?: unknown; api?: unknown }
+  if (api !== undefined) {
+    const candidate = api as Partial<OpenTelemetryApi> | null
+    if (
+      typeof candidate?.context?.with !== 'function' ||
+      typeof candidate.trace?.getTracer !== 'function' ||
+      typeof candidate.metrics?.getMeter !== 'function' ||
+      typeof candidate.createContextKey !== 'function'
+    ) {
+      throw invalid(
+        "options.telemetry.api must be the @opentelemetry/api module (import * as api from '@opentelemetry/api').",
+      )
+    }
+  }
   if (tracer !== undefined && typeof (tracer as TelemetryTracer | null)?.startSpan !== 'function') {
     throw invalid('options.telemetry.tracer must be an OpenTelemetry Tracer (with startSpan).')
   }

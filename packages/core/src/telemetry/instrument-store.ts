@@ -3,7 +3,7 @@ import type { SandkeepMetrics } from './metrics.js'
 import { failSpan, sessionAttributes, type Tracing } from './tracer.js'
 
 /** Every call of the `SessionStore` contract; each gets a `sandkeep.store.<method>` span. */
-const STORE_METHODS: readonly string[] = [
+export const STORE_METHODS: readonly string[] = [
   'acquire',
   'renew',
   'claimCreation',

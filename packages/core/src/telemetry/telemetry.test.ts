@@ -1,6 +1,8 @@
 // Observability: sandkeep's spans nest under the caller's span and each other, its metrics follow
 // the store's accounting, and with telemetry off (or the API absent) nothing is wrapped.
 import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import * as otelApi from '@opentelemetry/api'
 import { context, ProxyTracerProvider, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import {
@@ -24,6 +26,7 @@ import { createSessionManager } from '../session-manager.js'
 import type { SessionManagerOptions } from '../session-manager-types.js'
 import type { SessionStore } from '../session-store.js'
 import { createMockProvider, type MockProviderOptions } from '../test/mock-provider.js'
+import { loadOpenTelemetryApi } from './api.js'
 import { createManagerTelemetry } from './index.js'
 import { noopTurnTracer } from './tracer.js'
 
@@ -293,9 +296,17 @@ describe('telemetry: metrics', () => {
     expect(points('sandkeep.state_lost').map((p) => [p.attributes['sandkeep.outcome'], p.value])).toEqual([
       ['recreated', 1],
     ])
-    const ready = points('sandkeep.turn.ready')
+    const ready = points('sandkeep.turn.ready.duration')
     expect(ready.reduce((sum, p) => sum + (p.value as { count: number }).count, 0)).toBe(3)
+    // Durations in seconds, as OpenTelemetry's semantic conventions have them; the ms one is kept, deprecated.
+    expect(metrics.get('sandkeep.turn.ready.duration')?.descriptor.unit).toBe('s')
+    const sumOf = (name: string) => points(name).reduce((sum, p) => sum + (p.value as { sum: number }).sum, 0)
+    expect(sumOf('sandkeep.turn.ready.duration') * 1000).toBeCloseTo(sumOf('sandkeep.turn.ready'), 6)
     expect(metrics.get('sandkeep.turn.ready')?.descriptor.unit).toBe('ms')
+    expect(metrics.get('sandkeep.pause.duration')?.descriptor.unit).toBe('s')
+    expect(
+      points('sandkeep.pause.duration').reduce((sum, p) => sum + (p.value as { count: number }).count, 0),
+    ).toBe(3)
     // The counters add up to what the store accounted for the session.
     const record = await sessions.getSession(id, { tenant })
     const [running] = points('sandkeep.sandbox.running')
@@ -307,3 +318,126 @@ describe('telemetry: metrics', () => {
     await meterProvider.shutdown()
   })
 })
+
+describe('telemetry: checkpoint, rewind and fork', () => {
+  it('a turn end with checkpoints has a sandkeep.checkpoint span under the turn; rewind and fork have theirs', async () => {
+    const { exporter, tracer } = tracing()
+    const exporterMetrics = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
+    const reader = new PeriodicExportingMetricReader({
+      exporter: exporterMetrics,
+      exportIntervalMillis: 3_600_000,
+    })
+    const meterProvider = new MeterProvider({ readers: [reader] })
+    const { sessions, id } = setup({
+      telemetry: { tracer, meter: meterProvider.getMeter('test') },
+      checkpoints: { every: 'turn', keep: 5 },
+    })
+    for (const code of ['a = 1', 'b = 2']) {
+      await sessions.withTurn(id, async (turn) => {
+        await turn.sandbox.runCode(code)
+        await turn.journal.record({ kind: 'code', code })
+      })
+    }
+    const spans = exporter.getFinishedSpans()
+    const checkpoints = named(spans, 'sandkeep.checkpoint')
+    expect(checkpoints).toHaveLength(2)
+    const turns = named(spans, 'sandkeep.turn')
+    for (const span of checkpoints) {
+      expect(turns.map((turn) => turn.spanContext().spanId)).toContain(parentOf(span))
+      expect(span.attributes).toMatchObject({
+        'sandkeep.checkpoint.taken': true,
+        'sandkeep.checkpoint.snapshot': true,
+        'sandkeep.checkpoint.fresh': true,
+        'sandkeep.conversation.hash': hashConversationId(id),
+      })
+    }
+    // The snapshot call is the checkpoint's child work: nothing else in the turn takes its time.
+    const [first] = checkpoints
+    expect(first && first.duration[0] * 1e3 + first.duration[1] / 1e6).toBeGreaterThanOrEqual(0)
+
+    exporter.reset()
+    const forked = `fork-${randomUUID()}`
+    await sessions.fork(id, forked, { atTurn: 1 })
+    await sessions.rewind(id, { toTurn: 1 })
+    await expect(sessions.rewind(id, { toTurn: 9 })).rejects.toMatchObject({ code: 'CHECKPOINT_NOT_FOUND' })
+    const after = exporter.getFinishedSpans()
+    const [fork] = named(after, 'sandkeep.fork')
+    expect(fork?.attributes).toMatchObject({
+      'sandkeep.fork.at_turn': 1,
+      'sandkeep.restore.source': 'snapshot',
+      'sandkeep.fork.conversation.hash': hashConversationId(forked),
+    })
+    const rewinds = named(after, 'sandkeep.rewind')
+    expect(
+      rewinds.map((span) => span.attributes['sandkeep.rewind.to_turn'] ?? span.attributes['error.type']),
+    ).toEqual([1, 'CHECKPOINT_NOT_FOUND'])
+    expect(rewinds[1]?.status.code).toBe(2)
+    // Their store calls nest under them.
+    const forkCalls = after.filter(
+      (span) => span.name.startsWith('sandkeep.store.') && parentOf(span) === fork?.spanContext().spanId,
+    )
+    expect(forkCalls.length).toBeGreaterThan(0)
+    expect(JSON.stringify(after.map((span) => span.attributes))).not.toContain(id)
+
+    const { resourceMetrics } = await reader.collect()
+    const checkpointMetric = resourceMetrics.scopeMetrics
+      .flatMap((scope) => scope.metrics)
+      .find((metric) => metric.descriptor.name === 'sandkeep.checkpoint.duration')
+    expect(checkpointMetric?.descriptor.unit).toBe('s')
+    expect(
+      checkpointMetric?.dataPoints.reduce((sum, p) => sum + (p.value as { count: number }).count, 0),
+    ).toBe(2)
+    await meterProvider.shutdown()
+  })
+})
+
+describe('telemetry: loading the API', () => {
+  it('loads @opentelemetry/api with a dynamic import (no createRequire), or takes the module as an option', async () => {
+    const source = readFileSync(new URL('./api.ts', import.meta.url), 'utf8')
+    expect(source).not.toContain('createRequire')
+    expect(source).toContain("import('@opentelemetry/api')")
+    const loaded = await loadOpenTelemetryApi()
+    expect(loaded?.trace).toBe(trace)
+    // Given as an option, the API's global tracer is used (no tracer passed): spans nest under the caller's.
+    const { exporter, tracer } = tracing()
+    const proxy = new ProxyTracerProvider()
+    proxy.setDelegate({ getTracer: () => tracer } as never)
+    const api = { ...otelApi, trace: { ...trace, getTracer: () => tracer, getTracerProvider: () => proxy } }
+    const { sessions, id } = setup({ telemetry: { api: api as never } })
+    const request = tracer.startSpan('request')
+    await context.with(trace.setSpan(context.active(), request), () => sessions.withTurn(id, async () => {}))
+    request.end()
+    const [turn] = named(exporter.getFinishedSpans(), 'sandkeep.turn')
+    expect(turn && parentOf(turn)).toBe(request.spanContext().spanId)
+    expect(() => createSessionManager({ ...setupOptionsOf(), telemetry: { api: {} as never } })).toThrow(
+      /must be the @opentelemetry\/api module/,
+    )
+  })
+
+  it('a manager made while the import is pending waits for it: its first turn is traced', async () => {
+    const { exporter, tracer } = tracing()
+    const { promise, resolve } = Promise.withResolvers<typeof otelApi | null>()
+    const listeners = new Map<string, Array<(payload: never) => void>>()
+    const telemetry = createManagerTelemetry(
+      { tracer },
+      (event, listener) => listeners.set(event, [...(listeners.get(event) ?? []), listener as never]),
+      () => promise as never,
+    )
+    const store = telemetry.instrumentStore(createMemorySessionStore())
+    const key = { tenant: 'default', conversationId: `c-${randomUUID()}` }
+    const turn = telemetry.tracer.turn(key.conversationId, {}, async () => {
+      await store.get(key)
+      return { ok: true }
+    })
+    resolve(otelApi)
+    expect(await turn).toEqual({ ok: true })
+    const spans = exporter.getFinishedSpans()
+    const [get] = named(spans, 'sandkeep.store.get')
+    expect(get && parentOf(get)).toBeDefined()
+    expect(listeners.size).toBeGreaterThan(0)
+  })
+})
+
+function setupOptionsOf() {
+  return { store: createMemorySessionStore(), provider: createMockProvider() }
+}

@@ -67,6 +67,18 @@ export interface TurnTracer {
   resume<T>(turn: object, run: () => Promise<T>): Promise<T>
   /** Runs `run` in the turn's context (its end, withTurn's body), so what it does nests under the turn. */
   within<T>(turn: object, run: () => T): T
+  /**
+   * Runs one phase or operation (`sandkeep.checkpoint` at a turn's end, `sandkeep.rewind`, `sandkeep.fork`;
+   * `sandkeep.restore` is meant to go through here too) with its span active, a child of the active span, so
+   * its store and provider calls nest under it. `after` adds attributes from the result; a throw marks the
+   * span failed with the error's code.
+   */
+  phase<T>(
+    name: string,
+    attributes: TelemetryAttributes,
+    run: () => Promise<T>,
+    after?: (result: T) => TelemetryAttributes,
+  ): Promise<T>
 }
 
 const attributesOf = (report: ResumeReport): TelemetryAttributes => {
@@ -180,6 +192,21 @@ export function createTurnTracer(tracing: Tracing, on: Subscribe): TurnTracer {
       const context = turnContexts.get(turn)
       return context ? api.context.with(context, run) : run()
     },
+    async phase(name, attributes, run, after) {
+      const parent = active()
+      if (!scope.enabled() && !scope.turnOf(parent)) return run()
+      const span = tracer.startSpan(name, { attributes }, parent)
+      try {
+        const result = await api.context.with(api.trace.setSpan(parent, span), run)
+        for (const [key, value] of Object.entries(after?.(result) ?? {})) span.setAttribute(key, value)
+        return result
+      } catch (error) {
+        failSpan(span, error)
+        throw error
+      } finally {
+        span.end()
+      }
+    },
   }
 }
 
@@ -270,6 +297,7 @@ export const noopTurnTracer: TurnTracer = {
   turn: (_conversationId, _options, begin) => begin(),
   resume: (_turn, run) => run(),
   within: (_turn, run) => run(),
+  phase: (_name, _attributes, run) => run(),
 }
 
 /** Whether beginTurn's options make a lazy turn (`lazy: true`, or a prewarm without `lazy: false`). */
