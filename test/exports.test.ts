@@ -13,6 +13,7 @@ const entries = [
   '@sandkeep/core',
   '@sandkeep/core/store',
   '@sandkeep/core/test',
+  '@sandkeep/core/test/mock-provider',
   '@sandkeep/redis',
   '@sandkeep/e2b',
   '@sandkeep/local-e2b',
@@ -36,6 +37,35 @@ describe('package exports', () => {
     const script = `const m = await import(${JSON.stringify(name)}); console.log(JSON.stringify(Object.keys(m)))`
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
     expect(Array.isArray(JSON.parse(stdout))).toBe(true)
+  })
+
+  // Node 22 loads ES modules with require() (no top-level await in them), so a CommonJS app needs only a
+  // condition that require() matches: `default` beside `import`. One build, no dual-package hazard: a second
+  // (CJS) copy would mean two SandkeepError classes and two process-wide wait loops in one process.
+  it.each(entries)('%s loads with require() from a CommonJS consumer, with the same names', async (name) => {
+    const script = [
+      `const required = require(${JSON.stringify(name)})`,
+      `import(${JSON.stringify(name)}).then((imported) => console.log(JSON.stringify({`,
+      '  required: Object.keys(required).filter((key) => key !== "module.exports" && key !== "__esModule").sort(),',
+      '  imported: Object.keys(imported).sort(),',
+      '  same: Object.keys(imported).every((key) => key === "default" || imported[key] === required[key]),',
+      '})))',
+    ].join('\n')
+    const { stdout, stderr } = await run(process.execPath, ['--input-type=commonjs', '-e', script], {
+      cwd: root,
+    })
+    const result: { required: string[]; imported: string[]; same: boolean } = JSON.parse(stdout)
+    expect(result.required.length).toBeGreaterThan(0)
+    expect(result.required).toEqual(result.imported.filter((key) => key !== 'default'))
+    // one module instance: require() and import() hand out the same functions and classes
+    expect(result.same).toBe(true)
+    expect(stderr).toBe('')
+  })
+
+  it('the CLI transcript schema loads with require() too', async () => {
+    const script = "console.log(typeof require('sandkeep/transcript.schema.json').$schema)"
+    const { stdout } = await run(process.execPath, ['--input-type=commonjs', '-e', script], { cwd: root })
+    expect(stdout.trim()).toBe('string')
   })
 
   it('core exposes its public names from the built package', async () => {
