@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
@@ -67,6 +69,47 @@ describe('package exports', () => {
     const { stdout } = await run(process.execPath, ['--input-type=commonjs', '-e', script], { cwd: root })
     expect(stdout.trim()).toBe('string')
   })
+
+  // TypeScript resolves every entry's types for a CommonJS project: with node10 resolution (which ignores
+  // `exports`: the subpaths need typesVersions) and with nodenext from a .cts file (require of ESM, TS >= 5.8).
+  it.each([
+    ['node10', { module: 'CommonJS', moduleResolution: 'node10' }, 'ts'],
+    ['nodenext from CommonJS', { module: 'NodeNext', moduleResolution: 'NodeNext' }, 'cts'],
+  ] as const)(
+    'every entry point has types under %s resolution',
+    async (_, options, extension) => {
+      await mkdir(join(root, 'node_modules/.cache'), { recursive: true })
+      const dir = await mkdtemp(join(root, 'node_modules/.cache/exports-types-'))
+      try {
+        const lines = entries.map((name, index) => `import * as entry${index} from ${JSON.stringify(name)}`)
+        lines.push(`export const loaded = [${entries.map((_, index) => `entry${index}`).join(', ')}]`)
+        await writeFile(join(dir, `consumer.${extension}`), `${lines.join('\n')}\n`)
+        await writeFile(
+          join(dir, 'tsconfig.json'),
+          JSON.stringify({
+            compilerOptions: {
+              ...options,
+              target: 'ES2022',
+              strict: true,
+              skipLibCheck: true,
+              noEmit: true,
+              types: ['node'],
+            },
+            include: [`consumer.${extension}`],
+          }),
+        )
+        const tsc = join(root, 'node_modules/typescript/bin/tsc')
+        const output = await run(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], { cwd: root }).then(
+          () => '',
+          (error: { stdout?: string }) => error.stdout ?? String(error),
+        )
+        expect(output.split('\n').filter(Boolean)).toEqual([])
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    },
+    120_000,
+  )
 
   it('core exposes its public names from the built package', async () => {
     const script = `import * as core from '@sandkeep/core'; console.log(JSON.stringify(Object.keys(core)))`
