@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
@@ -13,6 +15,7 @@ const entries = [
   '@sandkeep/core',
   '@sandkeep/core/store',
   '@sandkeep/core/test',
+  '@sandkeep/core/test/mock-provider',
   '@sandkeep/redis',
   '@sandkeep/e2b',
   '@sandkeep/local-e2b',
@@ -37,6 +40,76 @@ describe('package exports', () => {
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
     expect(Array.isArray(JSON.parse(stdout))).toBe(true)
   })
+
+  // Node 22 loads ES modules with require() (no top-level await in them), so a CommonJS app needs only a
+  // condition that require() matches: `default` beside `import`. One build, no dual-package hazard: a second
+  // (CJS) copy would mean two SandkeepError classes and two process-wide wait loops in one process.
+  it.each(entries)('%s loads with require() from a CommonJS consumer, with the same names', async (name) => {
+    const script = [
+      `const required = require(${JSON.stringify(name)})`,
+      `import(${JSON.stringify(name)}).then((imported) => console.log(JSON.stringify({`,
+      '  required: Object.keys(required).filter((key) => key !== "module.exports" && key !== "__esModule").sort(),',
+      '  imported: Object.keys(imported).sort(),',
+      '  same: Object.keys(imported).every((key) => key === "default" || imported[key] === required[key]),',
+      '})))',
+    ].join('\n')
+    const { stdout, stderr } = await run(process.execPath, ['--input-type=commonjs', '-e', script], {
+      cwd: root,
+    })
+    const result: { required: string[]; imported: string[]; same: boolean } = JSON.parse(stdout)
+    expect(result.required.length).toBeGreaterThan(0)
+    expect(result.required).toEqual(result.imported.filter((key) => key !== 'default'))
+    // one module instance: require() and import() hand out the same functions and classes
+    expect(result.same).toBe(true)
+    expect(stderr).toBe('')
+  })
+
+  it('the CLI transcript schema loads with require() too', async () => {
+    const script = "console.log(typeof require('sandkeep/transcript.schema.json').$schema)"
+    const { stdout } = await run(process.execPath, ['--input-type=commonjs', '-e', script], { cwd: root })
+    expect(stdout.trim()).toBe('string')
+  })
+
+  // TypeScript resolves every entry's types for a CommonJS project: with node10 resolution (which ignores
+  // `exports`: the subpaths need typesVersions) and with nodenext from a .cts file (require of ESM, TS >= 5.8).
+  it.each([
+    ['node10', { module: 'CommonJS', moduleResolution: 'node10' }, 'ts'],
+    ['nodenext from CommonJS', { module: 'NodeNext', moduleResolution: 'NodeNext' }, 'cts'],
+  ] as const)(
+    'every entry point has types under %s resolution',
+    async (_, options, extension) => {
+      await mkdir(join(root, 'node_modules/.cache'), { recursive: true })
+      const dir = await mkdtemp(join(root, 'node_modules/.cache/exports-types-'))
+      try {
+        const lines = entries.map((name, index) => `import * as entry${index} from ${JSON.stringify(name)}`)
+        lines.push(`export const loaded = [${entries.map((_, index) => `entry${index}`).join(', ')}]`)
+        await writeFile(join(dir, `consumer.${extension}`), `${lines.join('\n')}\n`)
+        await writeFile(
+          join(dir, 'tsconfig.json'),
+          JSON.stringify({
+            compilerOptions: {
+              ...options,
+              target: 'ES2022',
+              strict: true,
+              skipLibCheck: true,
+              noEmit: true,
+              types: ['node'],
+            },
+            include: [`consumer.${extension}`],
+          }),
+        )
+        const tsc = join(root, 'node_modules/typescript/bin/tsc')
+        const output = await run(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], { cwd: root }).then(
+          () => '',
+          (error: { stdout?: string }) => error.stdout ?? String(error),
+        )
+        expect(output.split('\n').filter(Boolean)).toEqual([])
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    },
+    120_000,
+  )
 
   it('core exposes its public names from the built package', async () => {
     const script = `import * as core from '@sandkeep/core'; console.log(JSON.stringify(Object.keys(core)))`

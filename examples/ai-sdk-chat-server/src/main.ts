@@ -1,6 +1,6 @@
 // Starts the chat server on the embedded defaults with the scripted model replaying the CLI's default
 // transcript (swap `model` for any AI SDK model, e.g. openai('gpt-5'), to chat for real).
-//   bash scripts/dev.sh node examples/ai-sdk-chat-server/src/main.ts    then    curl -N localhost:3000/chat -d '{"conversationId":"c1","message":"hi"}'
+//   bash scripts/dev.sh node examples/ai-sdk-chat-server/src/main.ts    then point useChat at http://localhost:3000/api/chat
 import { createSessionManager } from '@sandkeep/core'
 import { embeddedDefaults } from '@sandkeep-examples/shared'
 import { listenOnLoopback } from '@sandkeep-examples/shared/http'
@@ -25,6 +25,6 @@ export async function start(port = Number(process.env.PORT ?? 3000)) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const app = await start()
-  console.log(`chat server on ${app.url}; each POST /chat {conversationId, message} is one turn`)
+  console.log(`chat server on ${app.url}; each POST /api/chat (useChat's { id, messages }) is one turn`)
   process.on('SIGINT', () => void app.close().then(() => process.exit(0)))
 }

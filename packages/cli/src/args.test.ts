@@ -40,6 +40,13 @@ describe('parseCommandArgs', () => {
       expect(message).not.toContain('\n')
   })
 
+  it('refuses a value option given twice instead of keeping the last', () => {
+    expect(usageMessage(['--mode', 'a', '--mode', 'b'])).toBe('--mode was given more than once: give it once')
+    expect(usageMessage(['--name=x', '--name', 'y'])).toBe('--name was given more than once: give it once')
+    // a repeated switch says the same thing twice, which is harmless
+    expect(parseCommandArgs(spec, ['--json', '--json']).values.json).toBe(true)
+  })
+
   it('lets --help win over other mistakes', () => {
     expect(parseCommandArgs(spec, ['--nope', '--help']).help).toBe(true)
     expect(formatHelp(spec)).toContain('--mode <value>')

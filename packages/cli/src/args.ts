@@ -62,7 +62,7 @@ const helpOption: OptionSpec = { type: 'boolean', short: 'h', description: 'Show
  * choices and surplus positionals become a {@link UsageError} with a one-line message.
  */
 export function parseCommandArgs(spec: CommandSpec, argv: string[]): ParsedArgs {
-  const options = { ...spec.options, help: helpOption }
+  const options: Record<string, OptionSpec> = { ...spec.options, help: helpOption }
   // `--help` wins over every other mistake, so a user who got a flag wrong can still ask for help.
   if (argv.some((argument) => argument === '--help' || argument === '-h')) {
     return { values: {}, positionals: [], help: true }
@@ -80,9 +80,19 @@ export function parseCommandArgs(spec: CommandSpec, argv: string[]): ParsedArgs 
       strict: true,
       allowPositionals: true,
       allowNegative: false,
+      tokens: true,
     })
   } catch (error) {
     throw new UsageError(spec.name, describeParseError(error, options))
+  }
+  // parseArgs keeps the last of a repeated option: `--to-turn 3 --to-turn 1` would act on 1 without a word.
+  const seen = new Set<string>()
+  for (const token of parsed.tokens ?? []) {
+    if (token.kind !== 'option' || options[token.name]?.type !== 'string') continue
+    if (seen.has(token.name)) {
+      throw new UsageError(spec.name, `--${token.name} was given more than once: give it once`)
+    }
+    seen.add(token.name)
   }
   const values = parsed.values as Record<string, string | boolean | undefined>
   for (const [name, option] of Object.entries(options)) {
@@ -240,7 +250,7 @@ export function formatHelp(spec: CommandSpec): string {
     '',
   ]
   lines.push(spec.description ?? spec.summary, '')
-  const options = { ...spec.options, help: helpOption }
+  const options: Record<string, OptionSpec> = { ...spec.options, help: helpOption }
   const rows = Object.entries(options).map(([name, option]) => {
     const left = `${option.short ? `-${option.short}, ` : '    '}--${name}${option.type === 'string' ? ` ${option.valueName ?? '<value>'}` : ''}`
     const extras = [

@@ -10,6 +10,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     // exits at once.
     if (interrupted > 1) process.exit(130)
     controller.abort(new Error(`interrupted by ${signal}`))
+    // A command stuck where no abort reaches (a read the kernel never answers) must not outlive the signal:
+    // the cleanup gets this long, then the process ends.
+    setTimeout(() => process.exit(130), 30_000).unref()
   })
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { colorEnabled, createStyle, formatTable, visibleLength } from './terminal.js'
+import { colorEnabled, createStyle, formatTable, truncate, visibleLength } from './terminal.js'
 
 describe('terminal', () => {
   it('colours only a TTY without NO_COLOR (any non-empty value) and not a dumb terminal', () => {
@@ -29,5 +29,29 @@ describe('terminal', () => {
       { right: [1] },
     )
     expect(table.split('\n').map(visibleLength)).toEqual([7, 7])
+  })
+
+  it('measures CJK and emoji by the columns a terminal gives them, so sessions list lines up', () => {
+    expect(visibleLength('会話-42')).toBe(7)
+    expect(visibleLength('chat-🚀')).toBe(7)
+    expect(visibleLength('👩‍💻')).toBe(2)
+    expect(visibleLength('cafe\u0301')).toBe(4)
+    const table = formatTable([
+      ['conversation', 'state'],
+      ['会話-42', 'paused'],
+      ['chat-🚀-👩‍💻', 'paused'],
+      ['plain', 'paused'],
+    ])
+    // every row's second column starts at the same terminal column
+    const starts = table.split('\n').map((line) => visibleLength(line.slice(0, line.lastIndexOf('  ') + 2)))
+    expect(new Set(starts).size).toBe(1)
+  })
+
+  it('truncates by columns and never splits a grapheme', () => {
+    expect(truncate('abcdef', 4)).toBe('abc…')
+    expect(truncate('会話会話会話', 6)).toBe('会話…')
+    expect(visibleLength(truncate('会話会話会話', 6))).toBeLessThanOrEqual(6)
+    expect(truncate('👩‍💻👩‍💻👩‍💻', 5)).toBe('👩‍💻👩‍💻…')
+    expect(truncate('short', 40)).toBe('short')
   })
 })

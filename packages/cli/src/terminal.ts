@@ -1,4 +1,5 @@
 import type { Writable } from 'node:stream'
+import stringWidth from 'string-width'
 
 /** Colour functions; identity functions when colour is off. */
 export interface Style {
@@ -109,14 +110,16 @@ export function spinnerLine(
   const seconds = `${(elapsedMs / 1000).toFixed(1)}s`
   // frame, space, text, space, seconds
   const room = width - 2 - seconds.length - 1
-  const chars = [...text]
-  const shown = chars.length > room ? `${chars.slice(0, Math.max(0, room - 1)).join('')}…` : text
+  const shown = truncate(text, Math.max(1, room))
   return `${style.cyan(frames[frame % frames.length] ?? '')} ${shown} ${style.dim(seconds)}`
 }
 
-/** Visible width of a string (ANSI codes removed). */
+/**
+ * Columns a string takes in a terminal: ANSI codes count 0, East Asian wide characters and emoji 2, combining
+ * marks 0 (string-width's Unicode tables, so CJK and emoji ids line up in tables).
+ */
 export function visibleLength(text: string): number {
-  return text.replace(/\u001b\[[0-9;]*m/g, '').length
+  return stringWidth(text)
 }
 
 /** Renders rows as an aligned table; the first row is the header. `right` lists right-aligned columns. */
@@ -142,7 +145,21 @@ export function formatTable(rows: string[][], options: { right?: number[]; inden
     .join('\n')
 }
 
-/** `text` cut to `max` characters, the last one an ellipsis when cut. */
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' })
+
+/**
+ * `text` cut to at most `max` terminal columns, the last one an ellipsis when cut. Cuts between graphemes, so
+ * an emoji sequence or a letter with its accent is kept whole or dropped whole. For plain text without ANSI codes.
+ */
 export function truncate(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text
+  if (visibleLength(text) <= max) return text
+  let shown = ''
+  let width = 0
+  for (const { segment } of graphemes.segment(text)) {
+    const next = visibleLength(segment)
+    if (width + next > max - 1) break
+    shown += segment
+    width += next
+  }
+  return `${shown}…`
 }

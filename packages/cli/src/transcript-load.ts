@@ -1,7 +1,7 @@
 // Finding and reading transcripts: `--transcript` lookup, the shipped ones, file reading and validation.
 // (At the top of src/ on purpose: `../transcripts/` must resolve from here and from the flat dist/ alike.)
-import { readdirSync, statSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { constants, readdirSync, statSync } from 'node:fs'
+import { open } from 'node:fs/promises'
 import { basename, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseDuration } from './args.js'
@@ -60,19 +60,44 @@ const maxTranscriptBytes = 2 * 1024 * 1024
 /** Reads and validates a transcript file. @throws TranscriptError */
 export async function loadTranscript(path: string): Promise<Transcript> {
   const label = displayPath(path)
-  let text: string
+  return parseTranscript(await readTranscriptText(path, label), label)
+}
+
+/**
+ * The file's text, at most 2 MiB, from a regular file only. A FIFO, a terminal or a socket is refused
+ * before a byte is read: reading one waits for a writer that may never come, in a thread no signal reaches.
+ * O_NONBLOCK makes even the open of a FIFO return at once; fstat then says what was opened.
+ */
+async function readTranscriptText(path: string, label: string): Promise<string> {
+  const refuse = (reason: string) =>
+    new TranscriptError(label, [`${label}: cannot read the transcript (${reason})`])
+  let file: Awaited<ReturnType<typeof open>>
   try {
-    text = await readFile(path, 'utf8')
+    file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK)
   } catch (error) {
     const code = (error as { code?: string }).code
-    const reason =
-      code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : String(code ?? error)
-    throw new TranscriptError(label, [`${label}: cannot read the transcript (${reason})`])
+    throw refuse(
+      code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : String(code ?? error),
+    )
   }
-  if (Buffer.byteLength(text) > maxTranscriptBytes) {
-    throw new TranscriptError(label, [`${label}: the transcript is larger than 2 MiB`])
+  try {
+    const stats = await file.stat()
+    if (stats.isDirectory()) throw refuse('is a directory')
+    if (!stats.isFile()) throw refuse('not a regular file: give the path of a .json file')
+    if (stats.size > maxTranscriptBytes) throw refuse('larger than 2 MiB')
+    // Read one byte past the bound, so a file that grew since fstat is still caught.
+    const buffer = Buffer.alloc(maxTranscriptBytes + 1)
+    let length = 0
+    while (length < buffer.length) {
+      const { bytesRead } = await file.read(buffer, length, buffer.length - length, length)
+      if (bytesRead === 0) break
+      length += bytesRead
+    }
+    if (length > maxTranscriptBytes) throw refuse('larger than 2 MiB')
+    return buffer.subarray(0, length).toString('utf8')
+  } finally {
+    await file.close()
   }
-  return parseTranscript(text, label)
 }
 
 /** Validates transcript text; `label` names it in errors. @throws TranscriptError */

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -75,6 +76,25 @@ describe('transcripts', () => {
     await expect(loadTranscript('/nonexistent/chat.json')).rejects.toThrow(
       /cannot read the transcript \(no such file\)/,
     )
+  })
+
+  it('refuses a FIFO, a terminal device and an oversized file before reading them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sandkeep-transcript-fifo-'))
+    try {
+      const fifo = join(dir, 'chat.json')
+      execFileSync('mkfifo', [fifo])
+      // No writer ever opens the FIFO: a plain read would wait for one forever.
+      await expect(loadTranscript(fifo)).rejects.toThrow(
+        /cannot read the transcript \(not a regular file: give the path of a \.json file\)/,
+      )
+      await expect(loadTranscript('/dev/null')).rejects.toThrow(/not a regular file/)
+      const big = join(dir, 'big.json')
+      writeFileSync(big, Buffer.alloc(2 * 1024 * 1024 + 1, 0x20))
+      await expect(loadTranscript(big)).rejects.toThrow(/cannot read the transcript \(larger than 2 MiB\)/)
+      await expect(loadTranscript(dir)).rejects.toThrow(/cannot read the transcript \(is a directory\)/)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('refuses duplicate health check names', () => {

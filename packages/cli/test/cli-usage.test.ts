@@ -91,6 +91,21 @@ describe('sandkeep usage errors', () => {
       '--at-turn must be a whole number (got "1.5")',
     ],
     [
+      ['sessions', 'rewind', 'chat', '--to-turn', '3', '--to-turn', '1'],
+      'sessions rewind',
+      '--to-turn was given more than once: give it once',
+    ],
+    [
+      ['demo', '--pause-mode', 'memory', '--pause-mode=filesystem'],
+      'demo',
+      '--pause-mode was given more than once: give it once',
+    ],
+    [
+      ['host', '--hostname', '0.0.0.0'],
+      'host',
+      '--hostname must be a loopback address (127.0.0.1, ::1, localhost), got "0.0.0.0": the host runs any code for whoever holds its API key. To serve other machines, start it from code: startLocalE2B({ hostname, allowRemote: true }) from @sandkeep/local-e2b',
+    ],
+    [
       ['sessions', 'frobnicate'],
       'sessions',
       'unknown subcommand "frobnicate"; use list, show, end, gc, rewind or fork',

@@ -47,7 +47,7 @@ export const demoCommand: Command = {
     summary: 'Replay a multi-turn chat through the AI SDK loop and show what survives each pause.',
     description: `Replays a transcript (a scripted model's tool calls and answers) through the real AI SDK loop: streamText
 with a MockLanguageModelV4 and the sandkeep tools, one sandkeep turn per user message. The sandbox is
-resumed at the first tool call of a turn and paused when the turn ends. For each turn it shows the chat,
+resumed as a turn starts when the turn before used it (from turn 2 on), at the model's first tool call otherwise (turn 1), and paused when the turn ends. For each turn it shows the chat,
 the tool calls and their outputs, a timeline (store, resume, health, work, pause in ms), what survived
 the pause and which repairs ran; then a summary of running vs paused seconds.
 

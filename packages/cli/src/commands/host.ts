@@ -7,7 +7,7 @@ import { durationOption, flagOption, integerOption, type ParsedArgs, stringOptio
 import { type Command, type CommandContext, ExitCode } from '../command.js'
 import type { Isolation, PauseMode } from '../demo/events.js'
 import { ConfigError } from '../errors.js'
-import { isolationOption, pauseModeOption, startLocalHost } from '../local-host-options.js'
+import { isolationOption, loopbackHostname, pauseModeOption, startLocalHost } from '../local-host-options.js'
 
 /** E2B's API key format, which the e2b SDK 2.39 to 2.45 checks before sending anything. */
 const E2B_KEY_FORMAT = /^e2b_[0-9a-f]+$/
@@ -32,7 +32,7 @@ processes gone).`,
       hostname: {
         type: 'string',
         valueName: '<address>',
-        description: 'Loopback address to bind (127.0.0.1 or ::1).',
+        description: 'Loopback address to bind (127.0.0.1, ::1 or localhost).',
         defaultText: '127.0.0.1',
       },
       domain: {
@@ -82,7 +82,7 @@ processes gone).`,
   },
   async run(args, context) {
     const port = integerOption(args, 'host', 'port', { min: 0, max: 65_535 }) ?? 0
-    const hostname = stringOption(args, 'hostname') ?? '127.0.0.1'
+    const hostname = loopbackHostname(args, 'host')
     const domain = stringOption(args, 'domain')
     const tlsDirOption = stringOption(args, 'tls-dir')
     const tlsDir = tlsDirOption ? resolve(tlsDirOption) : undefined

@@ -1,6 +1,6 @@
 // What the `sessions` subcommands share: their common flags and help, opening the store and the manager,
 // reading the session key, and the wording of times and of a missing session.
-import type { SessionKey, SessionManager, SessionStore } from '@sandkeep/core'
+import type { SandboxProvider, SessionKey, SessionManager, SessionStore } from '@sandkeep/core'
 import {
   type CommandSpec,
   integerOption,
@@ -78,11 +78,15 @@ export async function openSessionStore(
   return openStore(config)
 }
 
-/** A session manager on the platform of `E2B_API_KEY` (needed by end and gc). */
+/**
+ * A session manager on the platform of `E2B_API_KEY` (needed by end and gc). `watch` may wrap the provider to
+ * see what the platform answered (end tells which of its calls found nothing).
+ */
 export async function openManager(
   store: SessionStore,
   context: CommandContext,
   command: string,
+  watch?: (provider: SandboxProvider) => SandboxProvider,
 ): Promise<SessionManager> {
   const connection = e2bFromEnv(context.env)
   if (!connection) {
@@ -92,7 +96,8 @@ export async function openManager(
     )
   }
   const { createSessionManager } = await import('@sandkeep/core')
-  return createSessionManager({ store, provider: await openE2BProvider(connection) })
+  const provider = await openE2BProvider(connection)
+  return createSessionManager({ store, provider: watch ? watch(provider) : provider })
 }
 
 /** The session key from the positional id and `--tenant`; a bad one is a usage error, found before any I/O. */

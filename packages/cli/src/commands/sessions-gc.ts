@@ -1,5 +1,5 @@
 // `sandkeep sessions gc`: orphaned sandboxes, and sessions whose sandbox is gone (kept, or deleted on request).
-import { flagOption } from '../args.js'
+import { flagOption, stringOption } from '../args.js'
 import { type Command, ExitCode } from '../command.js'
 import { openManager, openSessionStore, spec, tenantFrom, withStore } from './sessions-common.js'
 
@@ -12,8 +12,17 @@ Sandboxes are found by the metadata sandkeep puts on them (sandkeep.tenant). A s
 manager's creation wait plus its lease (90 s by default, by the store's clock) is left alone: its creator
 may not have mapped it yet. A session whose sandbox the platform confirms gone is kept with its journal
 until its TTL: its next turn recreates the sandbox and replays the journal. --delete-sessions deletes those
-sessions instead; their conversations then start over as new ones.`,
+sessions instead; their conversations then start over as new ones.
+
+Without --tenant, gc sweeps every tenant (each tenant that has sandkeep sandboxes, and default); with
+--tenant, only that one.`,
     options: {
+      tenant: {
+        type: 'string',
+        valueName: '<tenant>',
+        description: 'Only this tenant.',
+        defaultText: 'every tenant',
+      },
       'dry-run': { type: 'boolean', description: 'Only report what would be done.' },
       'delete-sessions': {
         type: 'boolean',
@@ -22,16 +31,18 @@ sessions instead; their conversations then start over as new ones.`,
     },
   }),
   async run(args, context) {
-    const tenant = await tenantFrom(args, 'sessions gc')
+    // No --tenant means every tenant: a default of `default` would leave other tenants' orphans running.
+    const tenant =
+      stringOption(args, 'tenant') === undefined ? undefined : await tenantFrom(args, 'sessions gc')
     const store = await openSessionStore(args, context, 'sessions gc')
     const dryRun = flagOption(args, 'dry-run')
     const deleteSessions = flagOption(args, 'delete-sessions')
     const result = await withStore(store, async () => {
       const manager = await openManager(store, context, 'sessions gc')
-      return manager.gc({ tenant, dryRun, deleteSessions })
+      return manager.gc({ ...(tenant === undefined ? {} : { tenant }), dryRun, deleteSessions })
     })
     if (flagOption(args, 'json')) {
-      context.stdout.write(`${JSON.stringify({ dryRun, ...result })}\n`)
+      context.stdout.write(`${JSON.stringify({ dryRun, tenant: tenant ?? null, ...result })}\n`)
       return ExitCode.OK
     }
     const verb = dryRun ? 'would ' : ''
