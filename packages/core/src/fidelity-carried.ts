@@ -172,6 +172,8 @@ export function keptOutcome(plan: CarryPlan, probeMs: number): FidelityOutcome {
     },
     keptContexts: plan.sentinel ? [{ language: 'python', contextId: null }] : [],
     markerKept: plan.marker !== null,
+    // The carried line passes only when the marker read back as written.
+    markerGone: false,
     processesRestarted: false,
   }
 }
