@@ -3,5 +3,5 @@ import { tsdownBase } from '../../tsdown.base.ts'
 
 export default defineConfig({
   ...tsdownBase,
-  entry: ['src/index.ts', 'src/bin.ts'],
+  entry: ['src/index.ts', 'src/bin.ts', 'src/localhost-resolver.ts'],
 })

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { request } from 'node:https'
 import { tmpdir } from 'node:os'
@@ -125,6 +126,48 @@ describe('sandkeep host', () => {
     ])
       expect(log).toMatch(line)
     for (const secret of secrets) expect(log).not.toContain(secret)
+  }, 60_000)
+
+  it("getHost(port) URLs work from Node's fetch with the printed NODE_OPTIONS, and from curl as they are", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sandkeep-cli-host-names-'))
+    const host = startCli(['host', '--state-dir', dir], cleanEnv())
+    try {
+      const out = await waitFor(() => (host.stdout().includes('Ctrl-C') ? host.stdout() : undefined))
+      const apiUrl = /^export E2B_API_URL=(\S+)$/m.exec(out)?.[1] as string
+      const domain = /^export E2B_DOMAIN=(\S+)$/m.exec(out)?.[1] as string
+      const nodeOptions =
+        /^export NODE_OPTIONS="(--import=[^$"]+)\$\{NODE_OPTIONS:\+ \$NODE_OPTIONS\}"$/m.exec(out)?.[1]
+      expect(nodeOptions).toBeTruthy()
+      const apiKey = (await readFile(join(dir, 'api-key'), 'utf8')).trim()
+      const created = (await (
+        await fetch(`${apiUrl}/v2/sandboxes`, {
+          method: 'POST',
+          headers: { 'X-API-KEY': apiKey, 'content-type': 'application/json' },
+          body: JSON.stringify({ templateID: 'base', allow_internet_access: false }),
+        })
+      ).json()) as { sandboxID: string }
+      // What sandbox.getHost(49983) names: envd's /health answers 204 to anyone.
+      const url = `http://49983-${created.sandboxID}.${domain}/health`
+      const probe = `fetch(${JSON.stringify(url)}).then((r) => console.log(r.status), (e) => console.log(e.cause?.code ?? e.message))`
+      const node = (env: NodeJS.ProcessEnv) =>
+        spawnSync(process.execPath, ['-e', probe], {
+          env: { ...cleanEnv(), ...env },
+          encoding: 'utf8',
+        }).stdout.trim()
+      expect(node({ NODE_OPTIONS: '' })).toBe('ENOTFOUND')
+      expect(node({ NODE_OPTIONS: nodeOptions })).toBe('204')
+      const curl = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', url], {
+        encoding: 'utf8',
+      })
+      if (!curl.error) expect(curl.stdout).toBe('204')
+      await fetch(`${apiUrl}/sandboxes/${created.sandboxID}`, {
+        method: 'DELETE',
+        headers: { 'X-API-KEY': apiKey },
+      })
+    } finally {
+      expect(await host.stop()).toBe(0)
+      await rm(dir, { recursive: true, force: true })
+    }
   }, 60_000)
 
   it('--tls-dir also speaks TLS on the port and prints the CA to trust', async () => {

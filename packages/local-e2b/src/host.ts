@@ -5,10 +5,11 @@
 // The registry (registry.ts) and the snapshots (snapshot-store.ts) are persisted in stateDir; lifecycle.ts owns
 // pause, resume, timers and teardown; metrics.ts samples the running sandboxes.
 import { randomBytes } from 'node:crypto'
-import { rmSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
+import { fileURLToPath } from 'node:url'
 import { type AdminOptions, handleAdmin } from './admin.js'
 import { ControlPlane } from './control-plane.js'
 import { ENVD_PORT, INTERPRETER_PORT, RoutingError, type SandboxTarget, sandboxTarget } from './edge.js'
@@ -36,6 +37,16 @@ import { prepareStateDir } from './state-dir.js'
 import { type OpenConnections, UserPorts } from './user-ports.js'
 
 export type { LocalE2BFaults } from './faults.js'
+
+/**
+ * The preload (`node --import <path>`, e.g. in NODE_OPTIONS) that makes `*.localhost` resolve to loopback
+ * in a Node process, so `sandbox.getHost(port)` URLs of a host on the default domain work in fetch and
+ * http without libnss-myhostname; undefined when the built file is not there (running from sources).
+ */
+export function localhostResolverPath(): string | undefined {
+  const path = fileURLToPath(new URL('./localhost-resolver.js', import.meta.url))
+  return existsSync(path) ? path : undefined
+}
 export { ENVD_VERSION } from './sandbox-json.js'
 
 /** A running local E2B host. */

@@ -170,9 +170,14 @@ async function serve(
     }
     throw error
   }
+  // Node's resolver (glibc) knows no *.localhost, so getHost(port) URLs fail in fetch; a preload fixes that
+  // for the Node processes of the shell that exports it. curl and browsers resolve them already.
+  const { localhostResolverPath } = await import('@sandkeep/local-e2b')
+  const resolver = /(^|\.)localhost(:\d+)?$/.test(host.domain) ? localhostResolverPath() : undefined
+  const nodeOptions = resolver && /^[^\s"'$`\\]+$/.test(resolver) ? `--import=${resolver}` : undefined
   if (flagOption(args, 'json')) {
     context.stdout.write(
-      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, domain: host.domain, caFile: host.caFile, apiKeyFile: keyFile, stateDir, pauseMode, isolation: host.isolation, snapshotsKeepMemory: false })}\n`,
+      `${JSON.stringify({ type: 'host-ready', apiUrl: host.apiUrl, sandboxUrl: host.sandboxUrl, domain: host.domain, caFile: host.caFile, apiKeyFile: keyFile, stateDir, pauseMode, isolation: host.isolation, snapshotsKeepMemory: false, ...(nodeOptions ? { nodeOptions } : {}) })}\n`,
     )
   } else {
     // E2B_DOMAIN too: an SDK that falls back to its defaults (no E2B_API_URL in one shell, a getHost URL)
@@ -187,8 +192,11 @@ async function serve(
         // sandkeep's E2B provider then knows this host's snapshots keep files, not memory.
         'export SANDKEEP_SNAPSHOTS_KEEP_MEMORY=0\n' +
         (host.caFile ? `export NODE_EXTRA_CA_CERTS=${shellWord(host.caFile)}\n` : '') +
+        // Appends to what the shell has, so that other preloads stay.
+        (nodeOptions ? `export NODE_OPTIONS="${nodeOptions}\${NODE_OPTIONS:+ $NODE_OPTIONS}"\n` : '') +
         '\n' +
-        `Sandbox ports: http${host.caFile ? '(s)' : ''}://<port>-<sandboxId>.${host.domain} (sandbox.getHost(port)).\n` +
+        `Sandbox ports: http${host.caFile ? '(s)' : ''}://<port>-<sandboxId>.${host.domain} (sandbox.getHost(port))` +
+        (nodeOptions ? '; NODE_OPTIONS lets Node resolve them, curl and browsers do already.\n' : '.\n') +
         'Ctrl-C stops the host.\n',
     )
   }

@@ -22,7 +22,7 @@ const SANDBOX_HOME_SCRIPT = [
   'home=$0; keep=$1; unshare=$2; who=$3; shift 3',
   'mount --rbind /home "$keep" && mount -t tmpfs -o mode=0755 tmpfs /home || exit 125',
   'for entry in "$keep"/* "$keep"/.[!.]*; do',
-  '  [ -e "$entry" ] || continue; name=${entry##*/}; [ "$name" = user ] && continue',
+  '  [ -e "$entry" ] || continue; name=$(basename "$entry"); [ "$name" = user ] && continue',
   '  if [ -d "$entry" ]; then mkdir "/home/$name"; else : > "/home/$name"; fi',
   '  mount --rbind "$entry" "/home/$name" || exit 125',
   'done',
