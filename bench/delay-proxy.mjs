@@ -24,6 +24,9 @@ export async function startDelayProxy({ target, rttMs = 0, handshakeRtts = 1 }) 
   let currentRtt = rttMs
   let accepted = 0
   const open = new Set()
+  // HTTP request lines seen going to the target, with the time they arrived here (the client sent them).
+  const requests = []
+  const REQUEST_LINE = /(?:^|\r\n)(GET|POST|PUT|PATCH|DELETE|HEAD) (\/\S*) HTTP\/1\.[01]\r\n/g
   const server = createServer({ allowHalfOpen: true, noDelay: true }, (client) => {
     accepted++
     const upstream = connect({ host: target.host ?? '127.0.0.1', port: target.port, allowHalfOpen: true })
@@ -31,6 +34,11 @@ export async function startDelayProxy({ target, rttMs = 0, handshakeRtts = 1 }) 
     open.add(client)
     open.add(upstream)
     // The client believes it is connected now; on a real network its first byte leaves after the handshake.
+    client.on('data', (chunk) => {
+      const at = performance.now()
+      for (const match of chunk.toString('latin1').matchAll(REQUEST_LINE))
+        requests.push({ at, method: match[1], path: match[2] })
+    })
     const firstByteAt = performance.now() + handshakeRtts * currentRtt
     forward(client, upstream, () => oneWayMs, firstByteAt)
     forward(upstream, client, () => oneWayMs, 0)
@@ -63,6 +71,11 @@ export async function startDelayProxy({ target, rttMs = 0, handshakeRtts = 1 }) 
     },
     /** Connections accepted so far (each costs the client a handshake). */
     connections: () => accepted,
+    /**
+     * HTTP requests sent through the proxy so far (request lines found at the start of a chunk or after a
+     * CRLF; a body that holds one would count too), oldest first: `{ at, method, path }`.
+     */
+    requests: () => requests,
     close: () =>
       new Promise((resolve) => {
         for (const socket of open) socket.destroy()

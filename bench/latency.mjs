@@ -217,6 +217,7 @@ export async function runLatency({
         await admin('POST', 'faults/latency', { operation: 'pause', ms: pause, sandboxId, count: 1 })
       }
       const wallStart = Date.now()
+      const since = performance.now()
       const sample = await variant.turn({
         kind: round % 2 === 0 ? 'stream' : 'generate',
         useTool,
@@ -225,6 +226,22 @@ export async function runLatency({
       })
       // A rule a turn did not consume (a turn that never resumed) must not delay the next one.
       if (variant.pauses) await admin('DELETE', 'faults')
+      // Requests to the sandbox (envd, the interpreter; not the control plane) sent before the first tool
+      // result: the round trips of its own a variant puts on the user's wait.
+      const firstAt = sample.firstToolAt
+      sample.sandboxRequestsBeforeFirstResult = firstAt
+        ? proxy
+            .requests()
+            .filter(
+              (r) =>
+                r.at >= since &&
+                r.at < firstAt &&
+                !r.path.startsWith('/sandboxes') &&
+                !r.path.startsWith('/_local'),
+            )
+            .map((r) => `${r.method} ${r.path.split('?')[0]}`)
+        : null
+      delete sample.firstToolAt
       sample.rtt = rtt
       sample.resumeMs = resume
       sample.pauseMs = pause
@@ -415,6 +432,7 @@ function sampleOf({ kind, startedAt, marks, doneMs, replyAt, endedAt }) {
   return {
     kind,
     firstToolMs: marks.firstTool ? marks.firstTool - startedAt : null,
+    firstToolAt: marks.firstTool || null,
     doneMs,
     afterLastStepMs: replyAt - marks.lastStep,
     endedMs: endedAt - startedAt,
@@ -535,6 +553,32 @@ function summarize({ rtts, variants, noToolVariants, samples, noTool, log }) {
       targetRows,
     ),
   )
+
+  log('\n### Requests to the sandbox before the first tool result (median count; the most common list)\n')
+  const requestRows = []
+  for (const rtt of rtts) {
+    for (const variant of variants) {
+      const lists = samples
+        .filter((s) => s.variant === variant.name && s.rtt === rtt && s.sandboxRequestsBeforeFirstResult)
+        .map((s) => s.sandboxRequestsBeforeFirstResult)
+      if (lists.length === 0) continue
+      const counts = {}
+      for (const list of lists) counts[list.join(', ')] = (counts[list.join(', ')] ?? 0) + 1
+      const common = Object.entries(counts).sort((a, b) => b[1] - a[1])[0]
+      requestRows.push([
+        `${rtt} ms`,
+        variant.name,
+        fmt(
+          quantile(
+            lists.map((l) => l.length),
+            0.5,
+          ),
+        ),
+        `${common[0] || '(none)'} (${common[1]} of ${lists.length})`,
+      ])
+    }
+  }
+  log(table(['RTT', 'variant', 'requests', 'which'], requestRows))
 
   const noToolRows = noToolVariants
     .filter((variant) => variant.pauses)

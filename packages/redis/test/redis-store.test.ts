@@ -280,6 +280,27 @@ describe('corrupt records', () => {
     })
   }
 
+  it('checks a record a turn stamped in full again once anything else changed it', async () => {
+    const store = open()
+    const key = newKey()
+    const keys = sessionKeys(prefix, key)
+    const begun = await store.acquire(key, { holderId: 'creator', leaseMs: 60_000 })
+    await store.setSandbox(key, begun.lease, { sandboxId: 'sbx-1', expectedSandboxId: null, providerId: 'p' })
+    await store.release(key, begun.lease, { turnEndedAt: Date.now(), manifest: manifest('sbx-1') })
+    const next = await store.acquire(key, { holderId: 'next', leaseMs: 60_000 })
+    await store.release(key, next.lease, { turnEndedAt: Date.now(), manifest: manifest('sbx-1') })
+    // The turn's end stamped the values it wrote: the next load skips their checks...
+    expect(await raw.hget(keys.record, 'checked')).toMatch(/^[0-9a-f]{40}$/)
+    // ...until a value changes outside the scripts: a manifest that parses but has the wrong shape.
+    await raw.hset(keys.record, 'manifest', '{"writtenAt":"yesterday","sandboxId":"sbx-1"}')
+    await expectCode(store.acquire(key, { holderId: 'third', leaseMs: 60_000 }), 'STORE_CORRUPT')
+    // A release bringing a manifest no check passes is written as before, unstamped: the next load refuses it.
+    await raw.hset(keys.record, 'manifest', JSON.stringify(manifest('sbx-1')))
+    const fourth = await store.acquire(key, { holderId: 'fourth', leaseMs: 60_000 })
+    expect(fourth.record?.sandboxId).toBe('sbx-1')
+    expect(await store.delete(key)).toBe(true)
+  })
+
   it('refuses a journal entry that does not parse', async () => {
     const store = open()
     const key = newKey()

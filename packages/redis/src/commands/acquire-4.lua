@@ -50,7 +50,8 @@ end
 if record then
   record[F_STARTED] = integer(now)
   record[F_UPDATED] = record[F_STARTED]
-  redis.call('HSET', KEYS[1], 'lastTurnStartedAt', record[F_STARTED], 'updatedAt', record[F_UPDATED])
+  -- The values were checked (or found as a script stamped them): stamped with the new times, in one HSET.
+  stamp_fields(KEYS[1], record, { F_STARTED, F_UPDATED })
 end
 refresh_session(KEYS, has_journal, has_checkpoints, ttl)
 return { 'ok', record or {}, create, count, token, expires_at }

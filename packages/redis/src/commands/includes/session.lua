@@ -168,21 +168,48 @@ end
 -- Reads and checks the record without writing anything, so a caller can refuse before any write.
 -- Returns 'none'; or 'corrupt'; or 'ok' and the record's values in FIELDS order (false = null).
 -- `conversation_id` may be '' when the caller only knows the hash (listing).
+-- Position of `checked` in load_record's reading: the digest of the record's values as a script last
+-- checked or wrote them (not a FIELDS entry: never part of a reply).
+local F_CHECKED = 21
+
+-- A digest of the record's values in FIELDS order (each length-prefixed, '-' for null): what `checked`
+-- holds once a script has checked them. nil where the engine has no sha1hex (the checks then always run).
+local function record_digest(record)
+  if not redis.sha1hex then return nil end
+  local parts = {}
+  for i = 1, #FIELDS do
+    local value = record[i]
+    if value then parts[i] = #value .. ':' .. value else parts[i] = '-' end
+  end
+  return redis.sha1hex(table.concat(parts, ','))
+end
+
+-- Reads and checks the record without writing anything, so a caller can refuse before any write.
+-- Returns 'none'; or 'corrupt'; or 'ok' and the record's values in FIELDS order (false = null).
+-- `conversation_id` may be '' when the caller only knows the hash (listing).
+-- The checks of the values (the manifest's JSON among them) run only when the values differ from the ones a
+-- script last checked or wrote (`checked`): a record changed by anything else, or by a script that does not
+-- stamp it, is checked in full again. A turn's begin and end stamp what they write (stamp_fields).
 local function load_record(key, tenant, conversation_id)
   -- Field names spelled out rather than unpack(FIELDS): this runs twice per turn.
   local record = redis.pcall('HMGET', key, 'schemaVersion', 'tenant', 'conversationId', 'sandboxId',
     'providerId', 'template', 'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount',
     'runningSeconds', 'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox',
-    'restore', 'head')
+    'restore', 'head', 'checked')
   if record.err then return 'corrupt' end
+  local checked = record[F_CHECKED]
+  record[F_CHECKED] = nil
   if not record[F_SCHEMA] then
     if redis.call('EXISTS', key) == 0 then return 'none' end
     return 'corrupt'
   end
-  local state = record[F_STATE]
   if record[F_SCHEMA] ~= '1' or record[F_TENANT] ~= tenant or not record[F_CONVERSATION]
-    or (conversation_id ~= '' and record[F_CONVERSATION] ~= conversation_id)
-    or (state ~= 'running' and state ~= 'paused' and state ~= 'killed' and state ~= 'unknown')
+    or (conversation_id ~= '' and record[F_CONVERSATION] ~= conversation_id) then
+    return 'corrupt'
+  end
+  if checked and checked == record_digest(record) then return 'ok', record end
+  local state = record[F_STATE]
+  if (state ~= 'running' and state ~= 'paused' and state ~= 'killed' and state ~= 'unknown')
     or not is_amount(record[F_CREATED]) or not is_amount(record[F_UPDATED]) or not is_count(record[F_TURNS])
     or not is_amount(record[F_RUNNING]) or not is_amount(record[F_PAUSED_SECONDS])
     or not is_count(record[F_TOKEN])
@@ -206,7 +233,7 @@ local function load_record(key, tenant, conversation_id)
 end
 
 -- Writes the record's values at the given FIELDS positions; a value of false is deleted (null).
-local function save_fields(key, record, positions)
+local function save_fields(key, record, positions, digest)
   local set, unset = {}, {}
   for i = 1, #positions do
     local position = positions[i]
@@ -218,8 +245,20 @@ local function save_fields(key, record, positions)
       unset[#unset + 1] = FIELDS[position]
     end
   end
+  if digest then
+    set[#set + 1] = 'checked'
+    set[#set + 1] = digest
+  end
   if #set > 0 then redis.call('HSET', key, unpack(set)) end
   if #unset > 0 then redis.call('HDEL', key, unpack(unset)) end
+end
+
+-- save_fields for a script whose `record` holds every value of the stored record (loaded by load_record, then
+-- changed only at `positions`): also stamps `checked` (same command), so the next load need not check the
+-- values again. Only values a check would pass may be stamped: ones load_record checked, or ones the caller
+-- made or checked itself.
+local function stamp_fields(key, record, positions)
+  save_fields(key, record, positions, record_digest(record))
 end
 
 -- Reads the lease hash; deletes lapsed holders, and the claim when its holder lapsed.
