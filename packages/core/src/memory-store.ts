@@ -133,6 +133,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
     rewind: (key, input) => sessions.run(() => sessions.rewind(key, input)),
     checkpoint: (key, lease, input) => sessions.run(() => sessions.checkpoint(key, lease, input)),
     readForkSource: (key, input) => sessions.run(() => sessions.readForkSource(key, input)),
+    listTenants: () => sessions.run(() => sessions.listTenants()),
     createFork: (key, input) => sessions.run(() => sessions.createFork(key, input)),
     close: async () => sessions.close(),
   }
@@ -654,6 +655,14 @@ class MemorySessions {
     entry.expiresAt = now + checked.ttlMs
     touch(entry, now)
     return copy(entry.record)!
+  }
+
+  listTenants(): string[] {
+    this.assertOpen()
+    const now = this.clock()
+    return [...this.tenants]
+      .filter(([, sessions]) => [...sessions.values()].some((entry) => entry.expiresAt > now))
+      .map(([tenant]) => tenant)
   }
 
   /** The stored entry of a session as it is, unchecked (for {@link memoryEntries}). */

@@ -546,6 +546,12 @@ export interface SessionStore {
    * refused with SESSION_EXISTS, writing nothing, when `key` already has a record or live holders.
    */
   createFork?(key: SessionKey, input: CreateForkInput): Promise<SessionRecord>
+  /**
+   * Every tenant that has sessions in the store (in no particular order). Optional: `gc()` without a tenant
+   * visits each (their checkpoints and pending restores keep their snapshots); without it, gc's sweep of
+   * unreferenced snapshots only deletes those of sessions it saw.
+   */
+  listTenants?(): Promise<string[]>
   /** Releases connections. Further calls throw. */
   close(): Promise<void>
 }

@@ -1,11 +1,15 @@
-// Reading checkpoints back from their stored parts (the layout is in commands/includes/checkpoints.lua):
-// per turn T, field T = '<createdAt>:<journalLength>:<sandboxId>', T:snapshot and T:manifest = JSON (absent:
-// null). Anything else is STORE_CORRUPT naming the key, checked with the kit's parseStoredCheckpoint.
+// Reading checkpoints back from their stored parts (the layout is in commands/includes/checkpoints.lua): per
+// node id C, field C = '<seq>:<createdAt>:<journalLength>:<pathBytes>:<turn>:<parentId|->:<k|b>:<e|m>:<sandboxId>',
+// C:snapshot and C:manifest = JSON (absent: null), C:journal = the node's journal part. Anything else a
+// script writes ('seq', 'pruned') is skipped, as are the turn-keyed fields of earlier versions; a damaged
+// part is STORE_CORRUPT naming the key, checked with the kit's parseStoredCheckpoint.
 import type { Checkpoint } from '@sandkeep/core'
-import { corruptRecordError, parseStoredCheckpoint, parseStoredCheckpoints } from '@sandkeep/core/store'
+import { corruptRecordError, parseStoredCheckpoint } from '@sandkeep/core/store'
 
-const META = /^(\d+):(\d+):(.+)$/s
-const FIELD = /^([1-9]\d*)(|:snapshot|:manifest)$/
+const META = /^(\d+):(\d+):(\d+):(\d+):(\d+):([\w-]+):([kb]):([em]):(.+)$/s
+const NODE_FIELD = /^(ck_[\w-]{22})(|:snapshot|:manifest|:journal)$/
+/** Fields of the tree itself, and of the turn-keyed layout of earlier versions (never read). */
+const OTHER_FIELD = /^(seq|pruned|[1-9]\d*(|:snapshot|:manifest))$/
 
 function parseJson(text: string | null, where: string): unknown {
   if (text === null) return null
@@ -16,25 +20,58 @@ function parseJson(text: string | null, where: string): unknown {
   }
 }
 
+/** A node's first field, parsed; `undefined` when it is not one a script writes. */
+export function parseNodeMeta(meta: string):
+  | {
+      sequence: number
+      createdAt: number
+      journalLength: number
+      journalBytes: number
+      turn: number
+      parentId: string | null
+      kept: boolean
+      from: 'turn-end' | 'mid-turn'
+      sandboxId: string
+    }
+  | undefined {
+  const match = META.exec(meta)
+  if (!match) return undefined
+  return {
+    sequence: Number(match[1]),
+    createdAt: Number(match[2]),
+    journalLength: Number(match[3]),
+    journalBytes: Number(match[4]),
+    turn: Number(match[5]),
+    parentId: match[6] === '-' ? null : match[6]!,
+    kept: match[7] === 'k',
+    from: match[8] === 'm' ? 'mid-turn' : 'turn-end',
+    sandboxId: match[9]!,
+  }
+}
+
 /**
- * A checkpoint from its parts: the turn, its first field, and the snapshot and manifest JSON (`null` when
+ * A checkpoint from its parts: the id, its first field, and the snapshot and manifest JSON (`null` when
  * absent).
  * @throws SandkeepError STORE_CORRUPT naming `where`
  */
 export function checkpointFromParts(
-  parts: { turn: string; meta: string; snapshot: string | null; manifest: string | null },
+  parts: { id: string; meta: string; snapshot: string | null; manifest: string | null },
   where: string,
 ): Checkpoint {
-  const meta = META.exec(parts.meta)
-  if (!meta) throw corruptRecordError(where, `checkpoint ${parts.turn.slice(0, 20)} has a bad first field`)
+  const meta = parseNodeMeta(parts.meta)
+  if (!meta) throw corruptRecordError(where, `checkpoint ${parts.id.slice(0, 25)} has a bad first field`)
   return parseStoredCheckpoint(
     {
-      turn: Number(parts.turn),
-      createdAt: Number(meta[1]),
-      sandboxId: meta[3],
+      id: parts.id,
+      parentId: meta.parentId,
+      turn: meta.turn,
+      createdAt: meta.createdAt,
+      sandboxId: meta.sandboxId,
       snapshot: parseJson(parts.snapshot, where),
-      journalLength: Number(meta[2]),
+      journalLength: meta.journalLength,
       manifest: parseJson(parts.manifest, where),
+      from: meta.from,
+      journalBytes: meta.journalBytes,
     },
     where,
   )
@@ -43,15 +80,15 @@ export function checkpointFromParts(
 const text = (value: unknown): string | null => (typeof value === 'string' ? value : null)
 
 /**
- * A checkpoint as a script replies it: `[turn, first field, snapshot JSON or null, manifest JSON or null]`.
+ * A checkpoint as a script replies it: `[id, first field, snapshot JSON or null, manifest JSON or null]`.
  * @throws SandkeepError STORE_CORRUPT naming `where`
  */
 export function checkpointOfReply(reply: unknown, where: string): Checkpoint {
   if (!Array.isArray(reply) || typeof reply[0] !== 'string' || typeof reply[1] !== 'string') {
-    throw corruptRecordError(where, 'a checkpoint reply is not [turn, meta, snapshot, manifest]')
+    throw corruptRecordError(where, 'a checkpoint reply is not [id, meta, snapshot, manifest]')
   }
   return checkpointFromParts(
-    { turn: reply[0], meta: reply[1], snapshot: text(reply[2]), manifest: text(reply[3]) },
+    { id: reply[0], meta: reply[1], snapshot: text(reply[2]), manifest: text(reply[3]) },
     where,
   )
 }
@@ -64,31 +101,35 @@ export function checkpointsOfReply(reply: unknown, where: string): Checkpoint[] 
 }
 
 /**
- * Every checkpoint of a session from the hash's flat field/value list, oldest first.
+ * The kept checkpoints of a session from the hash's flat field/value list, oldest first (by creation).
+ * Bare nodes (pruned ancestors of kept ones) are checked and left out.
  * @throws SandkeepError STORE_CORRUPT naming `where`
  */
 export function checkpointsFromHash(flat: readonly unknown[], where: string): Checkpoint[] {
-  const turns = new Map<string, { meta?: string; snapshot: string | null; manifest: string | null }>()
+  const nodes = new Map<string, { meta?: string; snapshot: string | null; manifest: string | null }>()
   for (let index = 0; index + 1 < flat.length; index += 2) {
-    const field = FIELD.exec(String(flat[index]))
+    const name = String(flat[index])
     const value = flat[index + 1]
-    if (!field || typeof value !== 'string') {
-      throw corruptRecordError(
-        where,
-        `it holds a field no store writes (${String(flat[index]).slice(0, 40)})`,
-      )
+    if (typeof value !== 'string') throw corruptRecordError(where, `field ${name.slice(0, 40)} is not text`)
+    const field = NODE_FIELD.exec(name)
+    if (!field) {
+      if (OTHER_FIELD.test(name)) continue
+      throw corruptRecordError(where, `it holds a field no store writes (${name.slice(0, 40)})`)
     }
-    const [, turn, part] = field as unknown as [string, string, string]
-    const parts = turns.get(turn) ?? { snapshot: null, manifest: null }
+    const [, id, part] = field as unknown as [string, string, string]
+    const parts = nodes.get(id) ?? { snapshot: null, manifest: null }
     if (part === '') parts.meta = value
     else if (part === ':snapshot') parts.snapshot = value
-    else parts.manifest = value
-    turns.set(turn, parts)
+    else if (part === ':manifest') parts.manifest = value
+    nodes.set(id, parts)
   }
-  const checkpoints = [...turns].map(([turn, parts]) => {
-    if (parts.meta === undefined) throw corruptRecordError(where, `checkpoint ${turn} has no first field`)
-    return checkpointFromParts({ ...parts, turn, meta: parts.meta }, where)
-  })
-  checkpoints.sort((a, b) => a.turn - b.turn)
-  return parseStoredCheckpoints(checkpoints, where)
+  const kept: Array<{ sequence: number; checkpoint: Checkpoint }> = []
+  for (const [id, parts] of nodes) {
+    if (parts.meta === undefined) throw corruptRecordError(where, `checkpoint ${id} has no first field`)
+    const checkpoint = checkpointFromParts({ ...parts, id, meta: parts.meta }, where)
+    const meta = parseNodeMeta(parts.meta)!
+    if (meta.kept) kept.push({ sequence: meta.sequence, checkpoint })
+  }
+  kept.sort((a, b) => a.sequence - b.sequence)
+  return kept.map((entry) => entry.checkpoint)
 }

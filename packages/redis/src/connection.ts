@@ -43,12 +43,34 @@ export interface RedisClient {
     offset: number,
     count: number,
   ): Promise<unknown>
+  /**
+   * A pipeline: the store sends `EXISTS key` then `WAIT replicas timeout` in one, so on a Cluster the WAIT
+   * goes to that key's node (the `durability` option).
+   */
+  pipeline(): WaitPipeline
+  /** SCAN with MATCH and COUNT (on one node). */
+  scan(
+    cursor: string,
+    match: 'MATCH',
+    pattern: string,
+    count: 'COUNT',
+    hint: number,
+  ): Promise<[string, string[]]>
+  /** On an ioredis `Cluster`: its nodes of that role (each a client of one node). */
+  nodes?(role: 'master'): RedisClient[]
   /** LRANGE. */
   lrange(key: string, start: number, stop: number): Promise<unknown>
   /** QUIT: waits for pending replies, then closes. */
   quit(): Promise<unknown>
   /** Closes the connection at once. */
   disconnect(): void
+}
+
+/** The part of an ioredis pipeline the `durability` option uses. */
+export interface WaitPipeline {
+  exists(key: string): WaitPipeline
+  wait(replicas: number, timeoutMs: number): WaitPipeline
+  exec(): Promise<Array<[Error | null, unknown]> | null>
 }
 
 /** Whether `value` can serve as the store's client (an ioredis client, or ioredis-mock). */

@@ -38,6 +38,18 @@ export interface RedisSessionStoreOptions {
    * it to true behind a proxy that enforces Cluster slot rules (CROSSSLOT) for a standalone client.
    */
   cluster?: boolean
+  /**
+   * Wait for replicas before the session manager's destructive steps. With `{ replicas, timeoutMs }`, the
+   * writes that precede a destructive step (a restore or rewind before the old sandbox is killed, a turn end
+   * or mid-turn checkpoint that pruned checkpoints before their snapshots are deleted, a session's delete
+   * before its sandbox and snapshots go) are followed by Redis `WAIT replicas timeoutMs` on the same
+   * connection (on a Cluster, on the session's node); fewer acknowledgements than `replicas` throws
+   * STORE_UNAVAILABLE, and the caller leaves the sandbox and snapshots alone (gc removes them later, once
+   * no session refers to them). `WAIT` narrows what an asynchronous failover can lose, not to nothing: a
+   * write acknowledged by a replica that is not the one promoted can still be lost (see the README).
+   * `timeoutMs` must be below `commandTimeoutMs`. Default: no waiting.
+   */
+  durability?: { replicas: number; timeoutMs: number }
 }
 
 const OPTION_NAMES = [
@@ -49,6 +61,7 @@ const OPTION_NAMES = [
   'commandTimeoutMs',
   'redisOptions',
   'cluster',
+  'durability',
 ]
 
 /** What the store runs on, from its checked options. */
@@ -57,6 +70,8 @@ export interface RedisStoreSettings {
   prefix: string
   /** On a Cluster each script stays in one slot, so the tenant index cannot share a script with a session. */
   singleSlot: boolean
+  /** Replicas to wait for before destructive steps; `null`: none. */
+  durability: { replicas: number; timeoutMs: number } | null
   connection: RedisConnection
 }
 
@@ -84,7 +99,29 @@ export function checkOptions(options: RedisSessionStoreOptions): RedisStoreSetti
   return {
     limits,
     prefix,
+    durability: checkDurability(options.durability, timeoutMs),
     singleSlot: cluster ?? (typeof source !== 'string' && source.isCluster === true),
     connection: new RedisConnection(source, timeoutMs, redisOptions),
   }
+}
+
+function checkDurability(
+  value: RedisSessionStoreOptions['durability'],
+  commandTimeoutMs: number,
+): RedisStoreSettings['durability'] {
+  if (value === undefined) return null
+  if (typeof value !== 'object' || value === null) {
+    throw invalidArgument('durability', 'must be { replicas, timeoutMs }.')
+  }
+  const unknown = Object.keys(value).find((name) => name !== 'replicas' && name !== 'timeoutMs')
+  if (unknown !== undefined) throw invalidArgument('durability', `has an unknown option "${unknown}".`)
+  const replicas = validateInteger('durability.replicas', value.replicas, 1, 100)
+  const timeoutMs = validateInteger('durability.timeoutMs', value.timeoutMs, 1, 600_000)
+  if (timeoutMs >= commandTimeoutMs) {
+    throw invalidArgument(
+      'durability.timeoutMs',
+      `must be below commandTimeoutMs (${commandTimeoutMs}), or the round trip gives up before WAIT answers.`,
+    )
+  }
+  return { replicas, timeoutMs }
 }

@@ -22,6 +22,7 @@ export const RECORD_FIELDS = [
   'manifest',
   'lastTurnUsedSandbox',
   'restore',
+  'head',
 ] as const
 
 /** A script's positional record reply as a field map (null values left out). */

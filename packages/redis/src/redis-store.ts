@@ -3,9 +3,11 @@ import type {
   Checkpoint,
   ClaimResult,
   CreateForkInput,
+  ForkSource,
   JournalEntry,
   JournalStep,
   Lease,
+  MidTurnCheckpointResult,
   ReleaseInput,
   ReleaseResult,
   RewindInput,
@@ -17,10 +19,12 @@ import type {
 } from '@sandkeep/core'
 import {
   checkAcquireOptions,
+  checkCheckpointTarget,
   checkCreateForkInput,
   checkJournalStep,
   checkLease,
   checkListOptions,
+  checkMidTurnCheckpointInput,
   checkpointNotFound,
   checkReleaseInput,
   checkRenewOptions,
@@ -33,16 +37,19 @@ import {
   corruptRecordError,
   decodeListCursor,
   encodeListCursor,
+  invalidArgument,
   isAfterListPosition,
   journalFull,
   leaseLost,
   parseJournalEntry,
+  rejectUnknownOptions,
   rewindBusy,
   SandkeepError,
   type SessionKey,
   type StoreLimits,
   sessionExists,
   sessionHeld,
+  TENANT_PATTERN,
   validateTenant,
 } from '@sandkeep/core/store'
 import type { RedisConnection } from './connection.js'
@@ -87,6 +94,9 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     now: () => sessions.now(),
     readCheckpoints: (key) => sessions.readCheckpoints(key),
     rewind: (key, input) => sessions.rewind(key, input),
+    checkpoint: (key, lease, input) => sessions.checkpoint(key, lease, input),
+    readForkSource: (key, input) => sessions.readForkSource(key, input),
+    listTenants: () => sessions.listTenants(),
     createFork: (key, input) => sessions.createFork(key, input),
     close: () => sessions.connection.close(),
   }
@@ -105,6 +115,7 @@ class RedisSessions {
   private readonly limits: StoreLimits
   private readonly prefix: string
   private readonly singleSlot: boolean
+  private readonly durability: RedisStoreSettings['durability']
   private readonly keysOf: (key: SessionKey) => SessionKeys
 
   constructor(settings: RedisStoreSettings) {
@@ -112,7 +123,29 @@ class RedisSessions {
     this.limits = settings.limits
     this.prefix = settings.prefix
     this.singleSlot = settings.singleSlot
+    this.durability = settings.durability
     this.keysOf = sessionKeyCache(settings.prefix)
+  }
+
+  /**
+   * With `durability`: waits until that many replicas acknowledged this connection's writes (Redis `WAIT`,
+   * sent to the node of `key`: a pipeline goes to its keys' node, and the EXISTS gives it that key).
+   * @throws SandkeepError STORE_UNAVAILABLE when fewer acknowledged in time
+   */
+  private async durable(key: string): Promise<void> {
+    const durability = this.durability
+    if (!durability) return
+    const replies = await this.connection.roundTrip('wait for the replicas', key, (redis) =>
+      redis.pipeline().exists(key).wait(durability.replicas, durability.timeoutMs).exec(),
+    )
+    const [error, acknowledged] = replies?.[1] ?? [new Error('no reply'), 0]
+    if (error || Number(acknowledged) < durability.replicas) {
+      throw new SandkeepError({
+        code: 'STORE_UNAVAILABLE',
+        message: `The write is on the Redis primary but ${error ? 'WAIT failed' : `only ${Number(acknowledged)} of ${durability.replicas} replica(s) acknowledged it within ${durability.timeoutMs} ms`}; nothing destructive was done after it (the old sandbox and snapshots stay until gc). Check the replicas, then retry.`,
+        retryable: true,
+      })
+    }
   }
 
   /** The checked key and its session. */
@@ -197,9 +230,17 @@ class RedisSessions {
     const { key, session } = this.session(keyInput)
     const lease = checkLease(leaseInput)
     const checked = checkReleaseInput(input, this.limits.defaultTtlMs)
-    return this.connection.roundTrip('end the turn', session.keys.record, (redis) =>
+    const result = await this.connection.roundTrip('end the turn', session.keys.record, (redis) =>
       commands.release(redis, session, { key, lease, checked }, this.singleSlot),
     )
+    if (result.prunedCheckpoints?.length) {
+      // The caller deletes the pruned checkpoints' snapshots: only once replicas hold the pruning. If they
+      // do not, it is told none were pruned, and gc deletes the snapshots once no checkpoint refers to them.
+      await this.durable(session.keys.record).catch(() => {
+        result.prunedCheckpoints = []
+      })
+    }
+    return result
   }
 
   async releaseHold(keyInput: unknown, leaseInput: unknown): Promise<void> {
@@ -235,6 +276,7 @@ class RedisSessions {
         redis.zrem(keys.index, keys.member),
       ]),
     )
+    if (deleted > 0) await this.durable(keys.record)
     return deleted > 0
   }
 
@@ -316,25 +358,64 @@ class RedisSessions {
   async appendJournal(
     keyInput: unknown,
     stepInput: JournalStep,
-    options?: { ttlMs?: number },
+    options?: { ttlMs?: number; lease?: Lease },
   ): Promise<void> {
     const { key, session } = this.session(keyInput)
     const step = checkJournalStep(stepInput)
     const ttlMs = checkTtlMs(options?.ttlMs, this.limits.defaultTtlMs)
-    const full = await this.connection.roundTrip('record the journal step', session.keys.journal, (redis) =>
-      commands.appendJournal(redis, session, step, { ...this.limits, ttlMs }),
+    const lease = options?.lease === undefined ? undefined : checkLease(options.lease)
+    const refused = await this.connection.roundTrip(
+      'record the journal step',
+      session.keys.journal,
+      (redis) => commands.appendJournal(redis, session, step, { ...this.limits, ttlMs }, lease),
     )
-    if (full) throw journalFull(key, full, this.limits)
+    if (refused && 'full' in refused) throw journalFull(key, refused.full, this.limits)
+    if (refused) throw leaseLost(key, refused.lost)
   }
 
   async readJournal(keyInput: unknown): Promise<JournalEntry[]> {
-    const { key, session } = this.session(keyInput)
+    const { session } = this.session(keyInput)
     const where = session.keys.journal
     const entries = await this.connection.roundTrip('read the journal', where, (redis) =>
-      redis.lrange(where, 0, -1),
+      commands.readJournal(redis, session),
     )
-    if (!Array.isArray(entries)) throw corruptRecordError(where, 'LRANGE did not answer a list', key)
-    return entries.map((text) => parseJournalEntry(String(text), where))
+    return entries.map((text) => parseJournalEntry(text, where))
+  }
+
+  async readForkSource(keyInput: unknown, input: unknown): Promise<ForkSource> {
+    const { key, session } = this.session(keyInput)
+    if (typeof input !== 'object' || input === null || Array.isArray(input))
+      throw invalidArgument('readForkSource input', 'must be an object.')
+    rejectUnknownOptions('readForkSource input', input, ['checkpoint', 'toTurn'])
+    const target = checkCheckpointTarget(input as Record<string, unknown>, true)
+    const reply = await this.connection.roundTrip('read the fork source', session.keys.record, (redis) =>
+      commands.readForkSource(redis, session, key, target),
+    )
+    if (reply.status === 'missing') {
+      const asked =
+        'checkpoint' in target && target.checkpoint
+          ? { checkpoint: target.checkpoint }
+          : { toTurn: 'toTurn' in target ? target.toTurn : reply.depth }
+      throw checkpointNotFound(key, asked, { pruned: reply.pruned, kept: reply.kept, depth: reply.depth })
+    }
+    const where = session.keys.journal
+    return {
+      record: reply.record,
+      checkpoint: reply.checkpoint,
+      journal: reply.entries.map((text) => parseJournalEntry(text, where).step),
+    }
+  }
+
+  async checkpoint(keyInput: unknown, leaseInput: unknown, input: unknown): Promise<MidTurnCheckpointResult> {
+    const { key, session } = this.session(keyInput)
+    const lease = checkLease(leaseInput)
+    const checked = checkMidTurnCheckpointInput(input)
+    const reply = await this.connection.roundTrip('record the checkpoint', session.keys.record, (redis) =>
+      commands.checkpoint(redis, session, { key, lease, input: checked }),
+    )
+    if (reply.status === 'lost') throw leaseLost(key, reply.why)
+    await this.durable(session.keys.record)
+    return { checkpoint: reply.checkpoint, pruned: reply.pruned }
   }
 
   async readCheckpoints(keyInput: unknown): Promise<Checkpoint[]> {
@@ -352,10 +433,14 @@ class RedisSessions {
     )
     if (reply.status === 'busy') throw rewindBusy(key, reply.retryAfterMs)
     if (reply.status === 'mismatch') throw leaseLost(key, 'another holder changed the mapping first')
-    if (reply.status === 'missing')
-      throw checkpointNotFound(key, { toTurn: checked.toTurn ?? 0 }, { kept: reply.kept.length })
-    const { record, checkpoint, dropped } = reply
-    return { record, checkpoint, dropped }
+    if (reply.status === 'missing') {
+      const target = checked.checkpoint ? { checkpoint: checked.checkpoint } : { toTurn: checked.toTurn ?? 0 }
+      throw checkpointNotFound(key, target, { pruned: reply.pruned, kept: reply.kept, depth: reply.depth })
+    }
+    // The caller kills the old sandbox once this returns: with `durability`, only once replicas hold it.
+    await this.durable(session.keys.record)
+    const { record, checkpoint } = reply
+    return { record, checkpoint, dropped: [] }
   }
 
   async createFork(keyInput: unknown, input: CreateForkInput): Promise<SessionRecord> {
@@ -367,6 +452,30 @@ class RedisSessions {
     if (reply.status === 'exists') throw sessionExists(key)
     if (reply.status === 'full') throw journalFull(key, reply.used, this.limits)
     return reply.record
+  }
+
+  /**
+   * The tenants with a listing index under this prefix: SCAN for `<prefix>:{<tenant>}:index` on the node
+   * (every primary of a Cluster), bounded by the keys' count.
+   */
+  async listTenants(): Promise<string[]> {
+    const pattern = `${this.prefix}:{*}:index`
+    const tenants = new Set<string>()
+    await this.connection.roundTrip('list the tenants', pattern, async (redis) => {
+      const nodes = redis.isCluster && typeof redis.nodes === 'function' ? redis.nodes('master') : [redis]
+      for (const node of nodes) {
+        let cursor = '0'
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+          for (const key of keys) {
+            const tenant = key.slice(this.prefix.length + 2, -'}:index'.length)
+            if (TENANT_PATTERN.test(tenant)) tenants.add(tenant)
+          }
+          cursor = String(next)
+        } while (cursor !== '0')
+      }
+    })
+    return [...tenants]
   }
 
   async now(): Promise<number> {

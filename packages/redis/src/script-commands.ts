@@ -5,6 +5,7 @@ import type {
   Checkpoint,
   JournalStep,
   Lease,
+  MidTurnCheckpointInput,
   SessionKey,
   SessionRecord,
   SessionSandboxState,
@@ -17,6 +18,7 @@ import {
   type CheckedRewindInput,
   corruptRecordError,
   type JournalUsage,
+  newCheckpointId,
   parseRecordFields,
 } from '@sandkeep/core/store'
 import { checkpointOfReply, checkpointsFromHash, checkpointsOfReply } from './checkpoint-fields.js'
@@ -270,6 +272,7 @@ export async function release(
     checkpoint?.sandboxId ?? '',
     checkpoint?.snapshot ? JSON.stringify(checkpoint.snapshot) : '',
     checkpoint?.keep ?? '',
+    checkpoint ? newCheckpointId() : '',
   ]
   const reply = await runListed(redis, session, 'release', args, checked.turnEndedAt, singleSlot)
   const [, last, record, held, checkpointStatus, recorded, pruned] = reply
@@ -316,14 +319,25 @@ export async function readRecord(
   return status === 'ok' ? recordOf(record, session) : null
 }
 
-/** Appends a journal step unless a limit is reached; answers the journal's usage when it is full. */
+/**
+ * Appends a journal step unless a limit is reached (fenced by `lease` when given); answers the journal's
+ * usage when it is full, or why the lease is lost.
+ */
 export async function appendJournal(
   redis: RedisClient,
   session: Session,
   step: JournalStep,
   limits: { maxJournalSteps: number; maxJournalBytes: number; ttlMs: number },
-): Promise<JournalUsage | undefined> {
-  const args = [JSON.stringify(step), limits.maxJournalSteps, limits.maxJournalBytes, limits.ttlMs]
+  lease: Lease | undefined,
+): Promise<{ full: JournalUsage } | { lost: string } | undefined> {
+  const args = [
+    JSON.stringify(step),
+    limits.maxJournalSteps,
+    limits.maxJournalBytes,
+    limits.ttlMs,
+    lease?.holderId ?? '',
+    lease?.fencingToken ?? '',
+  ]
   const [status, steps, bytes] = await runChecked(
     redis,
     'append-journal-4',
@@ -331,7 +345,101 @@ export async function appendJournal(
     sessionKeys(session),
     args,
   )
-  return status === 'full' ? { steps: Number(steps), bytes: Number(bytes) } : undefined
+  if (status === 'full') return { full: { steps: Number(steps), bytes: Number(bytes) } }
+  if (status === 'lost') return { lost: String(steps) }
+  return undefined
+}
+
+/** The head's branch journal (its parts along the path, then the entries since the head), raw. */
+export async function readJournal(redis: RedisClient, session: Session): Promise<string[]> {
+  const { keys } = session
+  const [, segments, open] = await runChecked(
+    redis,
+    'read-journal-3',
+    session,
+    [keys.record, keys.journal, keys.checkpoints],
+    [],
+    'it holds the wrong Redis type',
+  )
+  return [...splitSegments(segments), ...(Array.isArray(open) ? open.map(String) : [])]
+}
+
+/** Journal parts as a script replies them (each: entries joined by a newline, which JSON never holds raw). */
+function splitSegments(reply: unknown): string[] {
+  if (!Array.isArray(reply)) return []
+  return reply.flatMap((segment) => String(segment).split('\n'))
+}
+
+/** What `read-fork-source-4` answers. */
+export type ForkSourceReply =
+  | { status: 'ok'; record: SessionRecord; checkpoint: Checkpoint | null; entries: string[] }
+  | { status: 'missing'; kept: number; depth: number; pruned: boolean }
+
+/** Reads a fork's source atomically: record, checkpoint, that checkpoint's branch journal. */
+export async function readForkSource(
+  redis: RedisClient,
+  session: Session,
+  key: SessionKey,
+  target: { checkpoint: string | null } | { toTurn: number } | Record<string, never>,
+): Promise<ForkSourceReply> {
+  const [mode, value] =
+    'checkpoint' in target
+      ? ['id', target.checkpoint ?? '']
+      : 'toTurn' in target
+        ? ['turn', target.toTurn]
+        : ['head', '']
+  const args = [key.tenant, key.conversationId, mode, value]
+  const reply = await runChecked(redis, 'read-fork-source-4', session, sessionKeys(session), args)
+  const [status, detail, third, fourth] = reply
+  if (status === 'missing') {
+    return { status, kept: Number(detail), depth: Number(third), pruned: fourth === 'pruned' }
+  }
+  const where = session.keys.checkpoints
+  return {
+    status: 'ok',
+    record: recordOf(detail, session)!,
+    checkpoint: Array.isArray(third) && third.length > 0 ? checkpointOfReply(third, where) : null,
+    entries: splitSegments(fourth),
+  }
+}
+
+/** What `checkpoint-4` answers. */
+export type MidTurnReply =
+  | { status: 'ok'; checkpoint: Checkpoint; pruned: Checkpoint[] }
+  | { status: 'lost'; why: string }
+
+/** Records a checkpoint mid-turn, fenced by the lease. */
+export async function checkpoint(
+  redis: RedisClient,
+  session: Session,
+  write: { key: SessionKey; lease: Lease; input: MidTurnCheckpointInput },
+): Promise<MidTurnReply> {
+  const { key, lease, input } = write
+  const args = [
+    key.tenant,
+    key.conversationId,
+    lease.holderId,
+    lease.fencingToken,
+    newCheckpointId(),
+    input.sandboxId,
+    input.snapshot ? JSON.stringify(input.snapshot) : '',
+    input.manifest ? JSON.stringify(input.manifest) : '',
+    input.keep,
+  ]
+  const [status, detail, pruned] = await runChecked(
+    redis,
+    'checkpoint-4',
+    session,
+    sessionKeys(session),
+    args,
+  )
+  if (status === 'lost') return { status, why: String(detail) }
+  const where = session.keys.checkpoints
+  return {
+    status: 'ok',
+    checkpoint: checkpointOfReply(detail, where),
+    pruned: checkpointsOfReply(pruned, where),
+  }
 }
 
 /** Empties the journal (and its byte count). */
@@ -356,10 +464,10 @@ export async function readCheckpoints(redis: RedisClient, session: Session): Pro
 
 /** What `rewind` answers: the rewound session, or why it was refused. */
 export type RewindReply =
-  | { status: 'ok'; record: SessionRecord; checkpoint: Checkpoint | null; dropped: Checkpoint[] }
+  | { status: 'ok'; record: SessionRecord; checkpoint: Checkpoint | null }
   | { status: 'busy'; retryAfterMs: number }
   | { status: 'mismatch' }
-  | { status: 'missing'; kept: number[] }
+  | { status: 'missing'; kept: number; depth: number; pruned: boolean }
 
 /** Sets a session no turn holds back to a checkpoint (see rewind-4.lua). */
 export async function rewind(
@@ -368,26 +476,21 @@ export async function rewind(
   write: { key: SessionKey; checked: CheckedRewindInput },
 ): Promise<RewindReply> {
   const { key, checked } = write
-  const args = [
-    key.tenant,
-    key.conversationId,
-    checked.toTurn ?? 0,
-    checked.expectedSandboxId ?? '',
-    checked.ttlMs,
-  ]
+  const [mode, value] =
+    checked.checkpoint !== undefined ? ['id', checked.checkpoint ?? ''] : ['turn', checked.toTurn]
+  const args = [key.tenant, key.conversationId, mode, value, checked.expectedSandboxId ?? '', checked.ttlMs]
   const reply = await runChecked(redis, 'rewind-4', session, sessionKeys(session), args)
   const where = session.keys.checkpoints
-  const [status, detail, target, dropped] = reply
+  const [status, detail, target, why] = reply
   if (status === 'busy') return { status, retryAfterMs: Number(detail) }
   if (status === 'mismatch') return { status }
   if (status === 'missing') {
-    return { status, kept: (Array.isArray(detail) ? detail : []).map(Number) }
+    return { status, kept: Number(detail), depth: Number(target), pruned: why === 'pruned' }
   }
   return {
     status: 'ok',
     record: recordOf(detail, session)!,
     checkpoint: Array.isArray(target) && target.length > 0 ? checkpointOfReply(target, where) : null,
-    dropped: checkpointsOfReply(dropped, where),
   }
 }
 
@@ -416,6 +519,7 @@ export async function createFork(
   const restore = {
     kind: 'forked',
     turn: checkpoint.turn,
+    checkpointId: checkpoint.id,
     snapshot: checkpoint.snapshot,
     fromSandboxId: checked.fromSandboxId,
     fromConversationId: checked.fromConversationId,

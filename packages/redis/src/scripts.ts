@@ -27,6 +27,9 @@ export const SCRIPT_FILES = [
   'rewind-4',
   'create-fork-4',
   'create-fork-5',
+  'read-journal-3',
+  'read-fork-source-4',
+  'checkpoint-4',
 ] as const
 
 export type ScriptFile = (typeof SCRIPT_FILES)[number]

@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import type { SandboxHandle } from '../sandbox-provider.js'
 import type { Checkpoint, CheckpointInput } from '../session-store.js'
 import { type SessionKey, snapshotBaseName } from '../validation.js'
+import { headOf } from './branching.js'
 import type { ManagerContext } from './context.js'
 import { providerHasSnapshots } from './options.js'
 
@@ -85,7 +86,10 @@ export async function unchangedCheckpoint(
   const settings = ctx.config.checkpoints
   if (!settings || acquiredTurnCount === undefined || acquiredTurnCount === 0) return undefined
   try {
-    const latest = (await ctx.store.readCheckpoints!(key)).at(-1)
+    // The head, not the newest: after a restore the session continues from an older checkpoint.
+    const [record, checkpoints] = await Promise.all([ctx.store.get(key), ctx.store.readCheckpoints!(key)])
+    const head = headOf(record, checkpoints)
+    const latest = checkpoints.find((c) => c.id === head)
     if (latest?.turn !== acquiredTurnCount) return undefined
     const input = { sandboxId: latest.sandboxId, snapshot: latest.snapshot, keep: settings.keep }
     return { input, ms: 0, fresh: false }

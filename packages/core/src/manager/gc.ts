@@ -50,7 +50,12 @@ export async function gc(ctx: ManagerContext, gcOptions?: GcOptions): Promise<Gc
   // Ages on the store's clock, which every process shares: this process's clock may be off (or jump), and
   // a sandbox it took for old could be one another process is creating right now.
   const now = typeof ctx.store.now === 'function' ? await ctx.store.now() : Date.now()
-  const tenants = only ? [only] : [...new Set([...sandboxes.map((s) => s.tenant), 'default'])]
+  // Every tenant with sessions, not only those with a live sandbox: a session whose sandbox is gone (killed
+  // at turn end, rewound) still has checkpoints and a pending restore whose snapshots must stay.
+  const stored = only || typeof ctx.store.listTenants !== 'function' ? [] : await ctx.store.listTenants()
+  const tenants = only
+    ? [only]
+    : [...new Set([...sandboxes.map((s) => s.tenant), ...stored.map(validateTenant), 'default'])]
   const result: GcResult = {
     killedSandboxes: [],
     deletedSessions: [],
@@ -87,7 +92,13 @@ export async function gc(ctx: ManagerContext, gcOptions?: GcOptions): Promise<Gc
       result.killedSandboxes.push(sandbox.sandboxId)
     }
   }
-  const sweep = { now, graceMs, dryRun, allTenants: only === undefined }
+  // Only a store that names all its tenants lets the sweep delete snapshots of sessions gc did not see.
+  const sweep = {
+    now,
+    graceMs,
+    dryRun,
+    allTenants: only === undefined && typeof ctx.store.listTenants === 'function',
+  }
   result.deletedSnapshots.push(...(await sweepSnapshots(ctx, snapshotUse, sweep)))
   return result
 }

@@ -39,7 +39,7 @@ async function nextTurnSees(sessions: ReturnType<typeof setup>['sessions'], id: 
   return { x, file, report }
 }
 
-for (const snapshots of [true, false]) {
+for (const snapshots of [{}, false] as const) {
   const source = snapshots ? 'snapshot' : 'journal'
   describe(`the checkpoint tree (${source})`, () => {
     it('switching back to the first answer after a regenerate runs on that answer’s state (issue 31, defect 1)', async () => {
@@ -223,5 +223,45 @@ describe('turn.checkpoint()', () => {
     const turn = await sessions.beginTurn(id)
     await expect(turn.checkpoint()).rejects.toMatchObject({ code: 'CAPABILITY_UNSUPPORTED' })
     await turn.end()
+  })
+})
+
+describe('gc over the tree (issue 30.2)', () => {
+  it('without a tenant visits every tenant with sessions, and keeps the snapshots their checkpoints and pending restore use', async () => {
+    let clock = Date.now()
+    const store = createMemorySessionStore({ now: () => clock })
+    const made = setup({ checkpoints, store, onTurnEnd: 'kill', createWaitMs: 0, leaseMs: 300 })
+    const { sessions, provider, id } = made
+    // Tenant acme's session: its sandbox is killed at each turn end, so acme has no live sandbox.
+    const tenant = 'acme'
+    const taken: string[] = []
+    for (const x of [1, 2]) {
+      const turn = await sessions.beginTurn(id, { tenant })
+      await setX(turn, x)
+      taken.push((await turn.end()).checkpoint!.snapshot!.snapshotId)
+    }
+    await sessions.rewind(id, { toTurn: 1, tenant })
+    clock += 3_600_000
+    const result = await sessions.gc()
+    expect(result.deletedSnapshots).toEqual([])
+    expect(taken.map((snapshotId) => provider.snapshots.has(snapshotId))).toEqual([true, true])
+    const next = await sessions.beginTurn(id, { tenant })
+    expect(next.report).toMatchObject({ outcome: 'rewound', restored: { source: 'snapshot' } })
+    expect(await next.sandbox.readFile('/home/user/x.txt')).toBe('1')
+    await next.end()
+  })
+})
+
+describe('a turn that never used the sandbox after a restore', () => {
+  it('stands its checkpoint on the restored checkpoint’s snapshot, not the newest one', async () => {
+    const { sessions, id } = setup({ checkpoints })
+    const one = await turnSetting(sessions, id, 1)
+    await turnSetting(sessions, id, 2)
+    await sessions.restore(id, { checkpoint: one.id })
+    // The restore's turn makes the sandbox from turn 1's snapshot, and checkpoints it.
+    const restored = await turnSetting(sessions, id, 1)
+    const idle = await sessions.beginTurn(id, { lazy: true })
+    const end = (await idle.end()).checkpoint!
+    expect(end).toMatchObject({ parentId: restored.id, snapshot: restored.snapshot })
   })
 })

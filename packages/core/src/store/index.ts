@@ -10,6 +10,7 @@ export {
   invalidArgument,
   rejectUnknownOptions,
   type SessionKey,
+  TENANT_PATTERN,
   validateCheckpointId,
   validateInteger,
   validateSandboxId,

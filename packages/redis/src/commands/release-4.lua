@@ -3,9 +3,10 @@
   is the last, keeps it as the session's hold (acquire refuses others until release-hold), writes the manifest
   and counters, applies stateIfLast when no live holder remains, refreshes the TTL, and tells whether the
   caller was the last live holder. A lapsed lease still records the turn. With a checkpoint asked for, also
-  records it in the same step: the turn's end (new turnCount, journal length, the record's manifest) unless
-  the record no longer maps its sandbox or a higher token mapped since the turn began (then refused); it
-  replaces one of the same turn and prunes the oldest past `keep`. Refuses a corrupt record or checkpoints
+  records it in the same step as the head's child and the new head (its turn: the new turnCount; its
+  journal part: the entries recorded since the head; its manifest: the record's) unless the record no
+  longer maps its sandbox or a higher token mapped since the turn began (then refused); retention then keeps
+  the newest `keep` and the head (includes/checkpoints.lua). Refuses a corrupt record or checkpoint tree
   without writing anything.
 
   KEYS[1] record    KEYS[2] lease    KEYS[3] journal    KEYS[4] checkpoints
@@ -29,11 +30,12 @@
   ARGV[16] the sandbox the checkpoint's snapshot is of; '' records no checkpoint
   ARGV[17] the checkpoint's snapshot JSON, '' for none
   ARGV[18] checkpoints to keep, this one included
+  ARGV[19] the new checkpoint's id (random, made by the client)
 
   Returns { 'ok', last (0|1), record values in FIELDS order (empty when none), held (0|1),
             checkpoint (0 none asked for | 1 recorded | 2 refused),
-            the checkpoint recorded { turn, '<createdAt>:<journalLength>:<sandboxId>', snapshot, manifest }
-            (empty unless recorded), the checkpoints replaced or pruned in that form, oldest first }
+            the checkpoint recorded { id, first field, snapshot, manifest } (empty unless recorded), the
+            checkpoints pruned in that form, oldest first }
        or { 'corrupt', index in KEYS of the bad key }
 ]]
 --- @include "session"

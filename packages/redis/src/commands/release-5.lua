@@ -10,9 +10,9 @@
 
   KEYS[1] record    KEYS[2] lease    KEYS[3] journal    KEYS[4] checkpoints    KEYS[5] tenant index
 
-  ARGV[1..18] as in release-4.lua
-  ARGV[19] index member (the conversation hash)
-  ARGV[20] index score (the turn end)
+  ARGV[1..19] as in release-4.lua
+  ARGV[20] index member (the conversation hash)
+  ARGV[21] index score (the turn end)
 
   Returns as release-4.lua
 ]]
@@ -23,5 +23,5 @@
 
 local reply = release_turn({ KEYS[1], KEYS[2], KEYS[3], KEYS[4] })
 -- A session without a record (its creator released without creating) is not listed.
-if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[5], ARGV[19], ARGV[20]) end
+if reply[1] == 'ok' and #reply[3] > 0 then touch_index(KEYS[5], ARGV[20], ARGV[21]) end
 return reply

@@ -1,27 +1,28 @@
 --[[
-  Sets a session back to the end of turn `toTurn` in one step, without a lease of the caller's: refused,
-  with nothing written, while any live holder or hold exists, when the record does not map the expected
-  sandbox, or when `toTurn` is neither 0 nor a kept checkpoint's turn. Takes the next fencing token (as
-  acquire would), so a turn that began before and lost its lease can neither map a sandbox nor record a
-  checkpoint afterwards. Cuts the journal (and its byte count) back to the checkpoint's length, drops later
-  checkpoints, and writes turnCount, the checkpoint's manifest, no sandbox, state 'unknown', the pending
-  restore and the new token as mappingToken. Refreshes the session TTL. Refuses a corrupt record or
-  checkpoints without writing anything.
+  Restores a session to a checkpoint of its tree in one step, without a lease of the caller's: refused, with
+  nothing written, while any live holder or hold exists, when the record does not map the expected sandbox,
+  or when the target is not a kept checkpoint of this session (by id, on any branch; or the head's ancestor
+  at a depth; or the root). Takes the next fencing token (as acquire would), so a turn that began before and
+  lost its lease can neither map a sandbox, append to the journal nor record a checkpoint afterwards. Moves
+  the head to the target and drops the entries recorded since the old head (the target's branch journal is
+  its path in the tree); deletes no checkpoint. Writes turnCount (the target's turn), its manifest, no
+  sandbox, state 'unknown', the pending restore and the new token as mappingToken. Refreshes the session
+  TTL. Refuses a corrupt record or checkpoint tree without writing anything.
 
   KEYS[1] record    KEYS[2] lease    KEYS[3] journal    KEYS[4] checkpoints
 
   ARGV[1] tenant
   ARGV[2] conversation id
-  ARGV[3] the turn to go back to (0 = before the first turn)
-  ARGV[4] the sandbox id the caller saw mapped, '' for none
-  ARGV[5] session TTL, ms
+  ARGV[3] 'id': ARGV[4] is a checkpoint id ('' = the root); 'turn': ARGV[4] is a depth (0 = the root)
+  ARGV[4] the target
+  ARGV[5] the sandbox id the caller saw mapped, '' for none
+  ARGV[6] session TTL, ms
 
-  Returns { 'ok', record values in FIELDS order, the checkpoint gone back to (empty for turn 0), the
-            checkpoints dropped, oldest first } (checkpoints as { turn, '<createdAt>:<journalLength>:<sandboxId>',
-            snapshot JSON or nil, manifest JSON or nil })
+  Returns { 'ok', record values in FIELDS order, the checkpoint restored { id, first field, snapshot JSON
+            or nil, manifest JSON or nil } (empty for the root) }
        or { 'busy', ms until the longest live lease lapses } while a turn (or a hold) holds the session
        or { 'mismatch', the sandbox id mapped ('' none) }
-       or { 'missing', kept turns } when `toTurn` has no checkpoint (or there is no record)
+       or { 'missing', kept checkpoints, the head's turn, 'pruned' or 'unknown' } (or there is no record)
        or { 'corrupt', index in KEYS of the bad key }
 ]]
 --- @include "session"
@@ -29,9 +30,8 @@
 
 local status, record = load_record(KEYS[1], ARGV[1], ARGV[2])
 if status == 'corrupt' then return { 'corrupt', 1 } end
-local turns = checkpoint_turns(KEYS[4])
-if not turns then return { 'corrupt', 4 } end
-local to_turn = tonumber(ARGV[3])
+local nodes, ids = tree_nodes(KEYS[4])
+if not nodes then return { 'corrupt', 4 } end
 local now = store_now()
 local holders, count, _, counter = live_holders(KEYS[2], now)
 if not holders then return { 'corrupt', 2 } end
@@ -44,27 +44,44 @@ if count > 0 then
 end
 local current = ''
 if record and record[F_SANDBOX] then current = record[F_SANDBOX] end
-if current ~= ARGV[4] then return { 'mismatch', current } end
+if current ~= ARGV[5] then return { 'mismatch', current } end
 
-local kept, later = {}, {}
-local found = to_turn == 0
-for i = 1, #turns do
-  if turns[i] == to_turn then found = true end
-  if turns[i] <= to_turn then kept[#kept + 1] = turns[i] else later[#later + 1] = turns[i] end
+local kept = 0
+for i = 1, #ids do
+  if nodes[ids[i]].kept then kept = kept + 1 end
 end
--- Without a record no turn ever ended: there is nothing to go back to, not even turn 0.
-if not record or not found then
-  local listed = {}
-  for i = 1, #turns do listed[i] = integer(turns[i]) end
-  return { 'missing', as_reply(listed) }
+local head = head_of(record, nodes, ids)
+if head == nil then return { 'corrupt', 1 } end
+local depth = record and tonumber(record[F_TURNS]) or 0
+
+local target, why = false, 'unknown'
+if ARGV[3] == 'id' then
+  if ARGV[4] ~= '' then
+    local node = nodes[ARGV[4]]
+    if node and node.kept then
+      target = node
+    else
+      target = nil
+      if node or was_pruned(KEYS[4], ARGV[4]) then why = 'pruned' end
+    end
+  end
+else
+  local turn = tonumber(ARGV[4])
+  if turn > 0 then
+    target = ancestor_at(nodes, head, turn)
+    if target == 'pruned' then
+      target, why = nil, 'pruned'
+    end
+  end
 end
-local target = {}
-if to_turn > 0 then
-  target = read_checkpoint(KEYS[4], to_turn)
-  if not target then return { 'corrupt', 4 } end
+-- Without a record no turn ever ended: there is nothing to go back to, not even the root.
+if not record or target == nil then return { 'missing', kept, depth, why } end
+
+local reply = {}
+if target then
+  reply = read_checkpoint(KEYS[4], target.id)
+  if not reply then return { 'corrupt', 4 } end
 end
-local dropped = read_checkpoints(KEYS[4], later)
-if not dropped then return { 'corrupt', 4 } end
 local length = redis.pcall('LLEN', KEYS[3])
 if type(length) ~= 'number' then return { 'corrupt', 3 } end
 
@@ -73,35 +90,28 @@ local token = counter
 if tonumber(record[F_TOKEN]) > token then token = tonumber(record[F_TOKEN]) end
 token = token + 1
 redis.call('HSET', KEYS[2], 'token', token)
-
--- The journal as it was at the checkpoint, and its byte count with it (append-journal counts on it).
-local keep_steps = 0
-if to_turn > 0 then keep_steps = tonumber(string.match(target[2], '^%d+:(%d+):')) end
-if length > keep_steps then
-  if keep_steps == 0 then
-    redis.call('DEL', KEYS[3])
-    redis.call('HDEL', KEYS[2], 'jbytes')
-  else
-    redis.call('LTRIM', KEYS[3], 0, keep_steps - 1)
-    local bytes = 0
-    for _, entry in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do bytes = bytes + #entry end
-    redis.call('HSET', KEYS[2], 'jbytes', bytes)
-  end
-end
-for i = 1, #later do drop_checkpoint(KEYS[4], later[i]) end
-if #kept == 0 then redis.call('HDEL', KEYS[2], 'cp') end
+-- The entries since the old head are not on the target's branch.
+if length > 0 then redis.call('DEL', KEYS[3]) end
+redis.call('HDEL', KEYS[2], 'jbytes')
 
 local snapshot = 'null'
-if to_turn > 0 and target[3] then snapshot = target[3] end
-record[F_RESTORE] = '{"kind":"rewound","turn":' .. integer(to_turn) .. ',"snapshot":' .. snapshot
-  .. ',"fromSandboxId":' .. json_string(record[F_SANDBOX]) .. ',"at":' .. integer(now) .. '}'
-record[F_TURNS] = integer(to_turn)
-record[F_MANIFEST] = to_turn > 0 and target[4]
+if target and reply[3] then snapshot = reply[3] end
+local turn = 0
+if target then turn = target.turn end
+local checkpoint_id = 'null'
+if target then checkpoint_id = '"' .. target.id .. '"' end
+record[F_RESTORE] = '{"kind":"rewound","turn":' .. integer(turn) .. ',"checkpointId":' .. checkpoint_id
+  .. ',"snapshot":' .. snapshot .. ',"fromSandboxId":' .. json_string(record[F_SANDBOX]) .. ',"at":'
+  .. integer(now) .. '}'
+record[F_TURNS] = integer(turn)
+record[F_MANIFEST] = target and reply[4]
 record[F_SANDBOX] = false
 record[F_STATE] = 'unknown'
 record[F_PAUSED_AT] = false
 record[F_TOKEN] = integer(token)
 record[F_UPDATED] = integer(now)
-save_fields(KEYS[1], record, { F_RESTORE, F_TURNS, F_MANIFEST, F_SANDBOX, F_STATE, F_PAUSED_AT, F_TOKEN, F_UPDATED })
-refresh(KEYS, tonumber(ARGV[5]))
-return { 'ok', record, target, as_reply(dropped) }
+record[F_HEAD] = target and target.id or ''
+save_fields(KEYS[1], record, { F_RESTORE, F_TURNS, F_MANIFEST, F_SANDBOX, F_STATE, F_PAUSED_AT, F_TOKEN, F_UPDATED,
+  F_HEAD })
+refresh(KEYS, tonumber(ARGV[6]))
+return { 'ok', record, reply }

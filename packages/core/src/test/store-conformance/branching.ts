@@ -531,6 +531,176 @@ export const branchingConformance = defineArea(
       expect(await store.readCheckpoints(key)).toEqual([])
     })
 
+    // The checkpoint tree (issue 31): siblings, restores by id, retention over branches, forks of any branch.
+    const restoreTo = (
+      store: BranchingStore,
+      key: SessionKey,
+      checkpoint: string | null,
+      sandboxId: string | null,
+    ) => store.rewind(key, { checkpoint, expectedSandboxId: sandboxId })
+
+    /** A turn on `key` after a restore: maps `sandboxId`, journals `step`, checkpoints. */
+    const turnAfterRestore = async (
+      store: BranchingStore,
+      key: SessionKey,
+      sandboxId: string,
+      step: JournalStep,
+    ) => {
+      const { lease } = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
+      await store.setSandbox(key, lease, mapping(sandboxId, null))
+      await store.appendJournal(key, step, { lease })
+      const released = await store.release(key, lease, {
+        turnEndedAt: Date.now(),
+        manifest: manifestFor(sandboxId, sandboxId),
+        checkpoint: { sandboxId, snapshot: snapshotOf(7), keep: 10 },
+      })
+      return released.checkpoint!
+    }
+
+    test('tree: restores to a sibling branch, with that branch’s journal; nothing is deleted', async () => {
+      const store = supported(await open())
+      if (!store) return
+      const key = newKey()
+      const [one, two] = await runTurns(store, key, 2)
+      await restoreTo(store, key, one!.id, 'sbx-1')
+      const sibling = await turnAfterRestore(store, key, 'sbx-2', {
+        kind: 'command',
+        command: 'echo sibling',
+      })
+      expect(sibling).toMatchObject({ turn: 2, parentId: one!.id, journalLength: 2 })
+      const restored = await restoreTo(store, key, two!.id, 'sbx-2')
+      expect(restored.checkpoint).toEqual(two)
+      expect(restored.record).toMatchObject({ head: two!.id, turnCount: 2, sandboxId: null })
+      expect(restored.record.restore).toMatchObject({ checkpointId: two!.id, snapshot: two!.snapshot })
+      expect((await store.readJournal(key)).map((entry) => entry.step)).toEqual([stepOf(1), stepOf(2)])
+      expect((await store.readCheckpoints(key)).map((c) => c.id)).toEqual([one!.id, two!.id, sibling.id])
+      await restoreTo(store, key, sibling.id, null)
+      expect((await store.readJournal(key)).map((entry) => entry.step)).toEqual([
+        stepOf(1),
+        { kind: 'command', command: 'echo sibling' },
+      ])
+      // The root: an empty branch.
+      await restoreTo(store, key, null, null)
+      expect(await store.readJournal(key)).toEqual([])
+      expect((await store.get(key))?.head).toBeNull()
+    })
+
+    test('tree: prunes the oldest across branches, keeps the head and the journal parts kept ones need', async () => {
+      const store = supported(await open())
+      if (!store) return
+      const key = newKey()
+      const [one, two] = await runTurns(store, key, 2, { keep: 2 })
+      await restoreTo(store, key, one!.id, 'sbx-1')
+      const { lease } = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
+      await store.setSandbox(key, lease, mapping('sbx-2', null))
+      await store.appendJournal(key, stepOf(3), { lease })
+      const released = await store.release(key, lease, {
+        turnEndedAt: Date.now(),
+        checkpoint: { sandboxId: 'sbx-2', snapshot: snapshotOf(3), keep: 2 },
+      })
+      // Newest two: the sibling and turn 2; turn 1 (their common parent) is pruned but its part stays.
+      expect(released.prunedCheckpoints).toEqual([one])
+      expect((await store.readCheckpoints(key)).map((c) => c.id)).toEqual([two!.id, released.checkpoint!.id])
+      expect((await store.readJournal(key)).map((entry) => entry.step)).toEqual([stepOf(1), stepOf(3)])
+      const pruned = await expectCode(restoreTo(store, key, one!.id, 'sbx-2'), 'CHECKPOINT_NOT_FOUND')
+      expect(pruned.message).toMatch(/pruned/)
+      await restoreTo(store, key, two!.id, 'sbx-2')
+      expect((await store.readJournal(key)).map((entry) => entry.step)).toEqual([stepOf(1), stepOf(2)])
+    })
+
+    test('tree: refuses ids of another conversation or tenant, and made-up ones, writing nothing', async () => {
+      const store = supported(await open())
+      if (!store) return
+      const key = newKey()
+      const other = newKey()
+      const elsewhere = newKey(key.conversationId, `${key.tenant}-b`)
+      await runTurns(store, key, 1)
+      const [theirs] = await runTurns(store, other, 1)
+      const [foreign] = await runTurns(store, elsewhere, 1)
+      const before = await sessionState(store, key)
+      for (const id of [theirs!.id, foreign!.id, `ck_${'Z'.repeat(22)}`]) {
+        const error = await expectCode(restoreTo(store, key, id, 'sbx-1'), 'CHECKPOINT_NOT_FOUND')
+        expect(error.message).toMatch(/not one of this conversation's checkpoints/)
+        if (store.readForkSource)
+          await expectCode(store.readForkSource(key, { checkpoint: id }), 'CHECKPOINT_NOT_FOUND')
+      }
+      expect(await sessionState(store, key)).toEqual(before)
+    })
+
+    test('tree: a restore racing another process’s turn is refused while it runs, and fences it after it lapsed', async () => {
+      const store = supported(await open())
+      if (!store) return
+      const key = newKey()
+      const [one] = await runTurns(store, key, 2)
+      const running = await begin(store, key)
+      await expectCode(restoreTo(store, key, one!.id, 'sbx-1'), 'SESSION_BUSY')
+      const slow = await begin(store, key, leases.short)
+      await store.release(key, running, { turnEndedAt: Date.now() })
+      await sleep(leases.lapseWait)
+      await restoreTo(store, key, one!.id, 'sbx-1')
+      // The lapsed turn can neither journal nor checkpoint into the restored session.
+      await expectCode(store.appendJournal(key, stepOf(9), { lease: slow }), 'LEASE_LOST')
+      if (store.checkpoint) {
+        await expectCode(
+          store.checkpoint(key, slow, { sandboxId: 'sbx-1', snapshot: null, keep: 10, manifest: null }),
+          'LEASE_LOST',
+        )
+      }
+      expect((await store.readJournal(key)).map((entry) => entry.step)).toEqual([stepOf(1)])
+    })
+
+    test('tree: a fork reads a non-head branch’s checkpoint and journal together', async () => {
+      const store = supported(await open())
+      if (!store) return
+      if (!store.readForkSource) return
+      const key = newKey()
+      const [one, two] = await runTurns(store, key, 2)
+      await restoreTo(store, key, one!.id, 'sbx-1')
+      await turnAfterRestore(store, key, 'sbx-2', { kind: 'command', command: 'echo sibling' })
+      const source = await store.readForkSource(key, { checkpoint: two!.id })
+      expect(source.checkpoint).toEqual(two)
+      expect(source.journal).toEqual([stepOf(1), stepOf(2)])
+      const head = await store.readForkSource(key, {})
+      expect(head.journal).toEqual([stepOf(1), { kind: 'command', command: 'echo sibling' }])
+      expect((await store.readForkSource(key, { checkpoint: null })).journal).toEqual([])
+    })
+
+    test('tree: a mid-turn checkpoint is the head’s child and the new head, fenced by the lease', async () => {
+      const store = supported(await open())
+      if (!store) return
+      if (!store.checkpoint) return
+      const key = newKey()
+      const [one] = await runTurns(store, key, 1)
+      const lease = await begin(store, key)
+      await store.appendJournal(key, stepOf(2), { lease })
+      const step = await store.checkpoint(key, lease, {
+        sandboxId: 'sbx-1',
+        snapshot: snapshotOf(2),
+        keep: 10,
+        manifest: null,
+      })
+      expect(step.checkpoint).toMatchObject({
+        parentId: one!.id,
+        turn: 2,
+        from: 'mid-turn',
+        journalLength: 2,
+      })
+      expect((await store.get(key))?.head).toBe(step.checkpoint.id)
+      const end = await store.release(key, lease, {
+        turnEndedAt: Date.now(),
+        checkpoint: { sandboxId: 'sbx-1', snapshot: null, keep: 10 },
+      })
+      expect(end.checkpoint).toMatchObject({ parentId: step.checkpoint.id, turn: 2, from: 'turn-end' })
+    })
+
+    test('tree: listTenants names every tenant with sessions', async () => {
+      const store = supported(await open())
+      if (!store?.listTenants) return
+      const key = newKey(undefined, `t${Math.random().toString(36).slice(2, 10)}`)
+      await runTurns(store, key, 1)
+      expect(await store.listTenants()).toContain(key.tenant)
+    })
+
     const { corruptCheckpoints } = options
     if (corruptCheckpoints) {
       test('refuses damaged checkpoints with STORE_CORRUPT naming them, and leaves the session as is', async () => {

@@ -36,9 +36,9 @@ local function create_fork(keys)
   local restore = string.sub(ARGV[7], 1, -2) .. ',"at":' .. created .. '}'
   local record = { '1', ARGV[1], ARGV[2], false, ARGV[3] ~= '' and ARGV[3], ARGV[4] ~= '' and ARGV[4], created,
     created, false, false, integer(tonumber(ARGV[5])), '0', '0', 'unknown', false, '0', ARGV[6] ~= '' and ARGV[6],
-    false, restore }
+    false, restore, '' }
   save_fields(keys[1], record, { F_SCHEMA, F_TENANT, F_CONVERSATION, F_PROVIDER, F_TEMPLATE, F_CREATED, F_UPDATED,
-    F_TURNS, F_RUNNING, F_PAUSED_SECONDS, F_STATE, F_TOKEN, F_MANIFEST, F_RESTORE })
+    F_TURNS, F_RUNNING, F_PAUSED_SECONDS, F_STATE, F_TOKEN, F_MANIFEST, F_RESTORE, F_HEAD })
   refresh(keys, tonumber(ARGV[10]))
   return { 'ok', record }
 end

@@ -1,45 +1,29 @@
--- The checkpoint a release asks for (ARGV[16..18]), planned before anything is written: refused (the
--- record no longer maps its sandbox, or a rewind's higher token mapped since the turn began), or the new
--- turn, the journal's length and the kept checkpoints it replaces or prunes (read and checked). Returns
--- nil when there is none to plan, 'corrupt' and the index in KEYS of a damaged key, or the plan.
+-- The checkpoint a release asks for (ARGV[16..19]), planned before anything is written: refused (the
+-- record no longer maps its sandbox, or a restore's higher token mapped since the turn began), or the tree
+-- read and checked. Returns nil when there is none to plan, 'corrupt' and the index in KEYS of a damaged
+-- key, or the plan.
 local function plan_checkpoint(record, keys, token)
   if ARGV[16] == '' then return nil end
-  local turns = checkpoint_turns(keys[4])
-  if not turns then return 'corrupt', 4 end
+  local nodes, ids, seq = tree_nodes(keys[4])
+  if not nodes then return 'corrupt', 4 end
   if not record or token < tonumber(record[F_TOKEN]) or record[F_SANDBOX] ~= ARGV[16] then
     return { refused = true }
   end
-  local length = redis.pcall('LLEN', keys[3])
-  if type(length) ~= 'number' then return 'corrupt', 3 end
-  local turn = tonumber(record[F_TURNS]) + 1
-  local others, removed = {}, {}
-  for i = 1, #turns do
-    if turns[i] == turn then removed[#removed + 1] = turn else others[#others + 1] = turns[i] end
-  end
-  -- The new one is the newest: the oldest of the others go past `keep`.
-  local excess = #others + 1 - tonumber(ARGV[18])
-  for i = 1, excess do removed[#removed + 1] = others[i] end
-  table.sort(removed)
-  local pruned = read_checkpoints(keys[4], removed)
-  if not pruned then return 'corrupt', 4 end
-  return { turn = turn, length = length, removed = removed, pruned = pruned }
+  return { nodes = nodes, ids = ids, seq = seq }
 end
 
--- Writes a planned checkpoint of the turn `record` ended (after the record's write: its manifest).
+-- Writes a planned checkpoint of the turn `record` ended (after the record's write: its turn count and
+-- manifest), as the head's child. Returns its reply and the pruned ones, or nil and the index in KEYS of a
+-- damaged key.
 local function write_checkpoint(plan, record, keys)
-  for i = 1, #plan.removed do drop_checkpoint(keys[4], plan.removed[i]) end
-  local name = integer(plan.turn)
-  local meta = integer(tonumber(ARGV[7])) .. ':' .. integer(plan.length) .. ':' .. ARGV[16]
-  redis.call('HSET', keys[4], name, meta)
-  write_checkpoint_part(keys[4], name .. ':snapshot', ARGV[17])
-  write_checkpoint_part(keys[4], name .. ':manifest', record[F_MANIFEST])
-  redis.call('HSET', keys[2], 'cp', '1')
-  return { name, meta, ARGV[17] ~= '' and ARGV[17], record[F_MANIFEST] }
+  return add_checkpoint(keys, record, plan.nodes, plan.ids, plan.seq, { id = ARGV[19],
+    created = tonumber(ARGV[7]), turn = tonumber(record[F_TURNS]), from = 'e', sandbox = ARGV[16],
+    snapshot = ARGV[17], manifest = record[F_MANIFEST], keep = tonumber(ARGV[18]) })
 end
 
 -- The end of a turn (inlined by the loader where a script says `--- @include "release"`, after "session"
 -- and "checkpoints"), shared by release-4 (Cluster: the index is touched by its own command) and release-5
--- (one node: same script). `keys` = { record, lease, journal, checkpoints }. Reads ARGV[1..18] as
+-- (one node: same script). `keys` = { record, lease, journal, checkpoints }. Reads ARGV[1..19] as
 -- documented in release-4.lua. Returns the script's reply table.
 local function release_turn(keys)
   local record_key, lease_key = keys[1], keys[2]
@@ -117,8 +101,14 @@ local function release_turn(keys)
   if plan and plan.refused then
     checkpoint_status = 2
   elseif plan then
-    checkpoint_status, checkpoint, pruned = 1, write_checkpoint(plan, record, keys), plan.pruned
-    has_checkpoints = true
+    checkpoint, pruned = write_checkpoint(plan, record, keys)
+    -- A taken id (a collision of 128 random bits) or a tree damaged meanwhile: refused, the turn stands.
+    if type(checkpoint) == 'table' then
+      checkpoint_status = 1
+      has_checkpoints = true
+    else
+      checkpoint_status, checkpoint, pruned = 2, {}, {}
+    end
   end
   refresh_session(keys, has_journal, has_checkpoints, tonumber(ARGV[11]))
   return { 'ok', last, record or {}, held, checkpoint_status, checkpoint, as_reply(pruned) }

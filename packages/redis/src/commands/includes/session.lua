@@ -11,7 +11,8 @@
 --                  jbytes = journal bytes, h:<holderId> = '<expiresAt>:<token>:<startedAt>',
 --                  cp = '1' while the checkpoints hash exists (a turn's begin and end then refresh its TTL)
 --   journal  list  JSON entries in recording order
---   checkpoints hash  kept checkpoints (see includes/checkpoints.lua)
+--   checkpoints hash  the checkpoint tree (see includes/checkpoints.lua); the record's `head` names the
+--                  checkpoint the session continues from ('' = the root)
 
 -- The store clock: Redis server time in epoch ms, so leases never depend on a client's clock.
 local function store_now()
@@ -24,11 +25,11 @@ end
 -- load_record, in step.
 local FIELDS = { 'schemaVersion', 'tenant', 'conversationId', 'sandboxId', 'providerId', 'template',
   'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount', 'runningSeconds',
-  'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox', 'restore' }
+  'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox', 'restore', 'head' }
 local F_SCHEMA, F_TENANT, F_CONVERSATION, F_SANDBOX, F_PROVIDER, F_TEMPLATE = 1, 2, 3, 4, 5, 6
 local F_CREATED, F_UPDATED, F_STARTED, F_ENDED, F_TURNS, F_RUNNING = 7, 8, 9, 10, 11, 12
 local F_PAUSED_SECONDS, F_STATE, F_PAUSED_AT, F_TOKEN, F_MANIFEST, F_USED = 13, 14, 15, 16, 17, 18
-local F_RESTORE = 19
+local F_RESTORE, F_HEAD = 19, 20
 
 local function integer(value)
   return string.format('%d', value)
@@ -67,6 +68,11 @@ local function is_amount(value)
   if rest and string.sub(rest, 1, 1) == '.' then rest = string.match(rest, '^%.%d+(.*)$') end
   if not rest or (rest ~= '' and not string.match(rest, '^[eE][+-]?%d+$')) then return false end
   return tonumber(value) ~= math.huge
+end
+
+-- A checkpoint id as the store makes them: 'ck_' and 22 base64url characters.
+local function is_checkpoint_id(value)
+  return type(value) == 'string' and #value == 25 and string.match(value, '^ck_[%w_-]+$') ~= nil
 end
 
 local function is_text(value)
@@ -154,6 +160,8 @@ local function restore_ok(text)
   if from ~= nil and from ~= cjson.null and (not is_text(from) or not printable_or_null(from, 256)) then
     return false
   end
+  local checkpoint = restore.checkpointId
+  if checkpoint ~= nil and checkpoint ~= cjson.null and not is_checkpoint_id(checkpoint) then return false end
   return restore.fromConversationId == nil or is_text(restore.fromConversationId)
 end
 
@@ -165,7 +173,7 @@ local function load_record(key, tenant, conversation_id)
   local record = redis.pcall('HMGET', key, 'schemaVersion', 'tenant', 'conversationId', 'sandboxId',
     'providerId', 'template', 'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount',
     'runningSeconds', 'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox',
-    'restore')
+    'restore', 'head')
   if record.err then return 'corrupt' end
   if not record[F_SCHEMA] then
     if redis.call('EXISTS', key) == 0 then return 'none' end
@@ -192,6 +200,8 @@ local function load_record(key, tenant, conversation_id)
   end
   if record[F_MANIFEST] and not manifest_ok(record[F_MANIFEST]) then return 'corrupt' end
   if record[F_RESTORE] and not restore_ok(record[F_RESTORE]) then return 'corrupt' end
+  -- The head: absent (a record from before checkpoint trees), '' (the root) or a checkpoint id.
+  if record[F_HEAD] and record[F_HEAD] ~= '' and not is_checkpoint_id(record[F_HEAD]) then return 'corrupt' end
   return 'ok', record
 end
 

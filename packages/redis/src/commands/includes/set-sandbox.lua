@@ -21,9 +21,9 @@ local function set_sandbox(record_key, lease_key, journal_key, checkpoints_key)
   local positions = { F_SANDBOX, F_PROVIDER, F_STATE, F_PAUSED_AT, F_TOKEN, F_UPDATED, F_RESTORE }
   if not record then
     record = { '1', ARGV[1], ARGV[2], false, false, false, integer(now), false, integer(holder[3]), false, '0', '0',
-      '0', false, false, false, false, false, false }
+      '0', false, false, false, false, false, false, '' }
     for _, position in ipairs({ F_SCHEMA, F_TENANT, F_CONVERSATION, F_CREATED, F_STARTED, F_TURNS, F_RUNNING,
-      F_PAUSED_SECONDS }) do
+      F_PAUSED_SECONDS, F_HEAD }) do
       positions[#positions + 1] = position
     end
   end
