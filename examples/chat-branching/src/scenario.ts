@@ -67,7 +67,7 @@ function describe(observation: Observation, answer: UIMessage | undefined): stri
   if (setting.length > 0) lines.push(`${pad}does   ${setting.join('; ')}`)
   const sandkeep = answer ? sandkeepMetadataOf(answer) : undefined
   const checkpoint = sandkeep
-    ? `  [turn ${sandkeep.turn}, checkpoint: ${sandkeep.checkpoint.snapshotId ? 'snapshot' : 'journal only'}, ${sandkeep.checkpoint.journalLength} journal steps]`
+    ? `  [turn ${sandkeep.turn}, checkpoint: ${sandkeep.snapshotId ? 'snapshot' : 'journal only'}, ${sandkeep.journalLength} journal steps]`
     : ''
   lines.push(`${pad}says   ${observation.text}${checkpoint}`)
   return lines
@@ -107,7 +107,13 @@ export async function runScenario(url: string, log: (line: string) => void = con
   const forked = (await response.json()) as { atTurn?: number; source?: string; error?: string }
   if (!response.ok) throw new Error(`fork: ${forked.error}`)
   log(`fork  = forked the chat at turn ${forked.atTurn} (its sandbox from the ${forked.source})`)
-  const fork = new NodeChat(url, forkId, structuredClone(shop.messages))
+  // The fork's copy of the messages drops their sandkeep metadata: its ids are the source conversation's
+  // checkpoints, which the fork's turns would refuse; the fork's first turn goes on from the fork point.
+  const copy = structuredClone(shop.messages).map((message) => {
+    const { sandkeep: _, ...rest } = (message.metadata ?? {}) as Record<string, unknown>
+    return { ...message, metadata: rest }
+  })
+  const fork = new NodeChat(url, forkId, copy)
 
   await send(fork, 'fork', 'Add 20% tax.')
   await send(shop, 'shop', 'Switch to euros.')

@@ -1,10 +1,12 @@
 // A chat endpoint on node:http that speaks what the AI SDK's useChat sends and reads: POST /api/chat with
-// { id, messages } (the chat's whole history), answered with the UI message stream. Each request is one
-// sandkeep turn, and the sandbox follows the history the client sent: `branchFromMessages` reads the turn
-// of the last assistant message (its metadata holds it, put there by `turn.messageMetadata()`), so a
-// regenerated answer (history without the last answer) or an edited message (history cut after it)
-// rewinds the sandbox to the state that history left, and a normal request rewinds nothing.
-// POST /api/fork { id, newId, messages } starts a new conversation from the state the messages reached.
+// { id, messages, trigger, messageId } (DefaultChatTransport's body: the chat's history), answered with the
+// UI message stream. Each request is one sandkeep turn, and the sandbox follows the branch of the chat the
+// client sent: `branchFromMessages` reads the checkpoint id of the last answer in the history (its
+// metadata holds it, put there by `turn.messageMetadata()`), so a regenerated answer (history without it),
+// an edited message (history cut before it) or a switch to another answer (that answer's branch) restores
+// the sandbox to that checkpoint, and a normal request, which ends on the head, changes nothing.
+// POST /api/fork { id, newId, messages } starts a new conversation from the checkpoint the messages reached.
+// GET / serves the chat page (src/page), when the server has it.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { branchFromMessages, sandkeepTurn } from '@sandkeep/ai-sdk'
 import { SandkeepError, type SessionManager } from '@sandkeep/core'
@@ -50,14 +52,19 @@ export function createBranchingChatServer(options: BranchingChatServerOptions): 
   const { sessions, model } = options
 
   async function chat(body: Record<string, unknown>, response: ServerResponse): Promise<void> {
-    const { id, messages } = body
+    const { id, messages, trigger, messageId } = body
     if (typeof id !== 'string' || !Array.isArray(messages)) {
       sendJson(response, 400, { error: 'send { id: string, messages: UIMessage[] }' })
       return
     }
     const history = messages as UIMessage[]
-    // Bad ids, and metadata a client altered, are refused here, before any I/O.
-    const turn = sandkeepTurn({ sessions, conversationId: id, branch: branchFromMessages(history) })
+    // Bad ids, and metadata a client altered, are refused here, before any I/O; a checkpoint id the
+    // conversation does not have is refused by the turn, before the model runs (an error part).
+    const branch = branchFromMessages(history, {
+      trigger: trigger as 'submit-message' | 'regenerate-message' | undefined,
+      messageId: messageId as string | undefined,
+    })
+    const turn = sandkeepTurn({ sessions, conversationId: id, ...(branch ? { branch } : {}) })
     const result = turn.streamText({
       model,
       messages: await convertToModelMessages(history),
@@ -65,7 +72,8 @@ export function createBranchingChatServer(options: BranchingChatServerOptions): 
     })
     result.pipeUIMessageStreamToResponse(response, {
       originalMessages: history,
-      // The finish chunk carries { sandkeep: { turn, checkpoint } }: the client keeps it with the message.
+      // The finish chunk carries { sandkeep: { checkpoint, parentCheckpoint, turn, ... } }: the client keeps
+      // it with the message.
       messageMetadata: turn.messageMetadata(),
       onError: errorText,
     })
@@ -77,8 +85,10 @@ export function createBranchingChatServer(options: BranchingChatServerOptions): 
       sendJson(response, 400, { error: 'send { id: string, newId: string, messages: UIMessage[] }' })
       return
     }
-    const { fromTurn } = branchFromMessages(messages as UIMessage[])
-    const forked = await sessions.fork(id, newId, { atTurn: fromTurn })
+    // The checkpoint the messages end on (none: the conversation's head).
+    const branch = branchFromMessages(messages as UIMessage[])
+    const checkpoint = branch && 'checkpoint' in branch ? branch.checkpoint : undefined
+    const forked = await sessions.fork(id, newId, checkpoint ? { checkpoint } : {})
     sendJson(response, 200, {
       conversationId: forked.conversationId,
       atTurn: forked.atTurn,

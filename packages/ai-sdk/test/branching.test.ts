@@ -1,7 +1,6 @@
 // A chat's branches through sandkeepTurn and branchFromMessages, as examples/chat-branching and any useChat
 // app use them, on the real stack: a local-e2b host driven by the unmodified E2B SDK, checkpoints at every
-// turn, the store of SANDKEEP_BRANCHING_STORE ('memory', the default, or 'redis': the real Redis under a
-// random prefix). The two defects of issue 31 each have a test here that failed before
+// turn, the real Redis under a random prefix (SANDKEEP_BRANCHING_STORE=memory: the memory store). The two defects of issue 31 each have a test here that failed before
 // the checkpoint tree: switching back to the first answer 2 ran on the regenerated answer's state, and a
 // history without sandkeep metadata rewound the conversation to before its first turn.
 import { randomUUID } from 'node:crypto'
@@ -17,7 +16,7 @@ const tenant = `aisdk-branching-${randomUUID().slice(0, 8)}`
 const conversations: string[] = []
 let local: LocalSessions
 
-const storeKind = process.env.SANDKEEP_BRANCHING_STORE === 'redis' ? 'redis' : 'memory'
+const storeKind = process.env.SANDKEEP_BRANCHING_STORE === 'memory' ? 'memory' : 'redis'
 
 beforeAll(async () => {
   local = await startLocalSessions({

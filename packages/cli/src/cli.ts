@@ -8,6 +8,7 @@ import { sessionsEndCommand } from './commands/sessions-end.js'
 import { sessionsForkCommand } from './commands/sessions-fork.js'
 import { sessionsGcCommand } from './commands/sessions-gc.js'
 import { sessionsListCommand } from './commands/sessions-list.js'
+import { sessionsRestoreCommand } from './commands/sessions-restore.js'
 import { sessionsRewindCommand } from './commands/sessions-rewind.js'
 import { sessionsShowCommand } from './commands/sessions-show.js'
 import { ConfigError, describeError } from './errors.js'
@@ -25,6 +26,7 @@ const commands: Record<string, Command> = {
   'sessions show': sessionsShowCommand,
   'sessions end': sessionsEndCommand,
   'sessions gc': sessionsGcCommand,
+  'sessions restore': sessionsRestoreCommand,
   'sessions rewind': sessionsRewindCommand,
   'sessions fork': sessionsForkCommand,
 }
@@ -40,6 +42,7 @@ Commands:
   sessions show     ${sessionsShowCommand.spec.summary}
   sessions end      ${sessionsEndCommand.spec.summary}
   sessions gc       ${sessionsGcCommand.spec.summary}
+  sessions restore  ${sessionsRestoreCommand.spec.summary}
   sessions rewind   ${sessionsRewindCommand.spec.summary}
   sessions fork     ${sessionsForkCommand.spec.summary}
   host              ${hostCommand.spec.summary}
@@ -72,7 +75,7 @@ export async function main(argv: string[], context: CommandContext): Promise<num
       return usage(
         context,
         'sessions',
-        `unknown subcommand ${JSON.stringify(second)}; use list, show, end, gc, rewind or fork`,
+        `unknown subcommand ${JSON.stringify(second)}; use list, show, end, gc, restore, rewind or fork`,
       )
   }
   const command = commands[name]

@@ -45,6 +45,41 @@ describe('transcript branches', () => {
     ])
   })
 
+  it("resolve a switch back to an earlier answer to that answer's turn, on its branch", () => {
+    const resolved = transcript([
+      { user: 'a' },
+      { user: 'b' },
+      { user: 'b again', branch: { kind: 'regenerate' } },
+      { user: 'c' },
+      { user: 'side', conversation: 'side', branch: { kind: 'fork' } },
+      { user: 'back to the first b', branch: { kind: 'switch', toAnswerOf: 2 } },
+      { user: 'and on' },
+    ])
+    expect(resolved.turns.map(({ chatTurn, branch }) => ({ chatTurn, branch }))).toEqual([
+      { chatTurn: 1, branch: undefined },
+      { chatTurn: 2, branch: undefined },
+      { chatTurn: 2, branch: { kind: 'regenerate', toTurn: 1 } },
+      { chatTurn: 3, branch: undefined },
+      { chatTurn: 4, branch: { kind: 'fork', from: 'main', atTurn: 3 } },
+      { chatTurn: 3, branch: { kind: 'switch', toAnswerOf: 2, toTurn: 2 } },
+      { chatTurn: 4, branch: undefined },
+    ])
+    expect(
+      problems([
+        { user: 'a' },
+        { user: 'side', conversation: 'side', branch: { kind: 'fork' } },
+        { user: 'b', branch: { kind: 'switch', toAnswerOf: 2 } },
+        { user: 'c', branch: { kind: 'switch', toAnswerOf: 4 } },
+      ]),
+    ).toEqual([
+      'chat.json: turn 3, field branch.toAnswerOf: turn 2 is a turn of "side", not of "main": fork to go to another conversation',
+      'chat.json: turn 4, field branch.toAnswerOf: name an earlier turn of the transcript (1 to 3), got 4',
+    ])
+    expect(problems([{ user: 'a', branch: { kind: 'switch', toAnswerOf: 0 } }])[0]).toMatch(
+      /turn 1, field branch\.toAnswerOf/,
+    )
+  })
+
   it('a transcript without branches takes no checkpoints', () => {
     expect(transcript([{ user: 'a' }, { user: 'b' }]).branches).toBe(false)
   })
@@ -75,7 +110,7 @@ describe('transcript branches', () => {
     )
   })
 
-  it('the shipped branching transcript regenerates, edits and forks', async () => {
+  it('the shipped branching transcript regenerates, edits, forks and switches back', async () => {
     const shipped = await loadTranscript(`${transcriptsDir}branching.json`)
     expect(shipped.branches).toBe(true)
     expect(shipped.turns.map((turn) => turn.branch?.kind ?? null)).toEqual([
@@ -85,7 +120,12 @@ describe('transcript branches', () => {
       'edit',
       'fork',
       null,
+      'switch',
     ])
+    expect(shipped.turns[6]).toMatchObject({
+      chatTurn: 3,
+      branch: { kind: 'switch', toAnswerOf: 3, toTurn: 2 },
+    })
     expect(shipped.turns[4]).toMatchObject({ conversation: 'rankine', branch: { from: 'main', atTurn: 2 } })
   })
 })

@@ -32,7 +32,10 @@ export function resolveBranches(label: string, turns: readonly BranchedTurnInput
     const conversation = turn.conversation ?? MAIN_CONVERSATION
     const problem = (field: string, message: string) =>
       problems.push(`${label}: turn ${index + 1}, field ${field}: ${message}`)
-    const resolved = resolveOne(conversation, turn.branch, counts, problem)
+    const resolved =
+      turn.branch?.kind === 'switch'
+        ? resolveSwitch(conversation, turn.branch.toAnswerOf, index, places, problem)
+        : resolveOne(conversation, turn.branch, counts, problem)
     if (resolved === undefined) {
       places.push({ conversation, chatTurn: (counts.get(conversation) ?? 0) + 1 })
       continue
@@ -67,6 +70,7 @@ function resolveOne(
     return { before: count }
   }
   if (branch.kind === 'fork') return resolveFork(conversation, branch, counts, problem)
+  if (branch.kind === 'switch') return undefined // resolved by resolveSwitch, against the turns' places
   if (count === undefined) {
     problem('conversation', `"${conversation}" has no turns yet: only a fork can start it`)
     return undefined
@@ -83,6 +87,29 @@ function resolveOne(
     return undefined
   }
   return { before: branch.turn - 1, branch: { kind: 'edit', toTurn: branch.turn - 1 } }
+}
+
+/** A switch back to the answer of transcript turn `toAnswerOf`: an earlier turn of the same conversation. */
+function resolveSwitch(
+  conversation: string,
+  toAnswerOf: number,
+  index: number,
+  places: readonly ResolvedPlace[],
+  problem: (field: string, message: string) => void,
+): { before: number; branch: TranscriptBranch } | undefined {
+  const target = places[toAnswerOf - 1]
+  if (toAnswerOf > index || !target) {
+    problem('branch.toAnswerOf', `name an earlier turn of the transcript (1 to ${index}), got ${toAnswerOf}`)
+    return undefined
+  }
+  if (target.conversation !== conversation) {
+    problem(
+      'branch.toAnswerOf',
+      `turn ${toAnswerOf} is a turn of "${target.conversation}", not of "${conversation}": fork to go to another conversation`,
+    )
+    return undefined
+  }
+  return { before: target.chatTurn, branch: { kind: 'switch', toAnswerOf, toTurn: target.chatTurn } }
 }
 
 function resolveFork(

@@ -93,6 +93,7 @@ const conversationLabel = z
 const branchSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('regenerate') }).strict(),
   z.object({ kind: z.literal('edit'), turn: z.number().int().min(1) }).strict(),
+  z.object({ kind: z.literal('switch'), toAnswerOf: z.number().int().min(1) }).strict(),
   z
     .object({
       kind: z.literal('fork'),
@@ -129,7 +130,10 @@ export type TranscriptHealthCheck = z.output<typeof healthCheckSchema>
 /** One scripted tool call. */
 export type TranscriptToolCall = z.output<typeof toolCallSchema>
 
-/** A transcript turn's branch as written: a regenerate, an edit of an earlier message, or a fork. */
+/**
+ * A transcript turn's branch as written: a regenerate, an edit of an earlier message, a switch back to the
+ * answer of an earlier transcript turn (on another branch of the same conversation), or a fork.
+ */
 export type TranscriptBranchInput = z.output<typeof branchSchema>
 
 /**
@@ -141,6 +145,13 @@ export type TranscriptBranch =
   | {
       kind: 'regenerate' | 'edit'
       /** The checkpoint the conversation goes back to: the turn before the one replaced. */
+      toTurn: number
+    }
+  | {
+      kind: 'switch'
+      /** The transcript turn (1-based index) whose answer the conversation goes back to, as a chat's "< i/n >". */
+      toAnswerOf: number
+      /** That answer's turn within the conversation: the checkpoint's depth. */
       toTurn: number
     }
   | {

@@ -79,6 +79,22 @@ describe('sandkeep usage errors', () => {
       'sessions rewind',
       'no session store: set REDIS_URL (or pass --redis); the in-memory store of a demo run is gone when it exits',
     ],
+    [['sessions', 'restore', 'chat'], 'sessions restore', 'missing --checkpoint <id> (or --root)'],
+    [
+      ['sessions', 'restore', 'chat', '--checkpoint', 'ck_a', '--root'],
+      'sessions restore',
+      'give --checkpoint <id> or --root, not both',
+    ],
+    [
+      ['sessions', 'restore', 'chat', '--checkpoint', 'ck a'],
+      'sessions restore',
+      '--checkpoint "ck a" is not a checkpoint id (letters, digits and _ . : -; sandkeep sessions show lists them)',
+    ],
+    [
+      ['sessions', 'restore', 'chat', '--checkpoint', 'ck_a'],
+      'sessions restore',
+      'no session store: set REDIS_URL (or pass --redis); the in-memory store of a demo run is gone when it exits',
+    ],
     [['sessions', 'fork', 'chat'], 'sessions fork', 'missing <new-conversation-id>'],
     [
       ['sessions', 'fork', 'chat', 'chat'],
@@ -108,7 +124,7 @@ describe('sandkeep usage errors', () => {
     [
       ['sessions', 'frobnicate'],
       'sessions',
-      'unknown subcommand "frobnicate"; use list, show, end, gc, rewind or fork',
+      'unknown subcommand "frobnicate"; use list, show, end, gc, restore, rewind or fork',
     ],
   ])('%j exits 2 with one line', async (args, command, message) => {
     const result = await runCli(args)
@@ -133,6 +149,7 @@ describe('sandkeep usage errors', () => {
     'sessions show',
     'sessions end',
     'sessions gc',
+    'sessions restore',
     'sessions rewind',
     'sessions fork',
   ])('sandkeep %s --help prints usage and exits 0', async (command) => {

@@ -292,7 +292,7 @@ describe('sandkeep demo --transcript branching', () => {
       end: { action: string; checkpoint?: Checkpoint }
     }
 
-  it('rewinds for a regenerate and an edit, forks, and checks what each branch sees (--json)', async () => {
+  it('rewinds for a regenerate and an edit, forks, switches back, and checks what each branch sees (--json)', async () => {
     const run = await demoJson('--transcript', 'branching', '--conversation', 'branching-json')
     const summary = run.lines.at(-1) as Line & { ok: boolean; turns: Array<{ conversation: string }> }
     expect(summary.type, run.stderr).toBe('summary')
@@ -307,6 +307,7 @@ describe('sandkeep demo --transcript branching', () => {
       'main',
       'rankine',
       'main',
+      'main',
     ])
 
     const branches = run.lines.filter((line) => line.type === 'branch') as unknown as Array<Branch & Line>
@@ -316,18 +317,24 @@ describe('sandkeep demo --transcript branching', () => {
       { turn: 3, kind: 'regenerate', checkpointTurn: 1, source: 'snapshot' },
       { turn: 4, kind: 'edit', checkpointTurn: 1, source: 'snapshot' },
       { turn: 5, kind: 'fork', checkpointTurn: 2, source: 'snapshot' },
+      { turn: 7, kind: 'switch', checkpointTurn: 2, source: 'snapshot' },
     ])
-    expect(branches[0]?.droppedTurns).toEqual([2])
+    // Nothing is deleted: the switch goes back to the regenerated answer's checkpoint, left by the edit.
+    expect(branches[0]?.droppedTurns).toEqual([])
+    expect(branches[3]).toMatchObject({ toAnswerOf: 3, checkpointId: expect.stringMatching(/^ck_/) })
+    expect((branches[3] as unknown as { checkpointId: string }).checkpointId).toBe(
+      (ended(run.lines, 3).end.checkpoint as unknown as { id: string }).id,
+    )
     expect(branches[2]).toMatchObject({
       conversationId: 'branching-json-rankine',
       fromConversationId: 'branching-json',
     })
 
     // Every turn end took a checkpoint with a snapshot (local-e2b keeps the files in it, not the memory).
-    expect([1, 2, 3, 4, 5, 6].map((turn) => ended(run.lines, turn).end.checkpoint?.turn)).toEqual([
-      1, 2, 2, 2, 3, 3,
+    expect([1, 2, 3, 4, 5, 6, 7].map((turn) => ended(run.lines, turn).end.checkpoint?.turn)).toEqual([
+      1, 2, 2, 2, 3, 3, 3,
     ])
-    for (let turn = 1; turn <= 6; turn++)
+    for (let turn = 1; turn <= 7; turn++)
       expect(ended(run.lines, turn).end.checkpoint?.snapshot).not.toBeNull()
 
     for (const turn of [3, 4]) {
@@ -358,6 +365,15 @@ describe('sandkeep demo --transcript branching', () => {
     expect(results(5)).toContain("('K', 294.65)")
     expect(results(6)).toContain("('K', 294.65)")
     expect(results(6)).toContain("the fork's file is not here")
+    // Switched back to the regenerated Fahrenheit answer: its variables (rebuilt from that branch's journal)
+    // and its file, and not the Kelvin branch's.
+    expect(ended(run.lines, 7).report).toMatchObject({
+      outcome: 'rewound',
+      restored: { kind: 'rewound', turn: 2, source: 'snapshot' },
+    })
+    expect(results(7)).toContain("('F', 70.7)")
+    expect(results(7)).toContain("the Kelvin branch's file is not here")
+    expect(results(7)).toContain('wed: 67.1 F')
   })
 
   it('shows per turn the checkpoint it started from and the one it took (human output)', async () => {
@@ -372,16 +388,20 @@ describe('sandkeep demo --transcript branching', () => {
     ])
     expect(result.code, result.stdout + result.stderr).toBe(0)
     const out = result.stdout
-    expect(out).toContain('↺  regenerate: branching-human rewound to the end of turn 1 (dropped turn 2')
+    expect(out).toContain('↺  regenerate: branching-human rewound to the end of turn 1 (nothing dropped')
     expect(out).toContain('↺  edit: branching-human rewound to the end of turn 1')
     expect(out).toContain('⑂  fork: branching-human-rankine starts from branching-human turn 2')
-    expect(out).toContain('── turn 3/6 · main turn 2 ')
-    expect(out).toContain('── turn 5/6 · rankine turn 3 ')
+    expect(out).toContain('── turn 3/7 · main turn 2 ')
+    expect(out).toContain('── turn 5/7 · rankine turn 3 ')
+    expect(out).toMatch(
+      /⤺ {2}switch: branching-human back to the answer of turn 3 \(checkpoint ck_\S+, turn 2 of its branch\)/,
+    )
     expect(out.match(/restored {3}rewound from turn 1 \(snapshot\)/g)).toHaveLength(2)
+    expect(out).toMatch(/restored {3}rewound from turn 2 \(snapshot\)/)
     expect(out).toContain('restored   forked from branching-human turn 2 (snapshot)')
     expect(out).toMatch(/checkpoint turn 2: snapshot local\/sandkeep-[0-9a-f]{32}-/)
     expect(out).toMatch(/→ checkpoint \d+ ms → pause \d+ ms/)
     expect(out).toMatch(/5 +rankine 3 ← 2 +forked/)
-    expect(out).toContain('✓ 6/6 turns passed')
+    expect(out).toContain('✓ 7/7 turns passed')
   })
 })

@@ -169,47 +169,75 @@ describe('sandkeep sessions on Redis', () => {
     expect((await json<{ sessions: Session[] }>(['sessions', 'list'])).sessions).toEqual([])
   }, 300_000)
 
-  it('show lists the checkpoints; rewind and fork work from them and refuse what they cannot do', async () => {
-    // The branching transcript leaves two sessions: the main conversation (3 turns after its rewinds) and its fork.
+  it('show draws the checkpoint tree; restore, rewind and fork work from it and refuse what they cannot do', async () => {
+    // The branching transcript leaves the main conversation's tree (turn 1; three turn 2s: the first answer,
+    // its regenerate, the Kelvin edit; a turn 3 on the Kelvin branch, and one on the regenerated branch it
+    // switched back to) and the fork.
     await demo('branch-a', 'branching')
-    type Checkpoint = { turn: number; snapshot: { snapshotId: string } | null; journalLength: number }
-    type Shown = { session: Session & { restore: unknown }; checkpoints: Checkpoint[] }
+    type Checkpoint = {
+      id: string
+      parentId: string | null
+      turn: number
+      snapshot: { snapshotId: string } | null
+      journalLength: number
+    }
+    type Shown = { session: Session & { restore: unknown; head: string | null }; checkpoints: Checkpoint[] }
     const shown = await json<Shown>(['sessions', 'show', 'branch-a'])
-    expect(shown.checkpoints.map((checkpoint) => checkpoint.turn)).toEqual([1, 2, 3])
+    expect(shown.checkpoints.map((checkpoint) => checkpoint.turn).sort()).toEqual([1, 2, 2, 2, 3, 3])
     expect(shown.session.restore).toBeNull()
+    const head = shown.checkpoints.find((checkpoint) => checkpoint.id === shown.session.head)!
+    expect(head.turn).toBe(3)
     const text = await runCli(['sessions', 'show', 'branch-a', '--tenant', tenant], { env })
-    expect(text.stdout).toContain('checkpoints  3 kept (rewind or fork to any of these turns)')
-    expect(text.stdout).toMatch(/^\s+turn\s+when\s+snapshot\s+journal$/m)
-    const second = shown.checkpoints[1]!
-    const row = text.stdout.split('\n').find((line) => line.includes(second.snapshot!.snapshotId))
-    expect(row).toMatch(/^\s+2\s+\d{4}-\S+Z \(\d+s ago\)\s+\S+\s+\d+ steps$/)
-    expect(row).toContain(`${second.journalLength} steps`)
-
-    const rewound = await json<{
-      toTurn: number
-      source: string
-      droppedTurns: number[]
-      killedSandboxId: string
-    }>(['sessions', 'rewind', 'branch-a', '--to-turn', '2'])
-    expect(rewound).toMatchObject({
-      toTurn: 2,
-      source: 'snapshot',
-      droppedTurns: [3],
-      killedSandboxId: shown.session.sandboxId,
-    })
-    const pending = await runCli(['sessions', 'show', 'branch-a', '--tenant', tenant], { env })
-    expect(pending.stdout).toContain(
-      `restore      pending: rewound to the end of turn 2, from snapshot ${second.snapshot!.snapshotId} (the next turn carries it out)`,
+    expect(text.stdout).toContain(
+      'checkpoints  6 kept, as a tree (restore to any: sandkeep sessions restore branch-a --checkpoint <id>)',
     )
-    expect(pending.stdout).toContain('sandbox      —')
+    const rows = text.stdout.split('\n').filter((line) => /[├└]─ ck_/.test(line))
+    expect(rows).toHaveLength(6)
+    const headRow = rows.find((line) => line.includes(head.id))!
+    expect(headRow).toMatch(/turn 3\s+\d+[smh] ago\s+snapshot \S+\s+◀ head$/)
+    expect(rows.filter((line) => line.includes('◀ head'))).toHaveLength(1)
+    // The three turn 2s are siblings under turn 1.
+    const one = shown.checkpoints.find((checkpoint) => checkpoint.turn === 1)!
+    expect(shown.checkpoints.filter((checkpoint) => checkpoint.parentId === one.id)).toHaveLength(3)
+
+    // Restore to the first answer 2 (the rounded Fahrenheit one, a branch the transcript left behind).
+    const first = shown.checkpoints.filter((checkpoint) => checkpoint.parentId === one.id)[0]!
+    const restored = await runCli(
+      ['sessions', 'restore', 'branch-a', '--checkpoint', first.id, '--tenant', tenant],
+      { env },
+    )
+    expect(restored.code, restored.stderr).toBe(0)
+    expect(restored.stdout).toBe(
+      `restored branch-a to checkpoint ${first.id} (turn 2): its next turn starts from the snapshot ${first.snapshot!.snapshotId} (killed ${shown.session.sandboxId}; every other branch is kept)\n`,
+    )
+    const after = await json<Shown>(['sessions', 'show', 'branch-a'])
+    expect(after.session.head).toBe(first.id)
+    expect(after.checkpoints).toHaveLength(6)
+    const foreign = await runCli(
+      ['sessions', 'restore', 'branch-a', '--checkpoint', 'ck_AAAAAAAAAAAAAAAAAAAAAA', '--tenant', tenant],
+      { env },
+    )
+    expect(foreign.code).toBe(1)
+    expect(foreign.stderr).toMatch(/^sandkeep sessions restore: CHECKPOINT_NOT_FOUND: /)
+    expect((await json<Shown>(['sessions', 'show', 'branch-a'])).session.head).toBe(first.id)
+
+    const rewound = await json<{ toTurn: number; source: string; droppedTurns: number[] }>([
+      'sessions',
+      'rewind',
+      'branch-a',
+      '--to-turn',
+      '1',
+    ])
+    expect(rewound).toMatchObject({ toTurn: 1, source: 'snapshot', droppedTurns: [] })
+    expect((await json<Shown>(['sessions', 'show', 'branch-a'])).checkpoints).toHaveLength(6)
+    const back = await json<{ toTurn: number }>(['sessions', 'restore', 'branch-a', '--checkpoint', first.id])
+    expect(back.toTurn).toBe(2)
 
     const past = await runCli(['sessions', 'rewind', 'branch-a', '--to-turn', '3', '--tenant', tenant], {
       env,
     })
     expect(past.code).toBe(1)
-    expect(past.stderr).toBe(
-      'sandkeep sessions rewind: CHECKPOINT_NOT_FOUND: No checkpoint of turn 3: the session has 2 turn(s) so far (kept: 1, 2). Nothing was changed.\n',
-    )
+    expect(past.stderr).toMatch(/^sandkeep sessions rewind: CHECKPOINT_NOT_FOUND: /)
     const onto = await runCli(['sessions', 'fork', 'branch-a', 'branch-a-rankine', '--tenant', tenant], {
       env,
     })

@@ -40,8 +40,16 @@ export const SandkeepErrorCode = {
   SANDBOX_PAUSED: 'SANDBOX_PAUSED',
   /** The platform has no snapshot of that id (deleted, never made, or another team's). */
   SNAPSHOT_NOT_FOUND: 'SNAPSHOT_NOT_FOUND',
-  /** A rewind or fork named a turn the session has no checkpoint of (pruned, never taken, past the last turn). */
+  /**
+   * A restore, rewind or fork named a checkpoint the conversation does not have: unknown, another
+   * conversation's or tenant's, or pruned (the message says which). Nothing was changed.
+   */
   CHECKPOINT_NOT_FOUND: 'CHECKPOINT_NOT_FOUND',
+  /**
+   * A quota is used up: the tenant's checkpoint limit (`checkpoints.tenantLimits`), or the platform's
+   * (a full snapshot quota is not a rate limit and is not retried).
+   */
+  QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
   /** A session with that conversation id already exists (a fork must start a new one). Nothing was written. */
   SESSION_EXISTS: 'SESSION_EXISTS',
   /** A quota is used up (snapshots kept, their bytes, a tenant's checkpoints): not retried; free some first. */

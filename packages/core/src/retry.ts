@@ -36,9 +36,12 @@ export async function retryProviderCall<T>(
       factor: 2,
       randomize: true,
       ...(options.signal ? { signal: options.signal } : {}),
-      shouldRetry: ({ error }) => SandkeepError.isInstance(error) && error.retryable,
+      // A full quota is not a rate limit: waiting does not free it, so it is never retried.
+      shouldRetry: ({ error }) =>
+        SandkeepError.isInstance(error) && error.retryable && error.code !== 'QUOTA_EXCEEDED',
       onFailedAttempt: async ({ error, attemptNumber, retriesLeft, retryDelay }) => {
         if (!SandkeepError.isInstance(error) || !error.retryable || retriesLeft === 0) return
+        if (error.code === 'QUOTA_EXCEEDED') return
         options.onRetry?.(error, attemptNumber)
         const asked = error.retryAfterMs
         if (asked !== undefined && asked > retryDelay && asked <= MAX_RETRY_AFTER_MS) {

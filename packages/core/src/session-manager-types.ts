@@ -30,16 +30,15 @@ export interface CheckpointsOption {
    */
   keep?: number
   /**
-   * Per-tenant limits over all of a tenant's sessions, checked (in this manager) before a checkpoint's
-   * snapshot is taken: past one, the checkpoint is recorded without a snapshot (journal only), the turn end
-   * report's `checkpoint.limited` says which limit, and an `error` event of phase `checkpoint-limit` is
-   * emitted. Counted from the store's kept checkpoints with snapshots.
+   * Per-tenant limits over all of a tenant's sessions, checked in this manager before a turn end's snapshot
+   * is taken: at the limit, the checkpoint is recorded without a snapshot (journal only: restoring it
+   * replays the branch's journal), and an `error` event of phase `checkpoint-limit` carries a
+   * QUOTA_EXCEEDED error naming the tenant and the limit. Counted at each turn end from the store: every
+   * session of the tenant and its kept checkpoints (a cost that grows with the tenant's sessions).
    */
   tenantLimits?: {
-    /** Most kept checkpoint snapshots per tenant. */
+    /** Most kept checkpoint snapshots per tenant (distinct snapshots of all its sessions). */
     snapshots?: number
-    /** Most bytes of kept checkpoint snapshots per tenant, as the provider reports their size. */
-    snapshotBytes?: number
   }
 }
 

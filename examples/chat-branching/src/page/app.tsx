@@ -13,8 +13,21 @@ import { createRoot } from 'react-dom/client'
 interface ChatEntry {
   chat: Chat<UIMessage>
   label: string
-  /** Every line of messages a request finished on, the most recently shown last. */
+  /** Every line of messages a request finished on, in the order they were made. */
   lines: UIMessage[][]
+  /** For a fork: how many messages it copied (those name the source's checkpoints, not its own). */
+  copied: number
+}
+
+/**
+ * The messages a fork starts with: the source's, without their sandkeep metadata, whose checkpoint ids
+ * are the source conversation's (the fork's first turn goes on from the fork's head: the fork point).
+ */
+function forkCopy(messages: UIMessage[]): UIMessage[] {
+  return structuredClone(messages).map((message) => {
+    const { sandkeep: _, ...rest } = (message.metadata ?? {}) as Record<string, unknown>
+    return { ...message, metadata: rest }
+  })
 }
 
 type ToolPart = {
@@ -141,7 +154,11 @@ function AnswerBody({ message }: { message: UIMessage }) {
   )
 }
 
-function UserBody(props: { message: UIMessage; busy: boolean; onEdit: (text: string) => void }) {
+function UserBody(props: {
+  message: UIMessage
+  busy: boolean
+  onEdit: ((text: string) => void) | undefined
+}) {
   const { message, busy, onEdit } = props
   const [draft, setDraft] = useState<string | undefined>(undefined)
   if (draft === undefined) {
@@ -150,9 +167,11 @@ function UserBody(props: { message: UIMessage; busy: boolean; onEdit: (text: str
         <div className="text" data-testid="text">
           {textOf(message)}
         </div>
-        <button type="button" data-testid="edit" disabled={busy} onClick={() => setDraft(textOf(message))}>
-          edit
-        </button>
+        {onEdit && (
+          <button type="button" data-testid="edit" disabled={busy} onClick={() => setDraft(textOf(message))}>
+            edit
+          </button>
+        )}
       </>
     )
   }
@@ -161,7 +180,7 @@ function UserBody(props: { message: UIMessage; busy: boolean; onEdit: (text: str
       onSubmit={(event) => {
         event.preventDefault()
         setDraft(undefined)
-        onEdit(draft)
+        onEdit?.(draft)
       }}
     >
       <input data-testid="edit-input" value={draft} onChange={(event) => setDraft(event.target.value)} />
@@ -222,7 +241,12 @@ function ChatView(props: {
               <UserBody
                 message={message}
                 busy={busy}
-                onEdit={(text) => void sendMessage({ text, messageId: message.id })}
+                // A fork's copied messages are the source's history: edit them in the source chat.
+                onEdit={
+                  index < entry.copied
+                    ? undefined
+                    : (text) => void sendMessage({ text, messageId: message.id })
+                }
               />
             ) : (
               <AnswerBody message={message} />
@@ -278,7 +302,7 @@ function ChatView(props: {
 
 function App() {
   const [entries, setEntries] = useState<ChatEntry[]>(() => [
-    { chat: newChat(`page-${crypto.randomUUID()}`), label: 'chat', lines: [] },
+    { chat: newChat(`page-${crypto.randomUUID()}`), label: 'chat', lines: [], copied: 0 },
   ])
   const [selected, setSelected] = useState(0)
   const [forkError, setForkError] = useState<string | undefined>(undefined)
@@ -295,10 +319,10 @@ function App() {
       setForkError(body.error ?? `fork failed (${response.status})`)
       return
     }
-    const copy = structuredClone(messages)
+    const copy = forkCopy(messages)
     setEntries((current) => [
       ...current,
-      { chat: newChat(newId, copy), label: `fork ${current.length}`, lines: [copy] },
+      { chat: newChat(newId, copy), label: `fork ${current.length}`, lines: [copy], copied: copy.length },
     ])
     setSelected(entries.length)
   }

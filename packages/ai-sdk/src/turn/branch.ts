@@ -110,7 +110,7 @@ export async function moveForBranch(
       if (!SandkeepError.hasCode(error, 'CHECKPOINT_NOT_FOUND')) throw error
       throw new SandkeepError({
         code: 'CHECKPOINT_NOT_FOUND',
-        message: `sandkeepTurn: ${error.message} Nothing was changed. The message that named it was altered, is another conversation's, or its checkpoint was pruned: send the history as the server streamed it, or no sandkeep metadata to go on from the conversation's current state.`,
+        message: `sandkeepTurn: ${error.message}${/Nothing was changed/.test(error.message) ? '' : ' Nothing was changed.'} In a chat: the message that named it was altered, or copied from another conversation (a fork's copies drop their sandkeep metadata), or its checkpoint was pruned; send the history as the server streamed it, or no sandkeep metadata to go on from the conversation's current state.`,
         cause: error,
       })
     }

@@ -1,15 +1,20 @@
-// `sandkeep sessions show`: one session, its manifest, checkpoints and journal.
+// `sandkeep sessions show`: one session, its manifest, its checkpoint tree and its journal.
 import type { Checkpoint, SessionRecord } from '@sandkeep/core'
 import { flagOption } from '../args.js'
+import { drawCheckpointTree, type TreeCheckpoint } from '../checkpoint-tree.js'
 import { type Command, ExitCode } from '../command.js'
-import { formatTable, truncate } from '../terminal.js'
+import { truncate } from '../terminal.js'
 import { ago, noSession, openSessionStore, sessionKeyOf, spec, withStore } from './sessions-common.js'
 
 /** `sandkeep sessions show` */
 export const sessionsShowCommand: Command = {
-  spec: spec('show', 'Show one session: its sandbox, state, counters, manifest, checkpoints and journal.', {
-    positionals: { names: ['<conversation-id>'], min: 1 },
-  }),
+  spec: spec(
+    'show',
+    'Show one session: its sandbox, state, counters, manifest, checkpoint tree and journal.',
+    {
+      positionals: { names: ['<conversation-id>'], min: 1 },
+    },
+  ),
   async run(args, context) {
     const key = await sessionKeyOf(args, 'sessions show')
     const store = await openSessionStore(args, context, 'sessions show')
@@ -42,7 +47,7 @@ export const sessionsShowCommand: Command = {
         `  ${String(index + 1).padStart(3)}. ${truncate(summary.replace(/\n/g, ' ⏎ '), 100)}\n`,
       )
     }
-    context.stdout.write(describeCheckpoints(checkpoints))
+    context.stdout.write(describeCheckpoints(checkpoints, headOf(record, checkpoints), key.conversationId))
     return ExitCode.OK
   },
 }
@@ -89,19 +94,27 @@ function describeRecord(record: SessionRecord, journalSteps: number): string {
   return `${rows.map(([name, value]) => `${name.padEnd(13)}${value}`).join('\n')}\n`
 }
 
-/** The checkpoints, oldest first: turn, when, snapshot (or the journal alone), journal length. */
-function describeCheckpoints(checkpoints: readonly Checkpoint[]): string {
+/**
+ * The session's head: the checkpoint its next turn starts from. A record written before checkpoint trees
+ * has none: its newest checkpoint is.
+ */
+function headOf(record: SessionRecord, checkpoints: readonly Checkpoint[]): string | null {
+  const head = (record as { head?: string | null }).head
+  if (head !== undefined) return head
+  const newest = checkpoints.at(-1) as TreeCheckpoint | undefined
+  return newest?.id ?? null
+}
+
+/** The checkpoint tree (`checkpoints` oldest first): the head marked, each one's turn, age and source. */
+function describeCheckpoints(
+  checkpoints: readonly Checkpoint[],
+  head: string | null,
+  conversationId: string,
+): string {
   if (checkpoints.length === 0) {
     return `${'checkpoints'.padEnd(13)}none (taken by a session manager with the checkpoints option)\n`
   }
-  const rows = [
-    ['turn', 'when', 'snapshot', 'journal'],
-    ...checkpoints.map((checkpoint) => [
-      String(checkpoint.turn),
-      `${new Date(checkpoint.createdAt).toISOString()} (${ago(checkpoint.createdAt)})`,
-      checkpoint.snapshot ? checkpoint.snapshot.snapshotId : 'journal only',
-      `${checkpoint.journalLength} step${checkpoint.journalLength === 1 ? '' : 's'}`,
-    ]),
-  ]
-  return `${'checkpoints'.padEnd(13)}${checkpoints.length} kept (rewind or fork to any of these turns)\n${formatTable(rows, { right: [0], indent: '  ' })}\n`
+  const tree = drawCheckpointTree(checkpoints as unknown as TreeCheckpoint[], { head })
+  const hint = `sandkeep sessions restore ${conversationId} --checkpoint <id>`
+  return `${'checkpoints'.padEnd(13)}${checkpoints.length} kept, as a tree (restore to any: ${hint})\n${tree.map((line) => `  ${line}`).join('\n')}\n`
 }

@@ -20,6 +20,12 @@ interface Conversation {
   history: ModelMessage[][]
 }
 
+/** Where a transcript turn ended: its conversation's messages then, and the checkpoint it took. */
+interface TurnEnd {
+  history: ModelMessage[][]
+  checkpointId: string | undefined
+}
+
 /**
  * The replay's conversations by label: `main` is `--conversation`, a fork `<main id>-<label>`. A rewind cuts
  * a conversation's messages back to the checkpoint's turn, as a chat UI drops the answers after it; a fork
@@ -27,6 +33,8 @@ interface Conversation {
  */
 export class Conversations {
   readonly #byLabel = new Map<string, Conversation>()
+  /** By transcript turn index: for a switch back to that turn's answer, on whatever branch it is. */
+  readonly #ends = new Map<number, TurnEnd>()
   readonly #mainId: string
 
   constructor(mainId: string) {
@@ -46,11 +54,18 @@ export class Conversations {
     return [...this.#byLabel.values()].map((conversation) => conversation.id)
   }
 
-  /** Remembers the messages at the end of a turn, for a later rewind or fork to go back to. */
-  ended(turn: TranscriptTurn): void {
+  /**
+   * Remembers the messages at the end of a turn, and the id of the checkpoint it took, for a later rewind,
+   * switch or fork to go back to.
+   */
+  ended(turn: TranscriptTurn, checkpointId?: string): void {
     const conversation = this.of(turn)
     conversation.history[turn.chatTurn] = [...conversation.messages]
     conversation.history.length = turn.chatTurn + 1
+    this.#ends.set(turn.index, {
+      history: conversation.history.map((messages) => [...messages]),
+      checkpointId,
+    })
   }
 
   /**
@@ -84,6 +99,26 @@ export class Conversations {
       }
     }
     const conversation = this.of(turn)
+    if (branch.kind === 'switch') {
+      const end = this.#ends.get(branch.toAnswerOf)
+      if (!end?.checkpointId) {
+        throw new Error(`turn ${branch.toAnswerOf} took no checkpoint to switch back to`)
+      }
+      const restored = await sessions.restore(conversation.id, { checkpoint: end.checkpointId, tenant })
+      conversation.history = end.history.map((messages) => [...messages])
+      conversation.messages = [...(conversation.history[branch.toTurn] ?? [])]
+      return {
+        type: 'branch',
+        turn: turn.index,
+        kind: 'switch',
+        conversationId: conversation.id,
+        checkpointTurn: branch.toTurn,
+        checkpointId: end.checkpointId,
+        toAnswerOf: branch.toAnswerOf,
+        source: restored.source,
+        killedSandboxId: restored.killedSandboxId,
+      }
+    }
     const rewound = await sessions.rewind(conversation.id, { toTurn: branch.toTurn, tenant })
     conversation.history.length = branch.toTurn + 1
     conversation.messages = [...(conversation.history[branch.toTurn] ?? [])]
@@ -109,6 +144,7 @@ export function restoreProblem(turn: TranscriptTurn, outcome: TurnOutcome): stri
   const report = outcome.report
   if (!branch || !report) return undefined
   const expected = branch.kind === 'fork' ? 'forked' : 'rewound'
+  // A switch, a regenerate and an edit restore a checkpoint of the same conversation: 'rewound'.
   const checkpointTurn = branch.kind === 'fork' ? branch.atTurn : branch.toTurn
   if (report.outcome !== expected || report.restored?.turn !== checkpointTurn) {
     return `expected the sandbox ${expected} from turn ${checkpointTurn}, got ${report.outcome}${report.restored ? ` from turn ${report.restored.turn}` : ''}`

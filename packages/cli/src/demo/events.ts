@@ -89,16 +89,22 @@ export type DemoEvent =
       chatTurn?: number
     }
   | {
-      /** A rewind (the turn regenerates an answer or edits a message) or a fork, done before the turn. */
+      /**
+       * A restore before the turn: a rewind (the turn regenerates an answer or edits a message), a switch
+       * back to an earlier answer on another branch, or a fork.
+       */
       type: 'branch'
       turn: number
-      kind: 'regenerate' | 'edit' | 'fork'
+      kind: 'regenerate' | 'edit' | 'switch' | 'fork'
       /** The conversation the turn runs on: the rewound one, or the new fork. */
       conversationId: string
       /** For a fork: the conversation forked. */
       fromConversationId?: string
       /** The checkpoint's turn the next turn starts from. */
       checkpointTurn: number
+      /** For a switch: the checkpoint's id, and the transcript turn whose answer it is. */
+      checkpointId?: string
+      toAnswerOf?: number
       /** How that turn will restore it. */
       source: 'snapshot' | 'journal'
       /** For a rewind: the turns whose checkpoints it dropped, and the sandbox it killed. */

@@ -124,6 +124,12 @@ export function describeBranch(event: Extract<DemoEvent, { type: 'branch' }>, st
       `${style.magenta('⑂')}  ${style.bold('fork')}: ${event.conversationId} starts from ${event.fromConversationId} turn ${event.checkpointTurn} ${style.dim(`(its first turn restores ${source}; the source is not touched)`)}`,
     ]
   }
+  if (event.kind === 'switch') {
+    const killed = event.killedSandboxId ? `killed ${event.killedSandboxId}; ` : ''
+    return [
+      `${style.magenta('⤺')}  ${style.bold('switch')}: ${event.conversationId} back to the answer of turn ${event.toAnswerOf} (checkpoint ${event.checkpointId}, turn ${event.checkpointTurn} of its branch) ${style.dim(`(${killed}nothing deleted; the next turn restores ${source})`)}`,
+    ]
+  }
   const dropped = event.droppedTurns?.length
     ? `dropped turn${event.droppedTurns.length === 1 ? '' : 's'} ${event.droppedTurns.join(', ')}`
     : 'nothing dropped'

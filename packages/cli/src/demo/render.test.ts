@@ -117,7 +117,16 @@ describe('renderers', () => {
           action: 'paused',
           last: true,
           timings: { workMs: 50, storeMs: 1, pauseMs: 9, checkpointMs: 120 },
-          checkpoint: { turn: 2, createdAt: 0, sandboxId: 'sb2', snapshot, journalLength: 4, manifest: null },
+          checkpoint: {
+            id: 'ck_two',
+            parentId: 'ck_one',
+            turn: 2,
+            createdAt: 0,
+            sandboxId: 'sb2',
+            snapshot,
+            journalLength: 4,
+            manifest: null,
+          },
         },
         rehydrate: null,
         runningSeconds: 0.3,
@@ -153,6 +162,8 @@ describe('renderers', () => {
           last: true,
           timings: { workMs: 1, storeMs: 1, pauseMs: 1, checkpointMs: 0 },
           checkpoint: {
+            id: 'ck_three',
+            parentId: 'ck_two',
             turn: 3,
             createdAt: 0,
             sandboxId: 'sb3',
@@ -166,6 +177,17 @@ describe('renderers', () => {
         pausedSeconds: 0,
       },
     ]
+    branched.push({
+      type: 'branch',
+      turn: 6,
+      kind: 'switch',
+      conversationId: 'c',
+      checkpointTurn: 2,
+      checkpointId: 'ck_two',
+      toAnswerOf: 3,
+      source: 'snapshot',
+      killedSandboxId: 'sb9',
+    })
     for (const event of branched) renderer.emit(event)
     renderer.close()
     const out = read()
@@ -181,6 +203,9 @@ describe('renderers', () => {
       'restored   forked from c turn 2 (journal: the snapshot was gone, rebuilt from the journal)',
     )
     expect(out).toContain('checkpoint turn 3: journal only (no snapshot), journal 1 step')
+    expect(out).toContain(
+      '⤺  switch: c back to the answer of turn 3 (checkpoint ck_two, turn 2 of its branch) (killed sb9; nothing deleted; the next turn restores its snapshot)',
+    )
   })
 
   it('json: one parsable object per event line', () => {

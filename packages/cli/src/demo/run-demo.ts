@@ -90,7 +90,7 @@ async function branchAndPlay(
     conversationId: conversation.id,
     messages: conversation.messages,
   })
-  conversations.ended(turn)
+  conversations.ended(turn, outcome.end?.checkpoint?.id)
   const problem = restoreProblem(turn, outcome)
   return problem ? { ...outcome, ok: false, error: { message: problem } } : outcome
 }

@@ -1,6 +1,7 @@
 // Checkpoints: the platform snapshot a turn end takes for its checkpoint, the name that ties a snapshot to its
 // session (so gc can tell a leaked one), and the deletion of snapshots no kept checkpoint refers to any more.
 import { createHash, randomBytes } from 'node:crypto'
+import { SandkeepError } from '../errors.js'
 import type { SandboxHandle } from '../sandbox-provider.js'
 import type { Checkpoint, CheckpointInput } from '../session-store.js'
 import { type SessionKey, snapshotBaseName } from '../validation.js'
@@ -55,6 +56,21 @@ export async function snapshotCheckpoint(
   const { provider } = ctx
   const input = { sandboxId: handle.id, snapshot: null, keep: settings.keep }
   if (!settings.snapshots || !providerHasSnapshots(provider)) return { input, ms: 0, fresh: false }
+  if (
+    settings.tenantLimits &&
+    (await tenantSnapshotCount(ctx, key.tenant)) >= settings.tenantLimits.snapshots
+  ) {
+    fail(
+      'checkpoint-limit',
+      new SandkeepError({
+        code: 'QUOTA_EXCEEDED',
+        message: `Tenant '${key.tenant}' holds ${settings.tenantLimits.snapshots} checkpoint snapshot(s), its limit (checkpoints.tenantLimits.snapshots): this checkpoint was recorded without a snapshot (a restore to it replays the journal). End sessions or lower keep to make room.`,
+        tenant: key.tenant,
+        conversationId: key.conversationId,
+      }),
+    )
+    return { input, ms: 0, fresh: false }
+  }
   const started = performance.now()
   try {
     const name = snapshotName(key, at)
@@ -132,4 +148,21 @@ export async function deleteReleasedSnapshots(
     }
   }
   return deleted
+}
+
+/** The distinct snapshots the kept checkpoints of a tenant's sessions hold, read from the store. */
+async function tenantSnapshotCount(ctx: ManagerContext, tenant: string): Promise<number> {
+  const snapshots = new Set<string>()
+  let cursor: string | undefined
+  do {
+    const page = await ctx.store.list(tenant, { limit: 1000, ...(cursor ? { cursor } : {}) })
+    for (const session of page.sessions) {
+      const key = { tenant, conversationId: session.conversationId }
+      for (const checkpoint of await ctx.store.readCheckpoints!(key)) {
+        if (checkpoint.snapshot) snapshots.add(checkpoint.snapshot.snapshotId)
+      }
+    }
+    cursor = page.cursor
+  } while (cursor)
+  return snapshots.size
 }

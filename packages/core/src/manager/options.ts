@@ -134,7 +134,7 @@ export interface ResolvedCheckpoints {
   /** The provider takes platform snapshots (else a checkpoint is the journal's position alone). */
   snapshots: boolean
   /** Per-tenant limits on kept checkpoint snapshots; `null` when none. */
-  tenantLimits: { snapshots: number | null; snapshotBytes: number | null } | null
+  tenantLimits: { snapshots: number } | null
 }
 
 /**
@@ -213,22 +213,11 @@ function resolveCheckpoints(
 function resolveTenantLimits(value: CheckpointsOption['tenantLimits']): ResolvedCheckpoints['tenantLimits'] {
   if (value === undefined) return null
   if (typeof value !== 'object' || value === null)
-    throw invalidArgument('options.checkpoints.tenantLimits', 'must be { snapshots?, snapshotBytes? }.')
-  rejectUnknownOptions('options.checkpoints.tenantLimits', value, ['snapshots', 'snapshotBytes'])
+    throw invalidArgument('options.checkpoints.tenantLimits', 'must be { snapshots? }.')
+  rejectUnknownOptions('options.checkpoints.tenantLimits', value, ['snapshots'])
+  if (value.snapshots === undefined) return null
   return {
-    snapshots:
-      value.snapshots === undefined
-        ? null
-        : validateInteger('checkpoints.tenantLimits.snapshots', value.snapshots, 0, 1_000_000_000),
-    snapshotBytes:
-      value.snapshotBytes === undefined
-        ? null
-        : validateInteger(
-            'checkpoints.tenantLimits.snapshotBytes',
-            value.snapshotBytes,
-            0,
-            Number.MAX_SAFE_INTEGER,
-          ),
+    snapshots: validateInteger('checkpoints.tenantLimits.snapshots', value.snapshots, 0, 1_000_000_000),
   }
 }
 

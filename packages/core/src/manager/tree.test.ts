@@ -265,3 +265,33 @@ describe('a turn that never used the sandbox after a restore', () => {
     expect(end).toMatchObject({ parentId: restored.id, snapshot: restored.snapshot })
   })
 })
+
+describe('per-tenant checkpoint limits (issue 30.10)', () => {
+  it('past the limit a tenant’s checkpoints are journal-only and it is told QUOTA_EXCEEDED; other tenants are not touched', async () => {
+    const { sessions, provider, id } = setup({
+      checkpoints: { every: 'turn', keep: 10, tenantLimits: { snapshots: 2 } },
+    })
+    const errors: Array<{ phase: string; error: unknown }> = []
+    sessions.on('error', (payload) => errors.push(payload))
+    const taken: Array<Checkpoint> = []
+    for (const x of [1, 2, 3]) {
+      const turn = await sessions.beginTurn(id, { tenant: 'greedy' })
+      await setX(turn, x)
+      taken.push((await turn.end()).checkpoint!)
+    }
+    expect(taken.map((c) => c.snapshot !== null)).toEqual([true, true, false])
+    expect(errors.map((e) => e.phase)).toEqual(['checkpoint-limit'])
+    expect(errors[0]!.error).toMatchObject({
+      code: 'QUOTA_EXCEEDED',
+      message: expect.stringMatching(/greedy/),
+    })
+    const victim = await turnSetting(sessions, `${id}-victim`, 5)
+    expect(victim.snapshot).not.toBeNull()
+    // The journal-only checkpoint still restores its state.
+    await sessions.restore(id, { checkpoint: taken[2]!.id, tenant: 'greedy' })
+    const next = await sessions.beginTurn(id, { tenant: 'greedy' })
+    expect((await next.sandbox.runCode('x')).text).toBe('3')
+    await next.end()
+    expect(provider.snapshots.size).toBeGreaterThan(0)
+  })
+})

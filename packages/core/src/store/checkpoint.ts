@@ -448,7 +448,9 @@ export function checkpointNotFound(
       ? "it is not one of this conversation's checkpoints (another conversation's or tenant's, mistyped, or never taken)"
       : detail.depth !== undefined && target.toTurn > detail.depth
         ? `the current branch has ${detail.depth} turn(s) so far`
-        : 'none at that depth is kept on the path to the current head'
+        : detail.kept === 0
+          ? 'none was taken (the session has no checkpoint; they are taken with the checkpoints option)'
+          : 'none at that depth is kept on the path to the current head'
   return new SandkeepError({
     code: 'CHECKPOINT_NOT_FOUND',
     message: `This session has no ${what}: ${why}; ${detail.kept ?? 0} checkpoint(s) kept. Nothing was changed; take an id from listCheckpoints (or null for the state before the first turn).`,
