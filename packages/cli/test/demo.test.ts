@@ -317,7 +317,8 @@ describe('sandkeep demo --transcript branching', () => {
       { turn: 4, kind: 'edit', checkpointTurn: 1, source: 'snapshot' },
       { turn: 5, kind: 'fork', checkpointTurn: 2, source: 'snapshot' },
     ])
-    expect(branches[0]?.droppedTurns).toEqual([2])
+    // A regenerate deletes nothing since checkpoint trees.
+    expect(branches[0]?.droppedTurns).toEqual([])
     expect(branches[2]).toMatchObject({
       conversationId: 'branching-json-rankine',
       fromConversationId: 'branching-json',

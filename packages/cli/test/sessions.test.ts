@@ -172,15 +172,23 @@ describe('sandkeep sessions on Redis', () => {
   it('show lists the checkpoints; rewind and fork work from them and refuse what they cannot do', async () => {
     // The branching transcript leaves two sessions: the main conversation (3 turns after its rewinds) and its fork.
     await demo('branch-a', 'branching')
-    type Checkpoint = { turn: number; snapshot: { snapshotId: string } | null; journalLength: number }
+    type Checkpoint = {
+      id: string
+      parentId: string | null
+      turn: number
+      snapshot: { snapshotId: string } | null
+      journalLength: number
+    }
     type Shown = { session: Session & { restore: unknown }; checkpoints: Checkpoint[] }
     const shown = await json<Shown>(['sessions', 'show', 'branch-a'])
-    expect(shown.checkpoints.map((checkpoint) => checkpoint.turn)).toEqual([1, 2, 3])
+    // The regenerated answers' checkpoints stay on their branches (checkpoint trees): three of turn 2.
+    expect(shown.checkpoints.map((checkpoint) => checkpoint.turn)).toEqual([1, 2, 2, 2, 3])
     expect(shown.session.restore).toBeNull()
     const text = await runCli(['sessions', 'show', 'branch-a', '--tenant', tenant], { env })
-    expect(text.stdout).toContain('checkpoints  3 kept (rewind or fork to any of these turns)')
+    expect(text.stdout).toContain('checkpoints  5 kept (rewind or fork to any of these turns)')
     expect(text.stdout).toMatch(/^\s+turn\s+when\s+snapshot\s+journal$/m)
-    const second = shown.checkpoints[1]!
+    // Turn 2 on the head's path: the parent of turn 3 (a rewind to turn 2 goes there).
+    const second = shown.checkpoints.find((c) => c.id === shown.checkpoints.at(-1)!.parentId)!
     const row = text.stdout.split('\n').find((line) => line.includes(second.snapshot!.snapshotId))
     expect(row).toMatch(/^\s+2\s+\d{4}-\S+Z \(\d+s ago\)\s+\S+\s+\d+ steps$/)
     expect(row).toContain(`${second.journalLength} steps`)
@@ -194,7 +202,8 @@ describe('sandkeep sessions on Redis', () => {
     expect(rewound).toMatchObject({
       toTurn: 2,
       source: 'snapshot',
-      droppedTurns: [3],
+      // A rewind deletes nothing since checkpoint trees: turn 3 stays on its branch.
+      droppedTurns: [],
       killedSandboxId: shown.session.sandboxId,
     })
     const pending = await runCli(['sessions', 'show', 'branch-a', '--tenant', tenant], { env })
@@ -207,8 +216,8 @@ describe('sandkeep sessions on Redis', () => {
       env,
     })
     expect(past.code).toBe(1)
-    expect(past.stderr).toBe(
-      'sandkeep sessions rewind: CHECKPOINT_NOT_FOUND: No checkpoint of turn 3: the session has 2 turn(s) so far (kept: 1, 2). Nothing was changed.\n',
+    expect(past.stderr).toMatch(
+      /^sandkeep sessions rewind: CHECKPOINT_NOT_FOUND: .*turn 3.*the current branch has 2 turn\(s\) so far.*Nothing was changed/,
     )
     const onto = await runCli(['sessions', 'fork', 'branch-a', 'branch-a-rankine', '--tenant', tenant], {
       env,
