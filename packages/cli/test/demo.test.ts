@@ -373,7 +373,7 @@ describe('sandkeep demo --transcript branching', () => {
     ])
     expect(result.code, result.stdout + result.stderr).toBe(0)
     const out = result.stdout
-    expect(out).toContain('↺  regenerate: branching-human rewound to the end of turn 1 (dropped turn 2')
+    expect(out).toContain('↺  regenerate: branching-human rewound to the end of turn 1 (nothing dropped')
     expect(out).toContain('↺  edit: branching-human rewound to the end of turn 1')
     expect(out).toContain('⑂  fork: branching-human-rankine starts from branching-human turn 2')
     expect(out).toContain('── turn 3/6 · main turn 2 ')
