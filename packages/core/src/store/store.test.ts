@@ -134,8 +134,10 @@ describe('the store kit', () => {
     }
   })
 
-  it('reads stored checkpoints strictly, one per turn and oldest first', () => {
+  it('reads stored checkpoints strictly: fields, values, distinct ids', () => {
     const checkpoint = {
+      id: `ck_${'a'.repeat(22)}`,
+      parentId: null,
       turn: 1,
       createdAt: 10,
       sandboxId: 'sbx-1',
@@ -143,7 +145,11 @@ describe('the store kit', () => {
       journalLength: 0,
       manifest: null,
     }
-    expect(parseStoredCheckpoints([checkpoint, { ...checkpoint, turn: 3 }], 'cp-key')).toHaveLength(2)
+    const child = { ...checkpoint, id: `ck_${'b'.repeat(22)}`, parentId: checkpoint.id, turn: 2 }
+    // Siblings share a turn: order and turns are free, ids are not.
+    expect(
+      parseStoredCheckpoints([child, checkpoint, { ...child, id: `ck_${'c'.repeat(22)}` }], 'cp-key'),
+    ).toHaveLength(3)
     for (const damaged of [
       [{ ...checkpoint, turn: 0 }],
       [{ ...checkpoint, journalLength: -1 }],
@@ -151,7 +157,10 @@ describe('the store kit', () => {
       [{ ...checkpoint, manifest: { writtenAt: 'x' } }],
       [{ ...checkpoint, surprise: true }],
       [checkpoint, checkpoint],
-      [{ ...checkpoint, turn: 2 }, checkpoint],
+      [{ ...checkpoint, id: 'ck_short' }],
+      [{ ...checkpoint, parentId: 'not-an-id' }],
+      [{ ...checkpoint, from: 'sometime' }],
+      [{ ...checkpoint, journalBytes: -5 }],
     ]) {
       const error = catchError(() => parseStoredCheckpoints(damaged, 'cp-key'))
       expect(SandkeepError.hasCode(error, 'STORE_CORRUPT'), JSON.stringify(damaged)).toBe(true)

@@ -608,6 +608,22 @@ export const branchingConformance = defineArea(
       expect((await store.readJournal(key)).map((entry) => entry.step)).toEqual([stepOf(1), stepOf(2)])
     })
 
+    test('tree: a long branch past keep still reads its whole journal, from the head and from a restored node', async () => {
+      const store = supported(await open())
+      if (!store) return
+      const key = newKey()
+      const recorded = await runTurns(store, key, 8, { keep: 2 })
+      const steps = recorded.map((_, index) => stepOf(index + 1))
+      expect((await store.readJournal(key)).map((entry) => entry.step)).toEqual(steps)
+      expect((await store.readCheckpoints(key)).map((c) => c.turn)).toEqual([7, 8])
+      await restoreTo(store, key, recorded[6]!.id, 'sbx-1')
+      expect((await store.readJournal(key)).map((entry) => entry.step)).toEqual(steps.slice(0, 7))
+      for (const pruned of recorded.slice(0, 6)) {
+        const error = await expectCode(restoreTo(store, key, pruned.id, null), 'CHECKPOINT_NOT_FOUND')
+        expect(error.message).toMatch(/pruned/)
+      }
+    })
+
     test('tree: refuses ids of another conversation or tenant, and made-up ones, writing nothing', async () => {
       const store = supported(await open())
       if (!store) return

@@ -193,6 +193,35 @@ local function apply_retention(key, nodes, ids, head, keep)
       gone[#gone + 1] = id
     end
   end
+  -- A bare node whose only child is bare too is folded into that child (its journal part prepended, the
+  -- child re-parented), so a long conversation keeps one bare node per chain rather than one per pruned
+  -- turn: the scripts' reads of the tree stay bounded by the kept nodes and the branch points.
+  local children, child_of = {}, {}
+  for _, node in pairs(nodes) do
+    if node.parent then
+      children[node.parent] = (children[node.parent] or 0) + 1
+      child_of[node.parent] = node.id
+    end
+  end
+  for i = 1, #ids do
+    local id = ids[i]
+    local node = nodes[id]
+    local only = child_of[id]
+    if node and not node.kept and children[id] == 1 and not nodes[only].kept then
+      local child = nodes[only]
+      local parts = redis.call('HMGET', key, id .. ':journal', only .. ':journal')
+      local joined = parts[1] or ''
+      if parts[2] and parts[2] ~= '' then
+        joined = joined == '' and parts[2] or (joined .. '\n' .. parts[2])
+      end
+      child.parent = node.parent
+      if joined ~= '' then redis.call('HSET', key, only .. ':journal', joined) end
+      redis.call('HSET', key, only, meta_text(child))
+      redis.call('HDEL', key, id, id .. ':journal')
+      nodes[id] = nil
+      gone[#gone + 1] = id
+    end
+  end
   if #gone > 0 then
     local remembered = (redis.call('HGET', key, 'pruned') or '') .. table.concat(gone)
     local most = MAX_PRUNED * ID_LENGTH
