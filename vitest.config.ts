@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
 
@@ -20,6 +21,15 @@ const alias = [
   { find: /^@sandkeep\/ai-sdk$/, replacement: source('./packages/ai-sdk/src/index.ts') },
 ]
 
+// Where the suite's time goes (docs/benchmarks.md, "Test suite"): an integration file mostly waits on
+// sandboxes (processes it spawns, a host's HTTP round trips, leases that lapse), a unit file mostly imports.
+// The unit files share one module graph per worker (isolate: false: none stubs globals or modules, and the
+// two that fake Date restore it), one worker per core. Integration files run vitest's default (cores - 1
+// at a time, so one on 2 cores) after the unit tier (groupOrder): on a loaded 2-core box three at a time was
+// slower, not faster. SANDKEEP_TEST_WORKERS sets how many integration files run at once on a quieter one.
+const cores = availableParallelism()
+const integrationWorkers = Number(process.env.SANDKEEP_TEST_WORKERS) || Math.max(cores - 1, 1)
+
 export default defineConfig({
   test: {
     projects: [
@@ -29,7 +39,12 @@ export default defineConfig({
           name: 'unit',
           include: ['packages/*/src/**/*.test.ts'],
           environment: 'node',
-          testTimeout: 20_000,
+          // A last-resort guard, not a speed check: local-e2b's kernel tests push 20 MB through real
+          // kernels and took over 20 s each under stress-ng --cpu 4 on a loaded 2-core machine.
+          testTimeout: 60_000,
+          isolate: false,
+          maxWorkers: cores,
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -40,6 +55,8 @@ export default defineConfig({
           environment: 'node',
           testTimeout: 60_000,
           hookTimeout: 60_000,
+          maxWorkers: integrationWorkers,
+          sequence: { groupOrder: 1 },
         },
       },
     ],

@@ -158,9 +158,11 @@ describe('createSessionManager: resume ladder', () => {
 
   it('counts the running and paused time of overlapping turns once', async () => {
     const { sessions, id } = setup()
+    // The pause begins inside withTurn (the store stamps it at the turn's release), so the window the
+    // paused time must fit in starts before the call, however long the call takes to return.
+    const pausedFrom = Date.now()
     await sessions.withTurn(id, async () => {})
     const before = await sessions.getSession(id)
-    const pausedFrom = Date.now()
     await sleep(150)
     // A and B both resume from the same pause; A ends first and leaves the sandbox running for B.
     const windowStart = Date.now()
