@@ -52,8 +52,6 @@ export const SandkeepErrorCode = {
   QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
   /** A session with that conversation id already exists (a fork must start a new one). Nothing was written. */
   SESSION_EXISTS: 'SESSION_EXISTS',
-  /** A quota is used up (snapshots kept, their bytes, a tenant's checkpoints): not retried; free some first. */
-  QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
   /** The session manager was closed (`sessions.close()`): it begins no turn and makes no call any more. */
   MANAGER_CLOSED: 'MANAGER_CLOSED',
 } as const

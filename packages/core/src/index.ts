@@ -27,7 +27,7 @@ export {
 } from './health.js'
 // The journal
 export type { CodeLanguage, JournalEntry, JournalStep } from './journal.js'
-export type { LogFields, LogLevel, SandkeepLogger } from './logger.js'
+export type { LogFields, LogLevel, SandkeepLogger } from './logger-types.js'
 // The in-memory store
 export { createMemorySessionStore, type MemorySessionStoreOptions } from './memory-store.js'
 // Reports

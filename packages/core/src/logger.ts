@@ -4,24 +4,8 @@
 // cause, a record's manifest, an option) reaches the log.
 import { SandkeepError } from './errors.js'
 import type { EventHub } from './events.js'
+import type { LogFields, LogLevel } from './logger-types.js'
 import type { SessionManagerEvents } from './session-manager-types.js'
-
-/** A log level, from the chattiest. */
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
-
-/** Structured fields of one log line: ids, outcomes, counts and durations (ms); never a secret. */
-export type LogFields = Record<string, string | number | boolean | null | undefined | string[]>
-
-/**
- * Where the manager writes its log: pino, winston, bunyan and `console` fit as they are. A level the object
- * lacks is not written.
- */
-export interface SandkeepLogger {
-  debug?(message: string, fields?: LogFields): void
-  info?(message: string, fields?: LogFields): void
-  warn?(message: string, fields?: LogFields): void
-  error?(message: string, fields?: LogFields): void
-}
 
 /** The manager's `logger` option as it resolved: where to write and from which level. */
 export interface ResolvedLogger {

@@ -1,6 +1,6 @@
 import type { HealthCheck } from './health.js'
 import type { JournalStep } from './journal.js'
-import type { SandkeepLogger } from './logger.js'
+import type { SandkeepLogger } from './logger-types.js'
 import type { ResumeReport, TurnEndReport } from './report.js'
 import type {
   SandboxCreateNetwork,

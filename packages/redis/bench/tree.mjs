@@ -39,9 +39,13 @@ async function freePort(from) {
 
 async function startRedis() {
   const port = Number(process.env.BENCH_REDIS_PORT ?? (await freePort(6400)))
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  })
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  )
   const url = `redis://127.0.0.1:${port}`
   for (let attempt = 0; attempt < 50; attempt++) {
     try {
@@ -190,9 +194,16 @@ async function storeBytes(url, admin, prefix) {
   const tree = (await store.readCheckpoints(key)).at(-2)
   const branches = 10
   for (let b = 0; b < branches; b++) {
-    await store.rewind(key, { checkpoint: tree.id, expectedSandboxId: b === 0 ? 'sbx-bench' : `sbx-${b - 1}` })
+    await store.rewind(key, {
+      checkpoint: tree.id,
+      expectedSandboxId: b === 0 ? 'sbx-bench' : `sbx-${b - 1}`,
+    })
     const { lease } = await store.acquire(key, { holderId: randomUUID(), leaseMs: 60_000 })
-    await store.setSandbox(key, lease, { sandboxId: `sbx-${b}`, expectedSandboxId: null, providerId: 'bench' })
+    await store.setSandbox(key, lease, {
+      sandboxId: `sbx-${b}`,
+      expectedSandboxId: null,
+      providerId: 'bench',
+    })
     await store.appendJournal(key, STEP(100 + b), { lease })
     await store.release(key, lease, {
       turnEndedAt: Date.now(),

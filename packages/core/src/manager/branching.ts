@@ -12,7 +12,6 @@ import type {
   RewindOptions,
 } from '../session-manager-types.js'
 import type {
-  Checkpoint,
   CheckpointTree,
   ForkSource,
   RewindResult,
@@ -28,7 +27,7 @@ import {
   validateSessionKey,
 } from '../validation.js'
 import { hasLiveTurn, rememberLastTurn } from './caches.js'
-import { deleteReleasedSnapshots } from './checkpoints.js'
+import { deleteReleasedSnapshots, headOf } from './checkpoints.js'
 import type { ManagerContext } from './context.js'
 import { busyBackoffMs, waitForEndings, waitForLocalEnds } from './end-wait.js'
 import { providerHasSnapshots, storeHasCheckpoints, tenantOption } from './options.js'
@@ -281,12 +280,6 @@ export async function listCheckpoints(
   if (typeof store.readCheckpoints !== 'function') return { head: null, checkpoints: [] }
   const [record, checkpoints] = await Promise.all([store.get(key), store.readCheckpoints(key)])
   return { head: headOf(record, checkpoints), checkpoints: checkpoints.toReversed() }
-}
-
-/** The record's head; for a record written before checkpoint trees, its newest checkpoint. */
-export function headOf(record: SessionRecord | null, checkpoints: readonly Checkpoint[]): string | null {
-  if (record?.head !== undefined) return record.head
-  return checkpoints.at(-1)?.id ?? null
 }
 
 function checkpointStore(ctx: ManagerContext): CheckpointStore {

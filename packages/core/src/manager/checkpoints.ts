@@ -3,9 +3,8 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { SandkeepError } from '../errors.js'
 import type { SandboxHandle } from '../sandbox-provider.js'
-import type { Checkpoint, CheckpointInput } from '../session-store.js'
+import type { Checkpoint, CheckpointInput, SessionRecord } from '../session-store.js'
 import { type SessionKey, snapshotBaseName } from '../validation.js'
-import { headOf } from './branching.js'
 import type { ManagerContext } from './context.js'
 import { providerHasSnapshots } from './options.js'
 
@@ -165,4 +164,10 @@ async function tenantSnapshotCount(ctx: ManagerContext, tenant: string): Promise
     cursor = page.cursor
   } while (cursor)
   return snapshots.size
+}
+
+/** The record's head; for a record written before checkpoint trees, its newest checkpoint. */
+export function headOf(record: SessionRecord | null, checkpoints: readonly Checkpoint[]): string | null {
+  if (record?.head !== undefined) return record.head
+  return checkpoints.at(-1)?.id ?? null
 }

@@ -1,6 +1,6 @@
 import { setImmediate as tick } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import type { LogFields, LogLevel } from '../logger.js'
+import type { LogFields, LogLevel } from '../logger-types.js'
 import { createMemorySessionStore } from '../memory-store.js'
 import { createSessionManager } from '../session-manager.js'
 import { createMockProvider } from '../test/mock-provider.js'
