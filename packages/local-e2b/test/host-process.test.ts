@@ -36,8 +36,8 @@ async function newStateDir(): Promise<string> {
   return dir
 }
 
-async function startHost(stateDir: string, args: string[] = []): Promise<HostProcess> {
-  const host = await startHostProcess(stateDir, { args })
+async function startHost(stateDir: string, args: string[] = [], apiKey?: string): Promise<HostProcess> {
+  const host = await startHostProcess(stateDir, { args, ...(apiKey ? { apiKey } : {}) })
   hosts.push(host)
   return host
 }
@@ -74,8 +74,8 @@ describe('SIGTERM while the log reader is gone', () => {
     expect(await within(20_000, 'the host stopping', host.exited)).toBe(0)
     expect(cgroupDirsOf(sandbox.sandboxId)).toEqual([])
     if (diskMounted) expect(mounted(rootDir)).toBe(false)
-    // The files stay for the next host on this state dir.
-    const again = await startHost(stateDir)
+    // The files stay for the next host on this state dir (the same key: sandboxes belong to their key's team).
+    const again = await startHost(stateDir, [], host.opts.apiKey)
     const resumed = await Sandbox.connect(sandbox.sandboxId, again.opts)
     expect(await resumed.files.read('/home/user/kept.txt')).toBe('kept\n')
     await resumed.kill()
@@ -112,7 +112,8 @@ describe.each(['v2', 'v1'])('a host SIGKILLed with sandboxes paused (freezer %s)
     await host.exited
     await pausing
 
-    const again = await startHostProcess(stateDir, { env })
+    // The same key: a restarted host keeps each sandbox its owner's (another key gets 404).
+    const again = await startHostProcess(stateDir, { env, apiKey: host.opts.apiKey })
     hosts.push(again)
     for (const { id, mode } of sandboxes) {
       const resumed = await within(10_000, `connect (${mode})`, Sandbox.connect(id, again.opts))

@@ -122,7 +122,8 @@ describe('host ids across a host restart', () => {
       await sandbox.commands.run('echo v1 > kept.txt')
       const owner = first.host.getSandbox(sandbox.sandboxId)?.owner
       await first.host.close()
-      second = await startTestHost({ stateDir })
+      // The same key: a restarted host keeps each sandbox its owner's (another key gets 404).
+      second = await startTestHost({ stateDir, apiKey: first.opts.apiKey })
       const again = await Sandbox.connect(sandbox.sandboxId, second.opts)
       expect(second.host.getSandbox(sandbox.sandboxId)?.owner).toEqual(owner)
       const written = await again.commands.run('echo v2 >> kept.txt && stat -c %U kept.txt && cat kept.txt')
