@@ -33,26 +33,7 @@ local head = head_of(record, nodes, ids)
 if head == nil then return { 'corrupt', 1 } end
 local depth = tonumber(record[F_TURNS])
 
-local target, why = false, 'unknown'
-if ARGV[3] == 'head' then
-  if head then target = nodes[head] end
-elseif ARGV[3] == 'id' then
-  if ARGV[4] ~= '' then
-    local node = nodes[ARGV[4]]
-    if node and node.kept then
-      target = node
-    else
-      target = nil
-      if node or was_pruned(KEYS[4], ARGV[4]) then why = 'pruned' end
-    end
-  end
-else
-  local turn = tonumber(ARGV[4])
-  if turn > 0 then
-    target = ancestor_at(nodes, head, turn)
-    if target == 'pruned' then target, why = nil, 'pruned' end
-  end
-end
+local target, why = find_target(nodes, head, KEYS[4], ARGV[3], ARGV[4])
 if target == nil then return { 'missing', kept, depth, why } end
 local reply, segments = {}, {}
 if target then

@@ -54,26 +54,7 @@ local head = head_of(record, nodes, ids)
 if head == nil then return { 'corrupt', 1 } end
 local depth = record and tonumber(record[F_TURNS]) or 0
 
-local target, why = false, 'unknown'
-if ARGV[3] == 'id' then
-  if ARGV[4] ~= '' then
-    local node = nodes[ARGV[4]]
-    if node and node.kept then
-      target = node
-    else
-      target = nil
-      if node or was_pruned(KEYS[4], ARGV[4]) then why = 'pruned' end
-    end
-  end
-else
-  local turn = tonumber(ARGV[4])
-  if turn > 0 then
-    target = ancestor_at(nodes, head, turn)
-    if target == 'pruned' then
-      target, why = nil, 'pruned'
-    end
-  end
-end
+local target, why = find_target(nodes, head, KEYS[4], ARGV[3], ARGV[4])
 -- Without a record no turn ever ended: there is nothing to go back to, not even the root.
 if not record or target == nil then return { 'missing', kept, depth, why } end
 

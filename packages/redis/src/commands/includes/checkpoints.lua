@@ -153,6 +153,28 @@ local function ancestor_at(nodes, head, turn)
   return nil
 end
 
+-- The checkpoint a restore, rewind or fork names: `mode` 'head' (the head), 'id' (`value` a checkpoint id, ''
+-- for the root) or a turn (`value` a depth on the head's path, 0 for the root). Returns the node, false for the
+-- root, or nil with why ('pruned' or 'unknown') when the session keeps no such checkpoint.
+local function find_target(nodes, head, pruned_key, mode, value)
+  if mode == 'head' then
+    if head then return nodes[head], 'unknown' end
+    return false, 'unknown'
+  end
+  if mode == 'id' then
+    if value == '' then return false, 'unknown' end
+    local node = nodes[value]
+    if node and node.kept then return node, 'unknown' end
+    if node or was_pruned(pruned_key, value) then return nil, 'pruned' end
+    return nil, 'unknown'
+  end
+  local turn = tonumber(value)
+  if turn <= 0 then return false, 'unknown' end
+  local target = ancestor_at(nodes, head, turn)
+  if target == 'pruned' then return nil, 'pruned' end
+  return target, 'unknown'
+end
+
 -- Retention after a new node: the newest `keep` kept nodes and the head stay kept; the others become bare
 -- (snapshot and manifest dropped), and every node no kept one descends from is deleted with its journal
 -- part and remembered as pruned. Returns the replies of the nodes pruned now (read before their parts go),
