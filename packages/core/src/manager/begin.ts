@@ -3,9 +3,7 @@ import { SandkeepError } from '../errors.js'
 import type { Turn, TurnOptions } from '../session-manager-types.js'
 import type { AcquireResult } from '../session-store.js'
 import { invalidArgument, validateSessionKey } from '../validation.js'
-import { countLiveTurn, sessionCacheKey } from './caches.js'
 import type { ManagerContext } from './context.js'
-import { acquireAfterHold, waitForLocalEnds } from './end-wait.js'
 import { validateTurnOptions } from './options.js'
 import { abortedError } from './records.js'
 import { dropSpeculation, speculate } from './speculation.js'
@@ -31,23 +29,25 @@ async function begin(ctx: ManagerContext, conversationId: string, turnOptions?: 
   if (parsed.signal?.aborted) throw abortedError(key, parsed.signal.reason)
   const holderId = randomUUID()
   // A turn end of this process still pausing the sandbox: connecting now would race that pause.
-  await waitForLocalEnds(ctx, key, parsed.signal)
-  const known = ctx.caches.lastTurns.get(sessionCacheKey(key))
+  const limits = { waitMs: config.createWaitMs, signal: parsed.signal }
+  await ctx.state.waitForLocalEnds(key, limits)
+  const known = ctx.state.lastTurn(key)
   const connectsAnyway = !parsed.lazy || parsed.prewarm === true
   let speculation = connectsAnyway ? speculate(ctx, key, parsed.signal) : undefined
   const leaseOptions = { holderId, leaseMs: config.leaseMs, ttlMs: config.ttlMs }
-  countLiveTurn(ctx.caches, key, 1)
+  ctx.state.turnBegan(key)
   let acquired: AcquireResult
   try {
     acquired = await store.acquire(key, leaseOptions)
   } catch (error) {
-    countLiveTurn(ctx.caches, key, -1)
+    ctx.state.turnEnded(key)
     // No lease, no record: nothing confirms the speculation.
     await dropSpeculation(ctx, speculation, key)
     if (!SandkeepError.hasCode(error, 'SESSION_BUSY')) throw error
     // Another process's turn end holds the session while it pauses: the turn begins after it.
-    acquired = await acquireAfterHold(ctx, key, leaseOptions, error as SandkeepError, parsed.signal)
-    countLiveTurn(ctx.caches, key, 1)
+    const acquire = () => store.acquire(key, leaseOptions)
+    acquired = await ctx.state.acquireAfterHold(key, acquire, error as SandkeepError, limits)
+    ctx.state.turnBegan(key)
     speculation = undefined
   }
   const storeMs = performance.now() - beganAt

@@ -26,10 +26,9 @@ import {
   validateInteger,
   validateSessionKey,
 } from '../validation.js'
-import { hasLiveTurn, rememberLastTurn } from './caches.js'
+import { BUSY_RETRY, backoffMs } from './backoff.js'
 import { deleteReleasedSnapshots, headOf } from './checkpoints.js'
 import type { ManagerContext } from './context.js'
-import { busyBackoffMs, waitForEndings, waitForLocalEnds } from './end-wait.js'
 import { providerHasSnapshots, storeHasCheckpoints, tenantOption } from './options.js'
 import { checkRecord } from './records.js'
 import { killOwnedSandbox } from './tenancy.js'
@@ -119,11 +118,12 @@ async function restoreTo(
   const record = recordOrNotFound(checkRecord(await store.get(key), key), key)
   // A turn whose end is under way (the reply is out, the checkpoint or the pause is not done) has ended for
   // the user: wait for it. One still running is refused.
-  await waitForEndings(ctx, key, signal)
-  if (hasLiveTurn(ctx.caches, key)) throw runningTurn(key)
-  await waitForLocalEnds(ctx, key, signal)
+  const limits = { waitMs: ctx.config.createWaitMs, signal }
+  await ctx.state.waitForEndings(key, limits)
+  if (ctx.state.hasLiveTurn(key)) throw runningTurn(key)
+  await ctx.state.waitForLocalEnds(key, limits)
   const result = await restoreWhenFree(ctx, store, key, record, target, signal)
-  rememberLastTurn(ctx.caches, key, null)
+  ctx.state.rememberLastTurn(key, null)
   const previous = result.record.restore?.fromSandboxId ?? null
   if (previous) {
     await killOwnedSandbox(ctx, previous, key).catch((error: unknown) =>
@@ -173,8 +173,9 @@ async function restoreWhenFree(
       }
       if (!SandkeepError.hasCode(error, 'SESSION_BUSY')) throw error
       const left = deadline - performance.now()
-      if (left <= 0 || hasLiveTurn(ctx.caches, key)) throw runningTurn(key, error)
-      await sleep(busyBackoffMs(attempt, error.retryAfterMs, left), signal, 'reject')
+      if (left <= 0 || ctx.state.hasLiveTurn(key)) throw runningTurn(key, error)
+      const wait = backoffMs(attempt, { ...BUSY_RETRY, retryAfterMs: error.retryAfterMs, leftMs: left })
+      await sleep(wait, signal, 'reject')
     }
   }
 }

@@ -56,7 +56,7 @@ export class ManagerCloser {
     const deadline = started + options.timeoutMs
     this.#logger?.write('info', 'manager closing', { timeoutMs: options.timeoutMs })
     const drained = await this.#drain(deadline)
-    const openTurns = [...this.#ctx.caches.liveTurns.values()].reduce((sum, count) => sum + count, 0)
+    const openTurns = this.#ctx.state.openTurns()
     let storeClosed = false
     if (!options.keepStore) {
       try {
@@ -79,10 +79,11 @@ export class ManagerCloser {
 
   /** Waits until nothing is under way in this process, or the deadline; true when it drained. */
   async #drain(deadline: number): Promise<boolean> {
-    const { caches } = this.#ctx
+    const { state } = this.#ctx
     for (;;) {
-      const ends = [...caches.endings.values(), ...caches.endHolds.values()].flatMap((set) => [...set])
-      const busy = ends.length + this.#inFlight.size + caches.liveTurns.size
+      const ends = state.endsUnderWay()
+      const openTurns = state.openTurns()
+      const busy = ends.length + this.#inFlight.size + openTurns
       if (busy === 0) return true
       const left = deadline - performance.now()
       if (left <= 0) return false
@@ -91,7 +92,7 @@ export class ManagerCloser {
       const stop = new AbortController()
       await Promise.race([
         settled,
-        sleep(caches.liveTurns.size > 0 ? Math.min(DRAIN_POLL_MS, left) : left, stop.signal, 'resolve'),
+        sleep(openTurns > 0 ? Math.min(DRAIN_POLL_MS, left) : left, stop.signal, 'resolve'),
       ])
       // The timer goes with the wait, or it would hold the process up to the deadline.
       stop.abort()

@@ -5,12 +5,12 @@ import type { SessionManagerEvents, SessionManagerOptions } from '../session-man
 import type { SessionStore } from '../session-store.js'
 import { createManagerTelemetry, type ManagerTelemetry } from '../telemetry/index.js'
 import type { SessionKey } from '../validation.js'
-import { createSessionCaches, type SessionCaches } from './caches.js'
 import { type ResolvedOptions, resolveOptions } from './options.js'
+import { SessionState } from './session-state.js'
 
 /**
  * What every module of the manager works with, built once by createSessionManager: the checked options,
- * the (instrumented) store, the provider, the event hub, this process's caches and the telemetry hooks.
+ * the (instrumented) store, the provider, the event hub, this process's session state and the telemetry hooks.
  */
 export interface ManagerContext {
   readonly config: ResolvedOptions
@@ -18,7 +18,8 @@ export interface ManagerContext {
   readonly store: SessionStore
   readonly provider: SandboxProvider
   readonly events: EventHub<SessionManagerEvents>
-  readonly caches: SessionCaches
+  /** What this process knows of its sessions (caches, live turns, waits): the only owner of that state. */
+  readonly state: SessionState
   readonly telemetry: ManagerTelemetry
   /** Emits the `error` event: the way every failure that does not fail the call is reported. */
   emitError(phase: string, error: unknown, key?: SessionKey): void
@@ -49,7 +50,7 @@ export function createManagerContext(options: SessionManagerOptions): ManagerCon
     store: telemetry.instrumentStore(config.store),
     provider: config.provider,
     events,
-    caches: createSessionCaches(),
+    state: new SessionState(),
     telemetry,
     emitError,
     call: (operation, callOptions = {}) => retryProviderCall(operation, config.retry, callOptions),

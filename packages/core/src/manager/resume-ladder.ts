@@ -4,15 +4,14 @@ import type { RestoreReport, ResumeOutcome } from '../report.js'
 import { SANDKEEP_METADATA, sessionMetadata } from '../sandbox-metadata.js'
 import type { SandboxHandle, SandboxInfo } from '../sandbox-provider.js'
 import type { AcquireResult, SessionRecord, SessionRestore } from '../session-store.js'
-import type { LastTurn } from './caches.js'
 import { sandboxCreateOptions } from './create-options.js'
-import { waitForCreation, wakeCreationWaiters } from './creation-wait.js'
 import { providerHasSnapshots } from './options.js'
 import { abortedError, checkRecord } from './records.js'
 import type { ResumeAttempt } from './resume-attempt.js'
 import type { TurnScope } from './scope.js'
+import type { LastTurn } from './session-state.js'
 import { confirmedSpeculation, type Speculation } from './speculation.js'
-import { rememberVerified, verifyTenant } from './tenancy.js'
+import { verifyTenant } from './tenancy.js'
 
 /** Where the ladder starts: the record the lease returned (or the creator's, after waiting) and whether to create. */
 export interface StartingPoint {
@@ -57,8 +56,14 @@ export interface Climbed {
 export async function startingPoint(scope: TurnScope, acquired: AcquireResult): Promise<StartingPoint> {
   const record = checkRecord(acquired.record, scope.key)
   const create = acquired.create
-  if (!create && !record?.sandboxId) return waitForCreation(scope)
-  return { record, create }
+  if (create || record?.sandboxId) return { record, create }
+  const { ctx, key } = scope
+  // Another turn holds the creation claim: poll it (the lease is read at each poll, renewals replace it).
+  const claim = async () => {
+    const answer = await ctx.store.claimCreation(key, scope.lease())
+    return { record: checkRecord(answer.record, key), create: answer.create }
+  }
+  return ctx.state.waitForCreation(key, claim, { waitMs: ctx.config.createWaitMs, signal: scope.signal })
 }
 
 /**
@@ -236,10 +241,10 @@ async function createAndMap(
     ? await createOrFindPrevious(scope, attempt)
     : { handle: await createSandbox(scope, attempt, make), previous: false }
   const { handle, previous } = made
-  rememberVerified(ctx, handle.id, key.tenant)
+  ctx.state.rememberTenant(handle.id, key.tenant)
   try {
     await mapSandbox(scope, handle.id, expected, ctx.config.sandbox.template ?? null)
-    wakeCreationWaiters(ctx.caches, key)
+    ctx.state.wakeCreationWaiters(key)
   } catch (error) {
     // Someone else mapped the session first (or our lease lapsed): never leave our sandbox running unmapped.
     // The conversation's earlier sandbox is not ours to kill: whoever mapped first mapped that one too.
@@ -444,7 +449,7 @@ async function adoptLostSession(
   if (!handle) return null
   attempt.touch(handle.id)
   await mapSandbox(scope, handle.id, null, ctx.config.sandbox.template ?? null)
-  wakeCreationWaiters(ctx.caches, key)
+  ctx.state.wakeCreationWaiters(key)
   return handle
 }
 
@@ -478,6 +483,6 @@ async function sessionSandboxes(scope: TurnScope, attempt: ResumeAttempt): Promi
         info.metadata[SANDKEEP_METADATA.session] === metadata[SANDKEEP_METADATA.session],
     )
     .sort((a, b) => (b.startedAt?.getTime() ?? 0) - (a.startedAt?.getTime() ?? 0))
-  for (const info of found) rememberVerified(ctx, info.sandboxId, key.tenant)
+  for (const info of found) ctx.state.rememberTenant(info.sandboxId, key.tenant)
   return found
 }

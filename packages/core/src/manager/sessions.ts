@@ -1,6 +1,5 @@
 import type { SessionRecord } from '../session-store.js'
 import { invalidArgument, validateInteger, validateSessionKey } from '../validation.js'
-import { rememberLastTurn } from './caches.js'
 import { deleteReleasedSnapshots } from './checkpoints.js'
 import type { ManagerContext } from './context.js'
 import { providerHasSnapshots, tenantOption } from './options.js'
@@ -17,7 +16,7 @@ export async function endSession(
   endOptions?: { tenant?: string },
 ): Promise<boolean> {
   const key = validateSessionKey(conversationId, tenantOption(endOptions))
-  rememberLastTurn(ctx.caches, key, null)
+  ctx.state.rememberLastTurn(key, null)
   const record = checkRecord(await ctx.store.get(key), key)
   if (!record) return false
   if (record.sandboxId) await killOwnedSandbox(ctx, record.sandboxId, key)

@@ -3,9 +3,7 @@ import type { TurnEndReport } from '../report.js'
 import type { SandboxHandle } from '../sandbox-provider.js'
 import type { SessionRecord } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
-import { hasLiveTurn, sessionCacheKey } from './caches.js'
 import type { ManagerContext } from './context.js'
-import { isVerified } from './tenancy.js'
 
 /** How a speculative connect settled: never a rejection, so an unused one cannot surface as unhandled. */
 export type SpeculationResult = { ok: true; handle: SandboxHandle } | { ok: false; error: unknown }
@@ -37,8 +35,8 @@ export function speculate(
   signal: AbortSignal | undefined,
 ): Speculation | undefined {
   if (!ctx.config.speculativeConnect) return undefined
-  const last = ctx.caches.lastTurns.get(sessionCacheKey(key))
-  if (!last || !isVerified(ctx, last.sandboxId, key.tenant)) return undefined
+  const last = ctx.state.lastTurn(key)
+  if (!last || !ctx.state.isVerified(last.sandboxId, key.tenant)) return undefined
   let retries = 0
   let taken = false
   const connecting = ctx.call(
@@ -101,7 +99,7 @@ export async function dropSpeculation(
   speculation: Speculation | undefined,
   key: SessionKey,
 ): Promise<void> {
-  if (!speculation || hasLiveTurn(ctx.caches, key)) return
+  if (!speculation || ctx.state.hasLiveTurn(key)) return
   const settled = await speculation.result
   if (settled.ok) await undoSpeculation(ctx, settled.handle.id, speculation, key)
 }
@@ -150,6 +148,6 @@ export async function settleSpeculation(
   if (!settled.ok || settled.handle.id === handle?.id) return undefined
   const sandboxId = settled.handle.id
   if (released && record?.sandboxId === sandboxId) return last ? sandboxId : undefined
-  if (released || !hasLiveTurn(ctx.caches, key)) await undoSpeculation(ctx, sandboxId, speculation, key)
+  if (released || !ctx.state.hasLiveTurn(key)) await undoSpeculation(ctx, sandboxId, speculation, key)
   return undefined
 }

@@ -1,18 +1,7 @@
 import { SandkeepError } from '../errors.js'
 import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
 import type { SessionKey } from '../validation.js'
-import { setBounded } from './caches.js'
 import type { ManagerContext } from './context.js'
-
-/** Remembers that `sandboxId` belongs to `tenant` (this process created it, or read its metadata). */
-export function rememberVerified(ctx: ManagerContext, sandboxId: string, tenant: string): void {
-  setBounded(ctx.caches.verifiedTenants, sandboxId, tenant)
-}
-
-/** True when this process already knows `sandboxId` belongs to `tenant`. */
-export function isVerified(ctx: ManagerContext, sandboxId: string, tenant: string): boolean {
-  return ctx.caches.verifiedTenants.get(sandboxId) === tenant
-}
 
 /**
  * Refuses a sandbox whose metadata names another tenant. Read with `getInfo` (no resume) the first time this
@@ -28,7 +17,7 @@ export async function verifyTenant(
   onRetry: () => void,
 ): Promise<void> {
   const { provider } = ctx
-  if (isVerified(ctx, sandboxId, key.tenant)) return
+  if (ctx.state.isVerified(sandboxId, key.tenant)) return
   if (typeof provider.getInfo !== 'function') return
   const info = await ctx.call(() => provider.getInfo!(sandboxId, { signal }), { signal, onRetry })
   const owner = info.metadata[SANDKEEP_METADATA.tenant]
@@ -41,7 +30,7 @@ export async function verifyTenant(
       sandboxId,
     })
   }
-  rememberVerified(ctx, sandboxId, key.tenant)
+  ctx.state.rememberTenant(sandboxId, key.tenant)
 }
 
 /**

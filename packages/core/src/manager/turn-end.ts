@@ -14,15 +14,12 @@ import type {
 } from '../session-store.js'
 import { sessionAttributes } from '../telemetry/tracer.js'
 import type { Assessed } from './assess.js'
-import { countLiveTurn, rememberLastTurn } from './caches.js'
 import {
   deleteReleasedSnapshots,
   snapshotCheckpoint,
   type TakenCheckpoint,
   unchangedCheckpoint,
 } from './checkpoints.js'
-import { wakeCreationWaiters } from './creation-wait.js'
-import { holdEnd, markEnding } from './end-wait.js'
 import type { TurnScope } from './scope.js'
 import { type Speculation, settleSpeculation } from './speculation.js'
 
@@ -96,7 +93,7 @@ interface ReleaseWrites {
  * `error`. The turn emits `turn-end` with the report returned.
  */
 export async function finishTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndReport> {
-  const ended = markEnding(scope.ctx.caches, scope.key)
+  const ended = scope.ctx.state.markEnding(scope.key)
   try {
     return await endTurn(scope, input)
   } finally {
@@ -133,9 +130,9 @@ async function endTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndRe
   const outcome = await release(scope, input, { manifest, processesAtResume, checkpoint: taken }, fail)
   input.onReleased(outcome.checkpoint)
   // Marked before any other await, so a turn of this process begun from now on waits for the pause.
-  const letGo = outcome.held ? holdEnd(ctx.caches, key) : undefined
-  countLiveTurn(ctx.caches, key, -1)
-  wakeCreationWaiters(ctx.caches, key)
+  const letGo = outcome.held ? ctx.state.holdEnd(key) : undefined
+  ctx.state.turnEnded(key)
+  ctx.state.wakeCreationWaiters(key)
   const settledTouch = await settleSpeculation(ctx, key, input.speculation, { handle, ...outcome })
   const storeMs = performance.now() - storeStarted
   const pauseStarted = performance.now()
@@ -341,8 +338,7 @@ function rememberOutcome(
   // A record gone at the release (the store lost it) is still this sandbox's session: remember it, so the
   // next turn can tell the session was lost and take the sandbox over.
   const mappedHere = released && (record === null || record.sandboxId === handle?.id)
-  rememberLastTurn(
-    scope.ctx.caches,
+  scope.ctx.state.rememberLastTurn(
     scope.key,
     sandboxStays && handle && mappedHere && !foreign
       ? { sandboxId: handle.id, turnCount: record?.turnCount ?? -1, leftAs: action }
