@@ -30,6 +30,19 @@ export interface AssessInput {
   since: number
   /** Takes the turn's first code cell when one was offered to carry the probes (fidelity-carried.ts). */
   takeFirstCall?: () => FirstCodeCall | undefined
+  /**
+   * The turn's ledger, on which the steps note what the turn end needs as they establish it (contexts code
+   * ran in, what the probes found intact), so that it is kept when a later step fails.
+   */
+  notes: AssessmentNotes
+}
+
+/** What the assessment notes on the turn's ledger as it goes (kept when a later step fails). */
+export interface AssessmentNotes {
+  /** Interpreter contexts the bootstrap or a replay ran code in. */
+  noteContexts(contexts: readonly UsedContext[]): void
+  /** What the built-in probes found intact, and the process list they read (or knew to be empty). */
+  noteProbed(verified: VerifiedState, processesAtResume: readonly ProcessInfo[] | undefined): void
 }
 
 /** A code cell the turn's first call offered to carry the built-in probes. */
@@ -54,12 +67,6 @@ export interface Assessed {
   handle: SandboxHandle
   /** The manifest the turn end builds on: null for a fresh sandbox. */
   manifestBase: TurnManifest | null
-  /** The sentinels and the marker found intact: the turn end need not write them again. */
-  verified: VerifiedState
-  /** The process list the resume read from this sandbox (or knew to be empty), for the turn end to reuse. */
-  processesAtResume: readonly ProcessInfo[] | undefined
-  /** Interpreter contexts the bootstrap and the journal replay ran code in. */
-  contexts: readonly UsedContext[]
   /** The report; undefined when a step before it failed. */
   report: ResumeReport | undefined
   /** When the sandbox was ready (the report made), `performance.now()`; 0 before. */
@@ -68,26 +75,23 @@ export interface Assessed {
   failure: { error: unknown } | undefined
 }
 
-/** What the restore steps establish for the turn end, as they go (kept when a later step fails). */
-interface Progress {
-  verified: VerifiedState
-  processesAtResume: readonly ProcessInfo[] | undefined
-  contexts: UsedContext[]
+/** What a journal replay did, for the report. */
+interface Replayed {
+  readonly rehydratedSteps: number
+  readonly rehydrateFailures?: RehydrateFailures
+  /** Paths a replay left as the sandbox had them instead of writing the journal's version. */
+  readonly keptFiles?: string[]
 }
 
 /** What the restore step found and did: the survival flags, the built-in probes' results, the replay. */
-interface Restored {
-  survived: ResumeReport['survived']
-  checks: HealthCheckResult[]
-  stateLost: boolean
-  rehydratedSteps: number
-  rehydrateFailures?: RehydrateFailures
-  /** Paths a replay left as the sandbox had them instead of writing the journal's version. */
-  keptFiles?: string[]
-  rehydrateMs: number
+interface Restored extends Replayed {
+  readonly survived: ResumeReport['survived']
+  readonly checks: readonly HealthCheckResult[]
+  readonly stateLost: boolean
+  readonly rehydrateMs: number
   /** The process list the fidelity probe read, for the declared process checks. */
-  processList?: ProcessInfo[]
-  processesRestarted: boolean
+  readonly processList?: ProcessInfo[]
+  readonly processesRestarted: boolean
 }
 
 /**
@@ -103,19 +107,13 @@ export async function assess(
 ): Promise<Assessed> {
   const { handle } = input
   const manifestBase = startsFresh(climbed) ? null : input.acquiredManifest
-  const progress: Progress = {
-    verified: { contexts: [], marker: false },
-    processesAtResume: undefined,
-    contexts: [],
-  }
   const assessed = (rest: Pick<Assessed, 'report' | 'readyAt' | 'failure'>): Assessed => ({
     handle,
     manifestBase,
-    ...progress,
     ...rest,
   })
   try {
-    const report = await check(scope, climbed, handle, attempt, input, progress)
+    const report = await check(scope, climbed, handle, attempt, input)
     const readyAt = performance.now()
     const failed = requiredFailure(scope.key, report)
     return assessed({ report, readyAt, failure: failed ? { error: failed } : undefined })
@@ -131,37 +129,23 @@ async function check(
   handle: SandboxHandle,
   attempt: ResumeAttempt,
   input: AssessInput,
-  progress: Progress,
 ): Promise<ResumeReport> {
   const { ctx, key } = scope
-  const { config, events } = ctx
+  const { events } = ctx
   const { outcome } = climbed
-  // The built-in declared probes only read (a port probe's command leaves no process behind).
-  const probeHandle = climbed.handle
   const healthStarted = performance.now()
+  // The built-in declared probes only read (a port probe's command leaves no process behind): they go to
+  // the ladder's handle, not the watched one.
   const early = firstProbes(scope, climbed, {
     sandbox: handle,
-    probeSandbox: probeHandle,
+    probeSandbox: climbed.handle,
     signal: attempt.signal,
   })
-  const restored = await restore(scope, climbed, handle, progress, input.takeFirstCall)
-  const checks = restored.checks
-  if (outcome === 'created') {
-    checks.push(...skippedChecks(scope))
-  } else if (config.healthChecks.length > 0) {
-    // First probes made alongside the built-in ones say nothing once something was lost or replayed.
-    const first = early && nothingLost(restored) ? await early : undefined
-    checks.push(
-      ...(await runDeclaredChecks(config.healthChecks, {
-        sandbox: handle,
-        probeSandbox: probeHandle,
-        signal: attempt.signal,
-        ...(restored.processList ? { processList: restored.processList } : {}),
-        processesRestarted: restored.processesRestarted,
-        ...(first ? { firstProbes: first } : {}),
-      })),
-    )
-  }
+  const restored = await restore(scope, climbed, handle, input)
+  const checks = [
+    ...restored.checks,
+    ...(await declaredChecks(scope, climbed, handle, attempt, restored, early)),
+  ]
   const healthMs = performance.now() - healthStarted - restored.rehydrateMs
   for (const result of checks) {
     events.emit('health-check', {
@@ -193,6 +177,30 @@ async function check(
     ...(restored.keptFiles ? { keptFiles: restored.keptFiles } : {}),
     ...(climbed.restored ? { restored: climbed.restored } : {}),
   }
+}
+
+/** The declared checks after the restore: skipped on a brand-new sandbox, else run (with the first probes). */
+async function declaredChecks(
+  scope: TurnScope,
+  climbed: Climbed,
+  handle: SandboxHandle,
+  attempt: ResumeAttempt,
+  restored: Restored,
+  early: Promise<FirstProbes> | undefined,
+): Promise<HealthCheckResult[]> {
+  const { config } = scope.ctx
+  if (climbed.outcome === 'created') return skippedChecks(scope)
+  if (config.healthChecks.length === 0) return []
+  // First probes made alongside the built-in ones say nothing once something was lost or replayed.
+  const first = early && nothingLost(restored) ? await early : undefined
+  return runDeclaredChecks(config.healthChecks, {
+    sandbox: handle,
+    probeSandbox: climbed.handle,
+    signal: attempt.signal,
+    ...(restored.processList ? { processList: restored.processList } : {}),
+    processesRestarted: restored.processesRestarted,
+    ...(first ? { firstProbes: first } : {}),
+  })
 }
 
 /**
@@ -262,37 +270,52 @@ async function restore(
   scope: TurnScope,
   climbed: Climbed,
   handle: SandboxHandle,
-  progress: Progress,
-  takeFirstCall: AssessInput['takeFirstCall'],
+  input: AssessInput,
 ): Promise<Restored> {
   const { config } = scope.ctx
-  const { outcome, record } = climbed
+  const { record } = climbed
   const created = startsFresh(climbed)
-  const restored: Restored = {
-    survived:
-      created && outcome !== 'created'
-        ? { memory: false, filesystem: false, processes: false }
-        : { memory: null, filesystem: null, processes: null },
+  const base = nothingRestored(climbed)
+  // A sandbox another turn (re)created meanwhile is that turn's to bootstrap and rehydrate.
+  if (created && !climbed.adopted) return setUpFresh(scope, climbed, handle, input.notes, base)
+  if (config.fidelityProbes && record?.manifest && !created)
+    return probeAndRehydrate(scope, handle, record, base, input)
+  if (climbed.restored && !climbed.adopted)
+    return rebuildUnprobedMemory(scope, climbed, handle, input.notes, base)
+  return base
+}
+
+/** What the report says before any restore step ran (a fresh sandbox other than a creation lost everything). */
+function nothingRestored(climbed: Climbed): Restored {
+  const lostAll = startsFresh(climbed) && climbed.outcome !== 'created'
+  return {
+    survived: lostAll
+      ? { memory: false, filesystem: false, processes: false }
+      : { memory: null, filesystem: null, processes: null },
     checks: [],
     // A restore from the journal alone rebuilds only what was recorded, as a recreate does.
-    stateLost: (created && outcome !== 'created') || climbed.sessionLost,
+    stateLost: lostAll || climbed.sessionLost,
     rehydratedSteps: 0,
     rehydrateMs: 0,
     processesRestarted: false,
   }
-  // A sandbox another turn (re)created meanwhile is that turn's to bootstrap and rehydrate.
-  if (created && !climbed.adopted) {
-    const started = performance.now()
-    await runBootstrap(scope, handle, progress)
-    if (config.rehydrate === 'journal')
-      await replayJournal(scope, handle, progress, replayReason(climbed), restored)
-    restored.rehydrateMs += performance.now() - started
-  } else if (config.fidelityProbes && record?.manifest && !created) {
-    await probeAndRehydrate(scope, handle, record, restored, progress, takeFirstCall)
-  } else if (climbed.restored && !climbed.adopted) {
-    await rebuildUnprobedMemory(scope, climbed, handle, restored, progress)
-  }
-  return restored
+}
+
+/** A fresh sandbox: the bootstrap, then (with `rehydrate: 'journal'`) the whole journal. */
+async function setUpFresh(
+  scope: TurnScope,
+  climbed: Climbed,
+  handle: SandboxHandle,
+  notes: AssessmentNotes,
+  base: Restored,
+): Promise<Restored> {
+  const started = performance.now()
+  await runBootstrap(scope, handle, notes)
+  const replayed =
+    scope.ctx.config.rehydrate === 'journal'
+      ? await replayJournal(scope, handle, notes, replayReason(climbed))
+      : NOTHING_REPLAYED
+  return { ...base, ...replayed, rehydrateMs: performance.now() - started }
 }
 
 /** Why a fresh sandbox's journal is replayed. */
@@ -314,18 +337,21 @@ async function rebuildUnprobedMemory(
   scope: TurnScope,
   climbed: Climbed,
   handle: SandboxHandle,
-  restored: Restored,
-  progress: Progress,
-): Promise<void> {
+  notes: AssessmentNotes,
+  base: Restored,
+): Promise<Restored> {
   const { config, provider } = scope.ctx
-  if (provider.snapshotKeeps?.memory === true) return
-  restored.survived = { memory: false, filesystem: true, processes: false }
-  restored.stateLost = true
-  if (config.rehydrate !== 'journal') return
+  if (provider.snapshotKeeps?.memory === true) return base
+  const lost: Restored = {
+    ...base,
+    survived: { memory: false, filesystem: true, processes: false },
+    stateLost: true,
+  }
+  if (config.rehydrate !== 'journal') return lost
   const started = performance.now()
   const reason = climbed.outcome === 'forked' ? 'forked' : 'rewound'
-  await replayJournal(scope, handle, progress, reason, restored, { codeOnly: true, keepFiles: true })
-  restored.rehydrateMs += performance.now() - started
+  const replayed = await replayJournal(scope, handle, notes, reason, { codeOnly: true, keepFiles: true })
+  return { ...lost, ...replayed, rehydrateMs: base.rehydrateMs + performance.now() - started }
 }
 
 /** The built-in probes against the manifest the previous turn left; lost memory or files → journal replay. */
@@ -333,47 +359,60 @@ async function probeAndRehydrate(
   scope: TurnScope,
   handle: SandboxHandle,
   record: SessionRecord,
-  restored: Restored,
-  progress: Progress,
-  takeFirstCall: AssessInput['takeFirstCall'],
-): Promise<void> {
+  base: Restored,
+  input: AssessInput,
+): Promise<Restored> {
   const { config } = scope.ctx
+  const { takeFirstCall, notes } = input
   const manifest = record.manifest!
   // Declared checks have probes of their own to send: the first cell carries the built-in ones only alone.
   const plan = takeFirstCall && config.healthChecks.length === 0 ? carryPlan(manifest) : undefined
   const carried = plan ? await carryProbes(handle, plan, takeFirstCall!) : undefined
-  const fidelity = carried ?? (await probeFidelity(handle, manifest, scope.signal, config.retry))
-  await reviseMarkerLoss(handle, manifest, fidelity, scope.signal)
-  restored.survived = fidelity.survived
+  const probed = carried ?? (await probeFidelity(handle, manifest, scope.signal, config.retry))
+  const fidelity = await reviseMarkerLoss(handle, manifest, probed, scope.signal)
   // What the turn end need not write again: sentinels and the marker found intact, and the process
   // list (read now, or known empty: none was recorded for this very sandbox and none can appear alone).
-  progress.verified = { contexts: fidelity.keptContexts, marker: fidelity.markerKept }
-  progress.processesAtResume =
+  notes.noteProbed(
+    { contexts: fidelity.keptContexts, marker: fidelity.markerKept },
     fidelity.processList ??
-    (manifest.sandboxId === handle.id && manifest.processes?.length === 0 ? [] : undefined)
-  if (fidelity.processList) restored.processList = fidelity.processList
-  restored.processesRestarted = fidelity.processesRestarted
-  const lost = fidelity.survived.memory === false || fidelity.survived.filesystem === false
-  if (lost) {
-    restored.stateLost = true
-    if (config.rehydrate === 'journal') {
-      const started = performance.now()
-      // Files survived: commands and file writes left their effects on disk, so only code runs again.
-      const codeOnly = fidelity.survived.filesystem === true
-      const reason = fidelity.survived.memory === false ? 'memory-lost' : 'filesystem-lost'
-      // The sandbox is the one the conversation used: a file there may be newer than the journal's.
-      await replayJournal(scope, handle, progress, reason, restored, { codeOnly, keepFiles: true })
-      const steps = restored.rehydratedSteps
-      restored.rehydrateMs += performance.now() - started
-      const memory = fidelity.checks.find((c) => c.name === 'memory')
-      if (memory && memory.status === 'failed' && steps > 0 && !restored.rehydrateFailures) {
-        memory.status = 'repaired'
-        memory.repairMs = performance.now() - started
-        memory.message = `${memory.message}; rehydrated from the journal (${steps} steps)`
-      }
-    }
+      (manifest.sandboxId === handle.id && manifest.processes?.length === 0 ? [] : undefined),
+  )
+  const found: Restored = {
+    ...base,
+    survived: fidelity.survived,
+    checks: fidelity.checks,
+    ...(fidelity.processList ? { processList: fidelity.processList } : {}),
+    processesRestarted: fidelity.processesRestarted,
   }
-  restored.checks.push(...fidelity.checks)
+  if (fidelity.survived.memory !== false && fidelity.survived.filesystem !== false) return found
+  if (config.rehydrate !== 'journal') return { ...found, stateLost: true }
+  const started = performance.now()
+  // Files survived: commands and file writes left their effects on disk, so only code runs again.
+  const codeOnly = fidelity.survived.filesystem === true
+  const reason = fidelity.survived.memory === false ? 'memory-lost' : 'filesystem-lost'
+  // The sandbox is the one the conversation used: a file there may be newer than the journal's.
+  const replayed = await replayJournal(scope, handle, notes, reason, { codeOnly, keepFiles: true })
+  const rehydrateMs = performance.now() - started
+  return {
+    ...found,
+    ...replayed,
+    stateLost: true,
+    rehydrateMs: base.rehydrateMs + rehydrateMs,
+    checks: fidelity.checks.map((check) => repairedByReplay(check, replayed, rehydrateMs)),
+  }
+}
+
+/** The memory probe's result once a replay without failures rebuilt the memory it found lost. */
+function repairedByReplay(check: HealthCheckResult, replayed: Replayed, repairMs: number): HealthCheckResult {
+  const { rehydratedSteps: steps } = replayed
+  if (check.name !== 'memory' || check.status !== 'failed' || steps === 0 || replayed.rehydrateFailures)
+    return check
+  return {
+    ...check,
+    status: 'repaired',
+    repairMs,
+    message: `${check.message}; rehydrated from the journal (${steps} steps)`,
+  }
 }
 
 /**
@@ -405,17 +444,7 @@ async function carryProbes(
   return verdict === 'kept' ? keptOutcome(plan, performance.now() - started) : undefined
 }
 
-/** Notes an interpreter context code ran in, once per language and context. */
-function addContexts(progress: Progress, contexts: readonly UsedContext[]): void {
-  for (const context of contexts) {
-    const known = progress.contexts.some(
-      (c) => c.language === context.language && c.contextId === context.contextId,
-    )
-    if (!known) progress.contexts.push(context)
-  }
-}
-
-async function runBootstrap(scope: TurnScope, handle: SandboxHandle, progress: Progress): Promise<void> {
+async function runBootstrap(scope: TurnScope, handle: SandboxHandle, notes: AssessmentNotes): Promise<void> {
   const bootstrap = scope.ctx.config.bootstrap
   if (bootstrap === undefined) return
   if (typeof bootstrap === 'function') {
@@ -423,7 +452,7 @@ async function runBootstrap(scope: TurnScope, handle: SandboxHandle, progress: P
     return
   }
   const outcome = await replaySteps(handle, bootstrap, scope.signal)
-  addContexts(progress, outcome.contexts)
+  notes.noteContexts(outcome.contexts)
 }
 
 /** How a journal replay runs. */
@@ -434,18 +463,19 @@ interface ReplayRule {
   keepFiles?: boolean
 }
 
+const NOTHING_REPLAYED: Replayed = { rehydratedSteps: 0 }
+
 /**
- * Replays the journal by `rule` into `restored`: a failing step is reported (`rehydrateFailures`, an `error`
- * event) and the steps after it still run; a file kept as the sandbox has it is named (`keptFiles`).
+ * Replays the journal by `rule`: a failing step is reported (`rehydrateFailures`, an `error` event) and the
+ * steps after it still run; a file kept as the sandbox has it is named (`keptFiles`).
  */
 async function replayJournal(
   scope: TurnScope,
   handle: SandboxHandle,
-  progress: Progress,
+  notes: AssessmentNotes,
   reason: SessionManagerEvents['rehydrate']['reason'],
-  restored: Restored,
   rule: ReplayRule = {},
-): Promise<void> {
+): Promise<Replayed> {
   const { ctx, key, signal } = scope
   const started = performance.now()
   const journal = (await ctx.store.readJournal(key)).map((entry) => entry.step)
@@ -453,7 +483,7 @@ async function replayJournal(
   let positions = journal.flatMap((step, index) =>
     !rule.codeOnly || step.kind === 'code' ? [index + 1] : [],
   )
-  if (positions.length === 0) return
+  if (positions.length === 0) return NOTHING_REPLAYED
   let keptFiles: string[] = []
   if (rule.keepFiles) {
     try {
@@ -471,10 +501,10 @@ async function replayJournal(
       // Nothing is replayed over files that could not be looked at; the report still says state was lost.
       if (signal.aborted) throw error
       ctx.emitError('rehydrate', error, key)
-      return
+      return NOTHING_REPLAYED
     }
-    if (keptFiles.length > 0) restored.keptFiles = keptFiles
   }
+  const kept = keptFiles.length > 0 ? { keptFiles } : {}
   const steps = positions.map((position) => journal[position - 1]!)
   let outcome: ReplayOutcome
   try {
@@ -483,16 +513,16 @@ async function replayJournal(
     // Only an abort is thrown by a continuing replay.
     if (signal.aborted) throw error
     ctx.emitError('rehydrate', error, key)
-    return
+    return { ...NOTHING_REPLAYED, ...kept }
   }
-  addContexts(progress, outcome.contexts)
-  restored.rehydratedSteps = outcome.steps
-  if (outcome.failed > 0) {
-    const failures = outcome.failures.map((failure) => ({ ...failure, step: positions[failure.step - 1]! }))
-    restored.rehydrateFailures = { count: outcome.failed, skipped: outcome.skipped, steps: failures }
-    // The turn goes on with what could be restored; the report says which steps failed, the event says why.
-    ctx.emitError('rehydrate', replayFailedError(handle, outcome, failures), key)
-  }
+  notes.noteContexts(outcome.contexts)
+  const failures = outcome.failures.map((failure) => ({ ...failure, step: positions[failure.step - 1]! }))
+  const failed =
+    outcome.failed > 0
+      ? { rehydrateFailures: { count: outcome.failed, skipped: outcome.skipped, steps: failures } }
+      : {}
+  // The turn goes on with what could be restored; the report says which steps failed, the event says why.
+  if (outcome.failed > 0) ctx.emitError('rehydrate', replayFailedError(handle, outcome, failures), key)
   ctx.events.emit('rehydrate', {
     conversationId: key.conversationId,
     tenant: key.tenant,
@@ -501,6 +531,7 @@ async function replayJournal(
     failed: outcome.failed,
     ms: performance.now() - started,
     reason,
-    ...(keptFiles.length > 0 ? { keptFiles } : {}),
+    ...kept,
   })
+  return { rehydratedSteps: outcome.steps, ...failed, ...kept }
 }

@@ -7,21 +7,22 @@
 // the message says on what evidence.
 import type { FidelityOutcome } from '../fidelity.js'
 import { MARKER_PATH } from '../fidelity.js'
+import type { HealthCheckResult } from '../health.js'
 import type { SandboxHandle } from '../sandbox-provider.js'
 import type { TurnManifest } from '../session-store.js'
 
 const MARKER_DIRECTORY = MARKER_PATH.slice(0, MARKER_PATH.lastIndexOf('/'))
 
-/** Revises `fidelity` in place when the marker alone was lost (see above); a no-op otherwise. */
+/** `fidelity` revised when the marker alone was lost (see above): a new outcome; `fidelity` itself otherwise. */
 export async function reviseMarkerLoss(
   sandbox: SandboxHandle,
   manifest: TurnManifest,
   fidelity: FidelityOutcome,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<FidelityOutcome> {
   const marker = manifest.filesystem
   const check = fidelity.checks.find((c) => c.name === 'filesystem')
-  if (!fidelity.markerGone || fidelity.survived.filesystem !== false || !marker || !check) return
+  if (!fidelity.markerGone || fidelity.survived.filesystem !== false || !marker || !check) return fidelity
   const started = performance.now()
   const evidence =
     fidelity.survived.memory === true
@@ -30,23 +31,40 @@ export async function reviseMarkerLoss(
         ? `its directory ${MARKER_DIRECTORY} is still there, which a disk reset to the template's would not have`
         : undefined
   if (!evidence) {
-    check.message =
-      'marker file is gone with its directory, and no file sandkeep saw written is there to compare: files taken as lost'
-    return
+    return withCheck(fidelity, check, {
+      ...check,
+      message:
+        'marker file is gone with its directory, and no file sandkeep saw written is there to compare: files taken as lost',
+    })
   }
-  fidelity.survived.filesystem = true
+  const kept: FidelityOutcome = { ...fidelity, survived: { ...fidelity.survived, filesystem: true } }
   try {
     await sandbox.writeFile(marker.path, marker.value, { signal })
-    fidelity.markerKept = true
-    check.status = 'repaired'
-    check.message = `marker file was removed from the sandbox, but ${evidence}: files kept; marker written again`
+    return withCheck({ ...kept, markerKept: true }, check, {
+      ...check,
+      status: 'repaired',
+      message: `marker file was removed from the sandbox, but ${evidence}: files kept; marker written again`,
+      repairMs: performance.now() - started,
+    })
   } catch (error) {
     if (signal.aborted) throw error
     // The turn end writes it (markerKept stays false).
-    check.status = 'passed'
-    check.message = `marker file was removed from the sandbox, but ${evidence}: files kept (the marker could not be written now: ${error instanceof Error ? error.message : String(error)}; the turn end writes it)`
+    return withCheck(kept, check, {
+      ...check,
+      status: 'passed',
+      message: `marker file was removed from the sandbox, but ${evidence}: files kept (the marker could not be written now: ${error instanceof Error ? error.message : String(error)}; the turn end writes it)`,
+      repairMs: performance.now() - started,
+    })
   }
-  check.repairMs = performance.now() - started
+}
+
+/** `outcome` with `revised` in place of the check `old`. */
+function withCheck(
+  outcome: FidelityOutcome,
+  old: HealthCheckResult,
+  revised: HealthCheckResult,
+): FidelityOutcome {
+  return { ...outcome, checks: outcome.checks.map((c) => (c === old ? revised : c)) }
 }
 
 async function directoryStillThere(sandbox: SandboxHandle, signal: AbortSignal): Promise<boolean> {

@@ -1,19 +1,11 @@
 import { SandkeepError } from '../errors.js'
-import type { UsedContext } from '../fidelity.js'
 import { writeManifest } from '../fidelity-manifest.js'
 import type { TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
 import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
 import type { OnTurnEnd } from '../session-manager-types.js'
-import type {
-  Checkpoint,
-  FileWitness,
-  SessionRecord,
-  SessionSandboxState,
-  TurnManifest,
-} from '../session-store.js'
+import type { Checkpoint, SessionRecord, SessionSandboxState, TurnManifest } from '../session-store.js'
 import { sessionAttributes } from '../telemetry/tracer.js'
-import type { Assessed } from './assess.js'
 import {
   deleteReleasedSnapshots,
   snapshotCheckpoint,
@@ -22,43 +14,18 @@ import {
 } from './checkpoints.js'
 import type { TurnScope } from './scope.js'
 import { type Speculation, settleSpeculation } from './speculation.js'
+import type { TurnEntries } from './turn-ledger.js'
 
 type Action = TurnEndReport['action']
 /** Records a failure of the turn end: the first one goes on the end report, every one to the `error` event. */
 type Fail = (phase: string, cause: unknown) => void
 
-/** What the turn end takes: what the lease, the resume and the turn's use of the sandbox left. */
-export interface TurnEndInput {
+/** What the turn end takes: what the turn's ledger holds, and what the lease and the turn's start left. */
+export interface TurnEndInput extends TurnEntries {
   /** The turn count on the record the lease returned (a manifest built on the resume's list is conditional on it). */
   acquiredTurnCount: number | undefined
-  /** What the assessment left; undefined when no resume got a sandbox (a lazy turn unused, a failed ladder). */
-  assessed: Assessed | undefined
-  /** The sandbox the resume asked the provider for, even if it failed (it may be running); null for none. */
-  touched: string | null
-  /**
-   * When the resume started the sandbox running (its create or connect call), epoch ms on the store's clock;
-   * 0 without a resume.
-   */
-  runningSince: number
-  /** When the pause the resume ended began, epoch ms (the record's `pausedAt`); null when it ended none. */
-  resumedFromPausedAt: number | null
-  /** The resume met another tenant's sandbox: the end never touches it. */
-  foreign: boolean
   /** The speculative connect begun with the lease; the end settles it unless the resume took it. */
   speculation: Speculation | undefined
-  /** Interpreter contexts the turn ran code in (the assessment's first), for the manifest's sentinels. */
-  contexts: readonly UsedContext[]
-  /** Files the turn wrote, oldest first, for the manifest's file witnesses. */
-  written: readonly FileWitness[]
-  /**
-   * Settles once every sandbox the resume stopped waiting for (an abort during its creation) is killed; the
-   * end waits for it, so that an ended turn leaves no sandbox it asked for running unmapped.
-   */
-  abandoned: Promise<void> | undefined
-  /** A call since the resume may have changed the process list (a start, kill, command or the SDK object). */
-  processesMayHaveChanged: boolean
-  /** The caller ran something in the sandbox: the record's `lastTurnUsedSandbox`. */
-  used: boolean
   /** Called once, right after the release (before the pause), with the checkpoint it recorded. */
   onReleased: (checkpoint: Checkpoint | undefined) => void
 }
@@ -116,7 +83,7 @@ async function endTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndRe
   }
   // Nothing since the resume could change the process list: record the one it read instead of listing
   // again, on condition that no other turn (which may have started processes) ended meanwhile.
-  const processesAtResume = input.processesMayHaveChanged ? undefined : assessed?.processesAtResume
+  const processesAtResume = input.processesMayHaveChanged ? undefined : input.processesAtResume
   const manifest = await writeTurnManifest(scope, input, processesAtResume, fail)
   const taken = ctx.config.checkpoints
     ? await ctx.telemetry.tracer.phase(
@@ -218,7 +185,7 @@ async function writeTurnManifest(
       assessed.handle,
       input.contexts,
       assessed.manifestBase,
-      assessed.verified,
+      input.verified,
       signal,
       processesAtResume,
       input.written,

@@ -1,5 +1,4 @@
 import { SandkeepError } from '../errors.js'
-import type { UsedContext } from '../fidelity.js'
 import type {
   CodeResult,
   PortEndpoint,
@@ -10,6 +9,7 @@ import type {
   SandboxProvider,
 } from '../sandbox-provider.js'
 import type { SessionKey } from '../validation.js'
+import type { TurnLedger } from './turn-ledger.js'
 
 /** What the user's handle needs of its turn, and nothing more. */
 export interface HandleTurn {
@@ -21,16 +21,13 @@ export interface HandleTurn {
   assertLive(): void
   /** Resumes (once) and returns the ready sandbox. */
   ready(): Promise<SandboxHandle>
-  /** The provider's handle once the resume got one. */
-  resumed(): SandboxHandle | undefined
-  /** LEASE_LOST once the lease was lost. */
-  leaseLost(): SandkeepError | undefined
-  /** Notes that the caller ran something in the sandbox (the record's `lastTurnUsedSandbox`). */
-  noteUse(): void
-  /** Notes an interpreter context the turn's code ran in, for the manifest's memory sentinels. */
-  trackContext(language: UsedContext['language'] | undefined, contextId: string | undefined): void
-  /** Notes a file the turn wrote (after the write succeeded), for the manifest's file witnesses. */
-  trackWrite(path: string, data: string | Uint8Array): void
+  /** The lease keeper's `lost`: LEASE_LOST once the lease was lost. */
+  readonly lease: { readonly lost: SandkeepError | undefined }
+  /**
+   * The turn's ledger: the handle reads the resumed sandbox from it and notes there what the caller did
+   * (used the sandbox, ran code in a context, wrote a file after the write succeeded).
+   */
+  readonly ledger: Pick<TurnLedger, 'handle' | 'noteUse' | 'noteContext' | 'noteWrite'>
   /**
    * Offers a code cell to carry the resume's built-in probes (see fidelity-carried.ts): undefined when the turn
    * does not take offers (the cell runs as usual); else the cell's result when the resume ran it, undefined
@@ -46,13 +43,18 @@ function withSignal<O extends { signal?: AbortSignal }>(turn: HandleTurn, option
   return { ...(options ?? ({} as O)), signal }
 }
 
+/** Notes the interpreter context a code call runs in (the default one: Python's). */
+function noteContext(turn: HandleTurn, options: RunCodeOptions | undefined): void {
+  turn.ledger.noteContext({ language: options?.language ?? 'python', contextId: options?.contextId ?? null })
+}
+
 /** The handle the user gets: resumes a lazy turn on first use, refuses use after the end. */
 export function createTurnHandle(turn: HandleTurn): SandboxHandle {
   const live = async () => {
     turn.assertLive()
     const handle = await turn.ready()
     turn.assertLive()
-    return turn.resumed() ?? handle
+    return turn.ledger.handle ?? handle
   }
   const notReady = (what: string) =>
     new SandkeepError({
@@ -63,7 +65,7 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
     })
   // Runs a call on the live handle; a failure is explained (lease lost, sandbox paused) before it is thrown.
   const use = async <T>(work: (handle: SandboxHandle) => Promise<T>): Promise<T> => {
-    turn.noteUse()
+    turn.ledger.noteUse()
     const handle = await live()
     try {
       return await work(handle)
@@ -81,7 +83,7 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
   return {
     get id() {
       turn.assertLive()
-      const resumed = turn.resumed()
+      const resumed = turn.ledger.handle
       if (!resumed) throw notReady('id')
       return resumed.id
     },
@@ -90,15 +92,15 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
     },
     get native() {
       turn.assertLive()
-      const resumed = turn.resumed()
+      const resumed = turn.ledger.handle
       if (!resumed) throw notReady('native SDK object')
-      turn.noteUse()
+      turn.ledger.noteUse()
       return resumed.native
     },
     // Present exactly when the resumed sandbox's provider routes ports. An address is no use of the sandbox
     // (nothing is sent), so it stays available after the turn: a preview URL outlives the turn it was made in.
     get portEndpoint() {
-      const resumed = turn.resumed()
+      const resumed = turn.ledger.handle
       if (!resumed) {
         return () => {
           throw notReady('port endpoint')
@@ -116,20 +118,20 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
       const merged = withSignal(turn, options)
       const run = () =>
         use((handle) => {
-          turn.trackContext(options?.language, options?.contextId)
+          noteContext(turn, options)
           return handle.runCode(code, merged)
         })
       const carried = turn.carryFirstCode(code, merged)
       if (!carried) return run()
       return (async () => {
-        turn.noteUse()
-        turn.trackContext(options?.language, options?.contextId)
+        turn.ledger.noteUse()
+        noteContext(turn, options)
         let result: CodeResult | undefined
         try {
           result = await carried
         } catch (error) {
           await turn.ready().catch(() => undefined)
-          throw await explainFailure(turn, error, turn.resumed()?.id ?? '')
+          throw await explainFailure(turn, error, turn.ledger.handle?.id ?? '')
         }
         // The resume's report is made by the time the caller has the result (it reads its notice then).
         await turn.ready().catch(() => undefined)
@@ -140,7 +142,7 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
     writeFile: (path, data, options) =>
       use(async (handle) => {
         await handle.writeFile(path, data, withSignal(turn, options))
-        turn.trackWrite(path, data)
+        turn.ledger.noteWrite(path, data)
       }),
     listDir: (path, options) => use((handle) => handle.listDir(path, withSignal(turn, options))),
     exists: (path) => use((handle) => handle.exists(path)),
@@ -155,7 +157,7 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
  * SANDBOX_PAUSED rather than a misleading timeout or not-found.
  */
 async function explainFailure(turn: HandleTurn, error: unknown, sandboxId: string): Promise<unknown> {
-  const lost = turn.leaseLost()
+  const lost = turn.lease.lost
   if (lost) return lost
   const { provider } = turn
   if (
@@ -181,12 +183,16 @@ async function explainFailure(turn: HandleTurn, error: unknown, sandboxId: strin
 }
 
 /**
- * The provider's handle, calling `onChange` at every call that can change its process list (whoever makes
+ * The provider's handle, noting on the ledger every call that can change its process list (whoever makes
  * it: the user, a repair, a journal replay). Methods run bound to the provider's own object. A method the
  * handle holds frozen (non-configurable, read-only) must be returned as is: reading one that can change
  * the list then counts as a change.
  */
-export function watchProcessCalls(handle: SandboxHandle, onChange: () => void): SandboxHandle {
+export function watchProcessCalls(
+  handle: SandboxHandle,
+  ledger: Pick<TurnLedger, 'noteProcessChange'>,
+): SandboxHandle {
+  const onChange = () => ledger.noteProcessChange()
   const changing = new Set<PropertyKey>(['startProcess', 'killProcess', 'runCommand'])
   return new Proxy(handle, {
     get(target, property) {

@@ -1,27 +1,26 @@
 import { SandkeepError } from '../errors.js'
-import type { UsedContext } from '../fidelity.js'
 import { carryPlan } from '../fidelity-carried.js'
-import { contentDigest } from '../file-digests.js'
 import type { JournalStep } from '../journal.js'
 import { validateJournalStep } from '../rehydrate.js'
 import type { ResumeReport, TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
 import type { CodeResult, RunCodeOptions, SandboxHandle } from '../sandbox-provider.js'
 import type { Turn, TurnJournal } from '../session-manager-types.js'
-import type { AcquireResult, Checkpoint, FileWitness } from '../session-store.js'
+import type { AcquireResult, Checkpoint } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
-import { type Assessed, assess, type FirstCodeCall } from './assess.js'
+import { assess, type FirstCodeCall } from './assess.js'
 import type { ManagerContext } from './context.js'
 import { createLeaseKeeper, type LeaseKeeper } from './lease-keeper.js'
 import { midTurnCheckpoint } from './mid-turn.js'
 import { abortedError } from './records.js'
-import { createResumeAttempt, type ResumeAttempt } from './resume-attempt.js'
+import { createResumeAttempt } from './resume-attempt.js'
 import { climbLadder, startingPoint } from './resume-ladder.js'
 import { storeClock, type TurnScope } from './scope.js'
 import type { LastTurn } from './session-state.js'
 import type { Speculation } from './speculation.js'
 import { finishTurn } from './turn-end.js'
 import { createTurnHandle, watchProcessCalls } from './turn-handle.js'
+import { TurnLedger } from './turn-ledger.js'
 
 /** Everything a turn is built from: what beginTurn knew and what the lease's acquire returned. */
 export interface TurnStart {
@@ -47,8 +46,8 @@ export interface TurnStart {
  * handle the user gets and the journal, and runs its phases in order, each given the turn's narrow
  * {@link TurnScope} and the values the phase before it returned: the ladder (resume-ladder.ts) returns the
  * sandbox, the assessment (assess.ts) what the turn end needs, the turn end (turn-end.ts) the end report.
- * What changes while the turn runs (the resume's results, the end, what the user's calls did) is private and
- * assigned here only.
+ * What the phases and the user's calls did goes on the turn's {@link TurnLedger}, which the turn end reads
+ * once; what is left here is the turn's own lifecycle (the resume and end in flight, the first-cell offer).
  */
 export class TurnImpl implements Turn {
   readonly conversationId: string
@@ -58,29 +57,12 @@ export class TurnImpl implements Turn {
   readonly #start: TurnStart
   readonly #keeper: LeaseKeeper
   readonly #scope: TurnScope
-  /** Interpreter contexts the turn ran code in (the assessment's first), for the manifest's sentinels. */
-  readonly #contexts: UsedContext[] = []
-  /** Files the turn wrote (its handle's writeFile, journal file steps), oldest first, for the manifest's witnesses. */
-  readonly #written: FileWitness[] = []
+  readonly #ledger = new TurnLedger()
   #readyPromise: Promise<SandboxHandle> | undefined
   #endPromise: Promise<TurnEndReport> | undefined
   readonly #released = Promise.withResolvers<Checkpoint | undefined>()
   #endReport: TurnEndReport | undefined
   #ended = false
-  /** The resume's dealings with the platform, once it began. */
-  #attempt: ResumeAttempt | undefined
-  /** When the resume started the sandbox running (the create or connect call), epoch ms, store clock; 0 before. */
-  #runningSince = 0
-  /** The sandbox as the turn uses it, once the ladder got one. */
-  #handle: SandboxHandle | undefined
-  /** What the assessment left. */
-  #assessed: Assessed | undefined
-  /** The resume met another tenant's sandbox: the turn end never touches it. */
-  #foreign = false
-  /** A call that can change the process list ran (start, kill, a command, or the SDK object handed out). */
-  #processesMayHaveChanged = false
-  /** The caller ran something in the sandbox (a resume alone, even a prewarm, does not count). */
-  #used = false
   /** A lazy turn's first code cell, offered to carry the resume's probes; the resume takes or declines it. */
   #firstCall: FirstCodeCall | undefined
   /** True once a cell was offered: only the turn's first call may carry the probes. */
@@ -105,7 +87,7 @@ export class TurnImpl implements Turn {
         const checked = validateJournalStep(step)
         await ctx.store.appendJournal(key, checked, { ttlMs: ctx.config.ttlMs, lease: this.#keeper.lease() })
         // A recorded file step describes a file the turn wrote.
-        if (checked.kind === 'file') this.#trackWrite(checked.path, checked.content)
+        if (checked.kind === 'file') this.#ledger.noteWrite(checked.path, checked.content)
       },
       list: async () => (await ctx.store.readJournal(key)).map((entry) => entry.step),
     }
@@ -115,14 +97,8 @@ export class TurnImpl implements Turn {
       signal: this.#keeper.signal,
       assertLive: () => this.#assertLive(),
       ready: () => this.ready(),
-      resumed: () => this.#handle,
-      leaseLost: () => this.#keeper.lost,
-      noteUse: () => {
-        this.#used = true
-      },
-      trackContext: (language, contextId) =>
-        this.#trackContext({ language: language ?? 'python', contextId: contextId ?? null }),
-      trackWrite: (path, data) => this.#trackWrite(path, data),
+      lease: this.#keeper,
+      ledger: this.#ledger,
       carryFirstCode: (code, options) => this.#carryFirstCode(code, options),
     })
   }
@@ -133,7 +109,7 @@ export class TurnImpl implements Turn {
    */
   #carryFirstCode(code: string, options: RunCodeOptions): Promise<CodeResult | undefined> | undefined {
     const { ctx } = this.#start
-    if (this.#offered || this.#assessed || this.#ended || !ctx.config.fidelityProbes) return undefined
+    if (this.#offered || this.#ledger.assessed || this.#ended || !ctx.config.fidelityProbes) return undefined
     if ((options.language ?? 'python') !== 'python' || options.contextId !== undefined) return undefined
     // Only a turn whose resume waits for its first use, or is still under way.
     if (!this.#start.lazy && !this.#readyPromise) return undefined
@@ -158,7 +134,7 @@ export class TurnImpl implements Turn {
   }
 
   get report(): ResumeReport | undefined {
-    return this.#assessed?.report
+    return this.#ledger.assessed?.report
   }
 
   get checkpointed(): Promise<Checkpoint | undefined> {
@@ -169,7 +145,7 @@ export class TurnImpl implements Turn {
     this.#assertLive()
     const handle = await this.ready()
     this.#assertLive()
-    return midTurnCheckpoint(this.#scope, this.#handle ?? handle, {
+    return midTurnCheckpoint(this.#scope, this.#ledger.handle ?? handle, {
       manifest: this.#start.acquired.record?.manifest ?? null,
     })
   }
@@ -200,20 +176,6 @@ export class TurnImpl implements Turn {
     }
   }
 
-  #trackContext(entry: UsedContext): void {
-    if (!this.#contexts.some((c) => c.language === entry.language && c.contextId === entry.contextId)) {
-      this.#contexts.push(entry)
-    }
-  }
-
-  #trackWrite(path: string, data: string | Uint8Array): void {
-    // An empty file proves little (any template may hold one); one too large to digest cheaply is left out.
-    const sha256 = data.length === 0 ? undefined : contentDigest(data)
-    const at = this.#written.findIndex((w) => w.path === path)
-    if (at >= 0) this.#written.splice(at, 1)
-    if (sha256) this.#written.push({ path, sha256 })
-  }
-
   ready(): Promise<SandboxHandle> {
     if (this.#ended) {
       return Promise.reject(
@@ -239,7 +201,7 @@ export class TurnImpl implements Turn {
         (error: unknown) => {
           const failure = this.#keeper.lost ?? toSandkeepError(error, this.#keeper.signal)
           // Never pause, kill or otherwise touch another tenant's sandbox at the end of this turn.
-          if (failure.code === 'TENANT_MISMATCH') this.#foreign = true
+          if (failure.code === 'TENANT_MISMATCH') this.#ledger.metForeignSandbox()
           ctx.emitError('resume', failure, key)
           throw failure
         },
@@ -254,21 +216,20 @@ export class TurnImpl implements Turn {
     if (scope.signal.aborted) throw abortedError(key, scope.signal.reason)
     const resumeStarted = performance.now()
     const attempt = createResumeAttempt(ctx, scope.signal)
-    this.#attempt = attempt
+    const ledger = this.#ledger
+    ledger.resumeBegan(attempt)
     const start = await startingPoint(scope, acquired)
     const connectStarted = performance.now()
     // The sandbox runs (and costs) from the resume call on, not only once it is ready.
-    this.#runningSince = scope.storeNow()
+    ledger.sandboxRunning(scope.storeNow())
     const climbed = await climbLadder(
       scope,
       { ...start, holders: acquired.holders, known, speculation },
       attempt,
     )
     const connectMs = performance.now() - connectStarted
-    const handle = watchProcessCalls(climbed.handle, () => {
-      this.#processesMayHaveChanged = true
-    })
-    this.#handle = handle
+    const handle = watchProcessCalls(climbed.handle, ledger)
+    ledger.climbed(handle)
     const assessed = await assess(scope, climbed, attempt, {
       handle,
       acquiredManifest: acquired.record?.manifest ?? null,
@@ -277,9 +238,9 @@ export class TurnImpl implements Turn {
       // A lazy turn counts from its first use; an eager one from beginTurn.
       since: this.#start.lazy ? resumeStarted : this.#start.beganAt,
       takeFirstCall: () => this.#takeFirstCall(),
+      notes: ledger,
     })
-    this.#assessed = assessed
-    for (const context of assessed.contexts) this.#trackContext(context)
+    ledger.assessedAs(assessed)
     if (assessed.report) {
       ctx.events.emit('resume-end', {
         conversationId: key.conversationId,
@@ -308,18 +269,9 @@ export class TurnImpl implements Turn {
     this.#ended = true
     this.#keeper.releasing()
     const endReport = await finishTurn(this.#scope, {
+      ...this.#ledger.read(),
       acquiredTurnCount: acquired.record?.turnCount,
-      assessed: this.#assessed,
-      touched: this.#attempt?.touched ?? null,
-      runningSince: this.#runningSince,
-      resumedFromPausedAt: this.#attempt?.resumedFromPausedAt ?? null,
-      foreign: this.#foreign,
       speculation,
-      contexts: this.#contexts,
-      written: this.#written,
-      abandoned: this.#attempt?.abandoned(),
-      processesMayHaveChanged: this.#processesMayHaveChanged,
-      used: this.#used,
       onReleased: this.#released.resolve,
     })
     this.#keeper.stop()
