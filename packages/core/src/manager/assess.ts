@@ -64,15 +64,15 @@ export interface FirstCodeCall {
  */
 export interface Assessed {
   /** The sandbox the turn uses (`input.handle`). */
-  handle: SandboxHandle
+  readonly handle: SandboxHandle
   /** The manifest the turn end builds on: null for a fresh sandbox. */
-  manifestBase: TurnManifest | null
+  readonly manifestBase: TurnManifest | null
   /** The report; undefined when a step before it failed. */
-  report: ResumeReport | undefined
+  readonly report: ResumeReport | undefined
   /** When the sandbox was ready (the report made), `performance.now()`; 0 before. */
-  readyAt: number
+  readonly readyAt: number
   /** Why the assessment did not pass: HEALTH_CHECK_FAILED (the report is there), or the error of a step. */
-  failure: { error: unknown } | undefined
+  readonly failure: { error: unknown } | undefined
 }
 
 /** What a journal replay did, for the report. */
