@@ -3,20 +3,23 @@
 import { tool } from '@openai/agents-core'
 import { Capability, type Manifest } from '@openai/agents-core/sandbox'
 import type { CodeResult } from '@sandkeep/core'
-import { unsupported } from './errors.js'
+import { invalid, unsupported } from './errors.js'
 import { SandkeepSandboxSession } from './session.js'
 
 /** Options of {@link codeInterpreter}. */
 export interface CodeInterpreterOptions {
-  /** Ask for the user's approval before each run (the run stops with an interruption). Default false. */
-  needsApproval?: boolean
+  /**
+   * Ask for the user's approval before a run of code (the run stops with an interruption): `true` for every
+   * call, or a function of the code that says which. Default false.
+   */
+  needsApproval?: boolean | ((code: string) => boolean | Promise<boolean>)
   /** The tool's name. Default `run_code`. */
   toolName?: string
 }
 
 class CodeInterpreterCapability extends Capability {
   readonly type = 'sandkeep_code'
-  needsApproval: boolean
+  needsApproval: boolean | ((code: string) => boolean | Promise<boolean>)
   toolName: string
 
   constructor(options: CodeInterpreterOptions) {
@@ -25,7 +28,8 @@ class CodeInterpreterCapability extends Capability {
     this.toolName = options.toolName ?? 'run_code'
   }
 
-  #session(): SandkeepSandboxSession {
+  // Not a #private method: the SDK clones capabilities with Object.create, which private members do not survive.
+  protected boundSession(): SandkeepSandboxSession {
     if (!(this._session instanceof SandkeepSandboxSession)) {
       throw unsupported('codeInterpreter() needs a sandbox session from the sandkeep sandbox client.')
     }
@@ -45,10 +49,9 @@ class CodeInterpreterCapability extends Capability {
           additionalProperties: false,
         },
         strict: true,
-        needsApproval: this.needsApproval,
+        needsApproval: approvalPolicy(this.needsApproval),
         execute: async (input) => {
-          const { code } = input as { code: string }
-          return formatCodeResult(await this.#session().runCode(code))
+          return formatCodeResult(await this.boundSession().runCode(readCode(input)))
         },
       }),
     ]
@@ -64,6 +67,22 @@ class CodeInterpreterCapability extends Capability {
 /** The persistent code interpreter as a capability for a `SandboxAgent`'s `capabilities`. */
 export function codeInterpreter(options: CodeInterpreterOptions = {}): Capability {
   return new CodeInterpreterCapability(options)
+}
+
+function approvalPolicy(
+  needsApproval: boolean | ((code: string) => boolean | Promise<boolean>),
+): boolean | ((context: unknown, input: unknown) => Promise<boolean>) {
+  if (typeof needsApproval === 'boolean') return needsApproval
+  return async (_context, input) => await needsApproval(readCode(input))
+}
+
+// The SDK hands a JSON-schema tool its arguments as the model wrote them (a JSON string) in some paths and
+// parsed in others.
+function readCode(input: unknown): string {
+  const args = typeof input === 'string' ? (JSON.parse(input) as unknown) : input
+  const code = (args as { code?: unknown } | null)?.code
+  if (typeof code !== 'string') throw invalid('run_code takes { code: string }.')
+  return code
 }
 
 function formatCodeResult(result: CodeResult): string {
