@@ -9,7 +9,8 @@ import { resolveWorkspacePath } from './paths.js'
 function rig() {
   // The mock's shell knows a few commands; the manifest's `mkdir -p` is one it is taught here.
   const provider = createMockProvider({
-    onCommand: (command) => (command.startsWith('mkdir -p ') ? { exitCode: 0, stdout: '', stderr: '' } : undefined),
+    onCommand: (command) =>
+      command.startsWith('mkdir -p ') ? { exitCode: 0, stdout: '', stderr: '' } : undefined,
   })
   const sessions = createSessionManager({ store: createMemorySessionStore(), provider })
   return { provider, sessions, client: createSandkeepSandboxClient({ sessions }) }
