@@ -7,6 +7,7 @@ import {
   normalizeSandboxClientCreateArgs,
   type SandboxClient,
   type SandboxClientCreateArgs,
+  type SandboxClientOptions,
   type SandboxSessionResumeValidationInput,
 } from '@openai/agents-core/sandbox'
 import { deserializeManifest } from '@openai/agents-core/sandbox/internal'
@@ -26,12 +27,16 @@ import { readSessionKey, serializeSessionKey } from './state.js'
 /** The `backendId` RunState records for sandkeep sessions. */
 export const SANDKEEP_BACKEND_ID = 'sandkeep'
 
-/** A `SandboxClient` whose sessions are sandkeep turns. Made by {@link createSandkeepSandboxClient}. */
-export interface SandkeepSandboxClient extends SandboxClient<SandkeepRunOptions, SandkeepSessionState> {
+/**
+ * A `SandboxClient` whose sessions are sandkeep turns. Made by {@link createSandkeepSandboxClient}. Its run
+ * options are {@link SandkeepRunOptions}; they are typed as the SDK's open options record so the client fits
+ * `RunConfig.sandbox` as is, and checked at run time (INVALID_ARGUMENT before any I/O).
+ */
+export interface SandkeepSandboxClient extends SandboxClient<SandboxClientOptions, SandkeepSessionState> {
   readonly backendId: typeof SANDKEEP_BACKEND_ID
   create(
-    args?: SandboxClientCreateArgs<SandkeepRunOptions> | Manifest,
-    manifestOptions?: SandkeepRunOptions,
+    args?: SandboxClientCreateArgs<SandboxClientOptions> | Manifest,
+    manifestOptions?: SandboxClientOptions,
   ): Promise<SandkeepSandboxSession>
   resume(state: SandkeepSessionState): Promise<SandkeepSandboxSession>
   delete(state: SandkeepSessionState): Promise<void>

@@ -57,6 +57,7 @@ export class SandkeepSandboxSession implements SandboxSession<SandkeepSessionSta
   state: SandkeepSessionState
   readonly #turn: Turn
   readonly #sessions: SessionManager
+  #interpreterAtRoot = false
 
   constructor(args: { state: SandkeepSessionState; turn: Turn; sessions: SessionManager }) {
     this.state = args.state
@@ -159,9 +160,21 @@ export class SandkeepSandboxSession implements SandboxSession<SandkeepSessionSta
     return imageOutputFromBytes(args.path, bytes)
   }
 
-  /** Runs code in the sandbox's persistent interpreter: variables stay from one call, and one run, to the next. */
+  /**
+   * Runs code in the sandbox's persistent interpreter: variables stay from one call, and one run, to the next.
+   * Python's working directory is the workspace root (set once per run), so relative paths mean what they
+   * mean to `exec`.
+   */
   async runCode(code: string, options: { language?: CodeLanguage } = {}): Promise<CodeResult> {
-    return await this.#sandbox.runCode(code, options)
+    const language = options.language ?? 'python'
+    if (language === 'python' && !this.#interpreterAtRoot) {
+      const root = JSON.stringify(this.#root)
+      await this.#sandbox.runCode(
+        `__import__('os').makedirs(${root}, exist_ok=True)\n__import__('os').chdir(${root})`,
+      )
+      this.#interpreterAtRoot = true
+    }
+    return await this.#sandbox.runCode(code, { language })
   }
 
   async resolveExposedPort(port: number): Promise<ExposedPortEndpoint> {
