@@ -85,6 +85,29 @@ describe('createSandkeepSandboxClient', () => {
     expect(await sessions.getSession('conv-end')).toBeNull()
   })
 
+  it('ends the session on client.delete only with deleteEndsSession', async () => {
+    const { sessions } = rig()
+    const keeping = createSandkeepSandboxClient({ sessions })
+    const ending = createSandkeepSandboxClient({ sessions, deleteEndsSession: true })
+    const session = await keeping.create({ options: { conversationId: 'conv-del' } })
+    await keeping.delete(session.state)
+    expect(session.turn.endReport?.action).toBe('paused')
+    expect(await sessions.getSession('conv-del')).not.toBeNull()
+    await ending.delete(session.state)
+    expect(await sessions.getSession('conv-del')).toBeNull()
+  })
+
+  it('makes no sandbox call in a lazy run that never uses the sandbox once its manifest is journaled', async () => {
+    const { client, provider } = rig()
+    const first = await client.create({ options: { conversationId: 'conv-lazy' } })
+    await first.stop()
+    const callsBefore = provider.calls.length
+    const lazy = await client.create({ options: { conversationId: 'conv-lazy', lazy: true } })
+    expect(lazy.report).toBeUndefined()
+    await lazy.stop()
+    expect(provider.calls.length).toBe(callsBefore)
+  })
+
   it('journals the manifest once: a second create of the conversation does not write it again', async () => {
     const { client } = rig()
     const manifest = { entries: { 'a.txt': { type: 'file' as const, content: 'one' } } }
