@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type Model, Runner, type RunResult, RunState } from '@openai/agents-core'
+import { type Model, Runner, RunState } from '@openai/agents-core'
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-core/testing'
 import { createSandkeepSandboxClient } from '@sandkeep/openai-agents'
 import { describe, expect, it } from 'vitest'
@@ -17,18 +17,18 @@ let calls = 0
 const call = (name: string, args: Record<string, unknown>) =>
   functionCall(name, args, { callId: `call-${++calls}` })
 
-function runOnce(model: Model, conversationId: string, input: string | RunState<unknown, never>) {
+function runOnce(model: Model, conversationId: string, input: string) {
   const agent = buildAgent(model)
   const client = createSandkeepSandboxClient({ sessions: rig.sessions })
-  return new Runner().run(agent, input as string, {
+  return new Runner().run(agent, input, {
     sandbox: { client, options: { conversationId, tenant: rig.tenant } },
   })
 }
 
-function toolOutputs(result: RunResult<unknown, never>): string[] {
+function toolOutputs(result: { newItems: ReadonlyArray<{ type: string; output?: unknown }> }): string[] {
   return result.newItems
     .filter((item) => item.type === 'tool_call_output_item')
-    .map((item) => JSON.stringify((item as { output: unknown }).output))
+    .map((item) => JSON.stringify(item.output))
 }
 
 async function sandboxState(sandboxId: string) {
