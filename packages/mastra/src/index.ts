@@ -1,5 +1,5 @@
 // `@sandkeep/mastra`: a Mastra WorkspaceSandbox per thread, kept by a sandkeep session manager.
-export { startOutcomeOf, stateLostNotice } from './notice.js'
+export { lostState, startOutcomeOf, stateLostNotice } from './notice.js'
 export type { SandkeepMastraSandboxOptions } from './options.js'
 export { SandkeepProcessManager } from './processes.js'
 export { SandkeepMastraSandbox } from './sandbox.js'

@@ -1,5 +1,5 @@
-import type { ResumeReport } from '@sandkeep/core'
 import type { SandboxStartOutcome } from '@mastra/core/workspace'
+import type { ResumeReport } from '@sandkeep/core'
 
 /**
  * Mastra's start outcome for a sandkeep resume: `'created'` whenever the model cannot count on what earlier
@@ -8,9 +8,17 @@ import type { SandboxStartOutcome } from '@mastra/core/workspace'
  */
 export function startOutcomeOf(report: ResumeReport): SandboxStartOutcome {
   if (report.outcome === 'resumed' || report.outcome === 'reconnected') {
-    return report.stateLost ? 'created' : 'connected'
+    return lostState(report) ? 'created' : 'connected'
   }
   return 'created'
+}
+
+/**
+ * Whether earlier turns' state is gone: sandkeep's `stateLost` (memory or files), or background processes
+ * that died (a Mastra workspace keeps its state in files and processes, rarely in an interpreter).
+ */
+export function lostState(report: ResumeReport): boolean {
+  return report.stateLost || report.survived.processes === false
 }
 
 /**
@@ -18,7 +26,7 @@ export function startOutcomeOf(report: ResumeReport): SandboxStartOutcome {
  * report; `undefined` when nothing was lost (or on the thread's first turn, which had nothing to lose).
  */
 export function stateLostNotice(report: ResumeReport | undefined): string | undefined {
-  if (report === undefined || !report.stateLost) return undefined
+  if (report === undefined || !lostState(report)) return undefined
   const replayed =
     report.rehydratedSteps > 0
       ? ` sandkeep replayed ${report.rehydratedSteps} recorded setup step${report.rehydratedSteps === 1 ? '' : 's'}.`

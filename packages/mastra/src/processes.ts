@@ -44,7 +44,9 @@ class SandkeepProcessHandle extends ProcessHandle {
     const { base } = this.#spawned
     const read = await this.#spawned
       .handle()
-      .runCommand(`cat ${base}.exit 2>/dev/null; echo; echo ---; cat ${base}.out; echo; echo ---; cat ${base}.err`)
+      .runCommand(
+        `cat ${base}.exit 2>/dev/null; echo; echo ---; cat ${base}.out; echo; echo ---; cat ${base}.err`,
+      )
     const [exit = '', out = '', err = ''] = read.stdout.split('\n---\n')
     const stdout = out.replace(/\n$/, '')
     const stderr = err.replace(/\n$/, '')

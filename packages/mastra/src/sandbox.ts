@@ -15,17 +15,17 @@ import {
 import {
   type Checkpoint,
   type CheckpointTree,
-  type ResumeReport,
   type RestoreResult,
+  type ResumeReport,
+  type SandboxHandle,
   SandkeepError,
   type SessionManager,
-  type SandboxHandle,
   shellQuote,
   type Turn,
   type TurnEndReport,
   validateSessionKey,
 } from '@sandkeep/core'
-import { startOutcomeOf, stateLostNotice } from './notice.js'
+import { lostState, startOutcomeOf, stateLostNotice } from './notice.js'
 import type { SandkeepMastraSandboxOptions } from './options.js'
 import { SandkeepProcessManager } from './processes.js'
 
@@ -115,7 +115,7 @@ export class SandkeepMastraSandbox extends MastraSandbox {
     if (report === undefined) throw new Error('sandkeep: a begun turn has no resume report')
     this.#turn = turn
     this.#report = report
-    this.#noticePending = report.stateLost && (this.#options.announceStateLoss ?? true)
+    this.#noticePending = lostState(report) && (this.#options.announceStateLoss ?? true)
     this.status = 'running'
     return { outcome: startOutcomeOf(report) }
   }
@@ -168,14 +168,19 @@ export class SandkeepMastraSandbox extends MastraSandbox {
   override async writeFiles(files: SandboxFileInput[], options: WriteFilesOptions = {}): Promise<void> {
     if (!Array.isArray(files)) throw invalid('writeFiles needs an array of { path, content }.')
     for (const file of files) {
-      if (typeof file?.path !== 'string' || file.path.length === 0) throw invalid('writeFiles: every file needs a path.')
+      if (typeof file?.path !== 'string' || file.path.length === 0)
+        throw invalid('writeFiles: every file needs a path.')
       if (file.mode !== undefined) validateSandboxFileMode(file.mode)
     }
     await this.ensureRunning()
     for (const file of files) {
       options.abortSignal?.throwIfAborted()
       const content = typeof file.content === 'string' ? file.content : new Uint8Array(file.content)
-      await this.handle.writeFile(file.path, content, options.abortSignal ? { signal: options.abortSignal } : {})
+      await this.handle.writeFile(
+        file.path,
+        content,
+        options.abortSignal ? { signal: options.abortSignal } : {},
+      )
       if (file.mode !== undefined) {
         const chmod = await this.handle.runCommand(`chmod ${file.mode.toString(8)} ${shellQuote(file.path)}`)
         if (chmod.exitCode !== 0) throw new Error(`chmod of ${file.path} failed: ${chmod.stderr.trim()}`)
@@ -231,7 +236,9 @@ export class SandkeepMastraSandbox extends MastraSandbox {
    */
   clone(options: SandboxCloneOptions = {}): SandkeepMastraSandbox {
     if (options.sandboxId !== undefined) {
-      throw invalid('clone({ sandboxId }) is not supported: a sandkeep thread owns its sandbox; clone by thread id.')
+      throw invalid(
+        'clone({ sandboxId }) is not supported: a sandkeep thread owns its sandbox; clone by thread id.',
+      )
     }
     const threadId = options.id ?? `${this.threadId}-clone-${crypto.randomUUID().slice(0, 8)}`
     const checkpoint = options.checkpointName ?? options.seedCheckpointName
@@ -263,7 +270,11 @@ export class SandkeepMastraSandbox extends MastraSandbox {
         threadId: this.threadId,
         tenant: this.tenant,
         ...(this.#report
-          ? { sandboxId: this.#report.sandboxId, outcome: this.#report.outcome, stateLost: this.#report.stateLost }
+          ? {
+              sandboxId: this.#report.sandboxId,
+              outcome: this.#report.outcome,
+              stateLost: this.#report.stateLost,
+            }
           : {}),
       },
     }
@@ -284,7 +295,8 @@ export class SandkeepMastraSandbox extends MastraSandbox {
   }
 
   async #portUrl(port: number): Promise<string | null> {
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw invalid(`port must be 1 to 65535, got ${port}.`)
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw invalid(`port must be 1 to 65535, got ${port}.`)
     const handle = this.#turn?.sandbox
     if (handle?.portEndpoint === undefined || this.status !== 'running') return null
     const endpoint = handle.portEndpoint(port)

@@ -1,7 +1,13 @@
 import type { MastraMemory } from '@mastra/core/memory'
 import type { RequestContext } from '@mastra/core/request-context'
 import type { WorkspaceSandboxCacheKey, WorkspaceSandboxResolver } from '@mastra/core/workspace'
-import { type ForkResult, SandkeepError, type SessionManager, validateSessionKey, validateTenant } from '@sandkeep/core'
+import {
+  type ForkResult,
+  SandkeepError,
+  type SessionManager,
+  validateSessionKey,
+  validateTenant,
+} from '@sandkeep/core'
 import type { SandkeepMastraSandboxOptions } from './options.js'
 import { SandkeepMastraSandbox } from './sandbox.js'
 
@@ -55,7 +61,9 @@ export interface SandkeepSandboxes {
 
 /** Reads the thread and resource ids of a Mastra request: the reserved keys first, then the agent's memory. */
 export function threadOf(requestContext: RequestContext | undefined): ThreadContext {
-  const memory = requestContext?.get(MEMORY_KEY) as { thread?: { id?: unknown }; resourceId?: unknown } | undefined
+  const memory = requestContext?.get(MEMORY_KEY) as
+    | { thread?: { id?: unknown }; resourceId?: unknown }
+    | undefined
   const threadId = requestContext?.get(THREAD_ID_KEY) ?? memory?.thread?.id
   const resourceId = requestContext?.get(RESOURCE_ID_KEY) ?? memory?.resourceId
   if (typeof threadId !== 'string' || threadId.length === 0) {
@@ -100,7 +108,11 @@ export function createSandkeepSandboxes(options: SandkeepSandboxesOptions): Sand
     const key = keyOf(threadId, threadOptions.tenant ?? (typeof tenant === 'string' ? tenant : undefined))
     let sandbox = cache.get(key.cacheKey)
     if (sandbox === undefined) {
-      sandbox = new SandkeepMastraSandbox({ ...sandboxOptions, threadId: key.conversationId, tenant: key.tenant })
+      sandbox = new SandkeepMastraSandbox({
+        ...sandboxOptions,
+        threadId: key.conversationId,
+        tenant: key.tenant,
+      })
       cache.set(key.cacheKey, sandbox)
     }
     return sandbox
@@ -127,10 +139,14 @@ export function createSandkeepSandboxes(options: SandkeepSandboxesOptions): Sand
     },
     async cloneThread(memory, input) {
       const { tenant: tenantId, checkpoint, ...cloneInput } = input
-      const source = keyOf(cloneInput.sourceThreadId, tenantId ?? (typeof tenant === 'string' ? tenant : undefined))
+      const source = keyOf(
+        cloneInput.sourceThreadId,
+        tenantId ?? (typeof tenant === 'string' ? tenant : undefined),
+      )
       if (cloneInput.newThreadId !== undefined) keyOf(cloneInput.newThreadId, source.tenant)
       const cloned = await memory.cloneThread(cloneInput)
-      const hasSession = (await sessions.getSession(source.conversationId, { tenant: source.tenant })) !== null
+      const hasSession =
+        (await sessions.getSession(source.conversationId, { tenant: source.tenant })) !== null
       const fork = hasSession
         ? await sessions.fork(source.conversationId, cloned.thread.id, {
             tenant: source.tenant,
