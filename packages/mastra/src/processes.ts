@@ -14,6 +14,9 @@ import { type SandboxHandle, shellQuote } from '@sandkeep/core'
 const DIR = '/tmp/.sandkeep-mastra'
 /** Attempts of `wait()` at reading the exit file, 250 ms apart (a wait on a server would never end). */
 const WAIT_ATTEMPTS = 2400
+/** Between the three files in one read (record separators, which command output rarely holds). */
+const SEPARATOR = '\\036sandkeep\\036'
+const SEPARATOR_TEXT = '\u001esandkeep\u001e'
 
 interface Spawned {
   handle: () => SandboxHandle
@@ -45,11 +48,9 @@ class SandkeepProcessHandle extends ProcessHandle {
     const read = await this.#spawned
       .handle()
       .runCommand(
-        `cat ${base}.exit 2>/dev/null; echo; echo ---; cat ${base}.out; echo; echo ---; cat ${base}.err`,
+        `cat ${base}.exit 2>/dev/null; printf '${SEPARATOR}'; cat ${base}.out; printf '${SEPARATOR}'; cat ${base}.err`,
       )
-    const [exit = '', out = '', err = ''] = read.stdout.split('\n---\n')
-    const stdout = out.replace(/\n$/, '')
-    const stderr = err.replace(/\n$/, '')
+    const [exit = '', stdout = '', stderr = ''] = read.stdout.split(SEPARATOR_TEXT)
     if (stdout.length > this.#shown.stdout) this.emitStdout(stdout.slice(this.#shown.stdout))
     if (stderr.length > this.#shown.stderr) this.emitStderr(stderr.slice(this.#shown.stderr))
     this.#shown = { stdout: stdout.length, stderr: stderr.length }
@@ -58,9 +59,17 @@ class SandkeepProcessHandle extends ProcessHandle {
   }
 
   async kill(): Promise<boolean> {
-    const killed = await this.#spawned.handle().killProcess(this.#spawned.pid)
-    if (killed && this.#exitCode === undefined) this.#exitCode = 137
-    return killed
+    if (this.#exitCode !== undefined) return false
+    const { base } = this.#spawned
+    // The command's subshell and its children; the wrapper then records 137 as the exit code.
+    const killed = await this.#spawned
+      .handle()
+      .runCommand(
+        `p=$(cat ${base}.pid) && kill -0 "$p" 2>/dev/null && { pkill -KILL -P "$p"; kill -KILL "$p"; }`,
+      )
+    if (killed.exitCode !== 0) return false
+    this.#exitCode = 137
+    return true
   }
 
   async sendStdin(): Promise<void> {
@@ -94,8 +103,9 @@ export class SandkeepProcessManager extends SandboxProcessManager<MastraSandbox>
     const handle = () => sandbox.handle
     const base = `${DIR}/${Date.now().toString(36)}-${this.#next++}`
     const wrapped =
-      `mkdir -p ${DIR}; { ${command}\n} >${base}.out 2>${base}.err; echo $? >${base}.exit.tmp; ` +
-      `mv ${base}.exit.tmp ${base}.exit`
+      // A subshell, so an `exit` in the command ends it and not the wrapper that records the code.
+      `mkdir -p ${DIR}; ( ${command}\n) >${base}.out 2>${base}.err & echo $! >${base}.pid; wait $!; ` +
+      `echo $? >${base}.exit.tmp; mv ${base}.exit.tmp ${base}.exit`
     const envs: Record<string, string> = {}
     for (const [name, value] of Object.entries(options.env ?? {})) if (value !== undefined) envs[name] = value
     const cwd = options.cwd ?? sandbox.workingDirectory

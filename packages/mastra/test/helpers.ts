@@ -14,6 +14,8 @@ export interface Rig {
   readonly tenant: string
   /** A fresh thread id, whose session is ended after the file's tests. */
   newThread(): string
+  /** Another manager on the same host and Redis prefix, as a second process would have (closed after the file). */
+  newManager(): SessionManager
   /** The platform's state of a sandbox ('running', 'paused'), asked of the host. */
   stateOf(sandboxId: string | undefined): string | undefined
 }
@@ -24,9 +26,9 @@ export function useRig(name: string, options: Partial<SessionManagerOptions> = {
   const tenant = `${name}-${randomUUID().slice(0, 8)}`
   const threads: string[] = []
   let started: { host: LocalE2BHost; sessions: SessionManager } | undefined
-  beforeAll(async () => {
-    const host = await startLocalE2B({ logger: () => {} })
-    const sessions = createSessionManager({
+  const extra: SessionManager[] = []
+  const managerOn = (host: LocalE2BHost) =>
+    createSessionManager({
       store: createRedisSessionStore({ prefix }),
       provider: createE2BProvider({
         apiKey: host.apiKey,
@@ -38,11 +40,14 @@ export function useRig(name: string, options: Partial<SessionManagerOptions> = {
       checkpoints: { every: 'turn', keep: 10 },
       ...options,
     })
-    started = { host, sessions }
+  beforeAll(async () => {
+    const host = await startLocalE2B({ logger: () => {} })
+    started = { host, sessions: managerOn(host) }
   }, 120_000)
   afterAll(async () => {
     if (!started) return
     for (const thread of threads) await started.sessions.endSession(thread, { tenant }).catch(() => {})
+    for (const manager of extra) await manager.close()
     await started.sessions.close()
     await started.host.close()
   }, 120_000)
@@ -57,6 +62,11 @@ export function useRig(name: string, options: Partial<SessionManagerOptions> = {
     },
     get sessions() {
       return rig().sessions
+    },
+    newManager() {
+      const manager = managerOn(rig().host)
+      extra.push(manager)
+      return manager
     },
     newThread() {
       const id = `thread-${randomUUID()}`
