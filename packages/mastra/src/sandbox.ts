@@ -111,7 +111,8 @@ export class SandkeepMastraSandbox extends MastraSandbox {
       tenant: this.tenant,
       ...(options?.abortSignal ? { abortSignal: options.abortSignal } : {}),
     })
-    const report = turn.report ?? (await turn.ready(), turn.report)
+    if (turn.report === undefined) await turn.ready()
+    const report = turn.report
     if (report === undefined) throw new Error('sandkeep: a begun turn has no resume report')
     this.#turn = turn
     this.#report = report
