@@ -11,7 +11,11 @@ function rig() {
   return { provider, sessions }
 }
 
-const contextWith = (entries: Array<[string, unknown]>) => new RequestContext(entries)
+function contextWith(entries: Array<[string, unknown]>): RequestContext {
+  const context: RequestContext = new RequestContext()
+  for (const [key, value] of entries) context.set(key, value as never)
+  return context
+}
 
 describe('threadOf', () => {
   it('reads the reserved keys first, then the agent memory', () => {
