@@ -39,15 +39,16 @@ export async function main(log: (line: string) => void = console.log): Promise<T
       memory,
     })
     const toolOutputs: string[] = []
-    const result = await agent.generate(user, {
-      memory: { thread: threadId, resource: 'user-1' },
-      maxSteps: 6,
-      onStepFinish: (step) => {
-        for (const part of step.toolResults ?? []) toolOutputs.push(String(part.payload?.result ?? ''))
-      },
-    })
-    // One user message is one sandkeep turn: ending it pauses the sandbox until the next message.
-    await sandboxes.endTurn(threadId)
+    // One user message is one sandkeep turn: withTurn ends it (the sandbox is paused) however the call ends.
+    const result = await sandboxes.withTurn(threadId, () =>
+      agent.generate(user, {
+        memory: { thread: threadId, resource: 'user-1' },
+        maxSteps: 6,
+        onStepFinish: (step) => {
+          for (const part of step.toolResults ?? []) toolOutputs.push(String(part.payload?.result ?? ''))
+        },
+      }),
+    )
     const report = sandboxes.forThread(threadId).report
     const entry = { threadId, user, outcome: report?.outcome, toolOutputs, answer: result.text }
     turns.push(entry)

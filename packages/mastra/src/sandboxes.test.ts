@@ -101,3 +101,20 @@ describe('createSandkeepSandboxes', () => {
     expect(await sessions.getSession('t')).toBeNull()
   })
 })
+
+describe('withTurn', () => {
+  it('ends the thread turn after the call, also when it throws', async () => {
+    const { sessions, provider } = rig()
+    const sandboxes = createSandkeepSandboxes({ sessions })
+    const sandbox = sandboxes.forThread('w')
+    await expect(
+      sandboxes.withTurn('w', async () => {
+        await sandbox.executeCommand('echo hi')
+        throw new Error('the model failed')
+      }),
+    ).rejects.toThrow('the model failed')
+    expect(sandbox.status).toBe('stopped')
+    expect(sandbox.endReport?.action).toBe('paused')
+    expect(provider.callsOf('pause')).toHaveLength(1)
+  })
+})

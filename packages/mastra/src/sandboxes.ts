@@ -45,6 +45,8 @@ export interface SandkeepSandboxes {
   forThread(threadId: string, options?: { tenant?: string }): SandkeepMastraSandbox
   /** Ends the thread's turn when its sandbox is started (pauses it by the manager's policy). */
   endTurn(threadId: string, options?: { tenant?: string }): Promise<void>
+  /** Runs `fn` (an `agent.generate` / `agent.stream` to its end) and ends the thread's turn after it, even when it throws. */
+  withTurn<T>(threadId: string, fn: () => Promise<T>, options?: { tenant?: string }): Promise<T>
   /** Ends the turns of every started sandbox (for a shutdown). */
   endAllTurns(): Promise<void>
   /**
@@ -133,6 +135,14 @@ export function createSandkeepSandboxes(options: SandkeepSandboxesOptions): Sand
     async endTurn(threadId, threadOptions = {}) {
       const key = keyOf(threadId, threadOptions.tenant ?? (typeof tenant === 'string' ? tenant : undefined))
       await cache.get(key.cacheKey)?._stop()
+    },
+    async withTurn(threadId, fn, threadOptions = {}) {
+      keyOf(threadId, threadOptions.tenant ?? (typeof tenant === 'string' ? tenant : undefined))
+      try {
+        return await fn()
+      } finally {
+        await this.endTurn(threadId, threadOptions)
+      }
     },
     async endAllTurns() {
       await Promise.all([...cache.values()].map((sandbox) => sandbox._stop()))

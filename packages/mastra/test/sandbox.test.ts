@@ -90,6 +90,39 @@ describe('lifecycle', () => {
   })
 })
 
+describe('a lost sandbox', () => {
+  it('one past its retention: the next start is created, with the new-sandbox notice in the first output', async () => {
+    const sandbox = newSandbox()
+    await sandbox.writeFiles([{ path: '/home/user/gone.txt', content: 'x' }])
+    const before = sandbox.report?.sandboxId
+    await sandbox._stop()
+    await rig.host.faults.expire(before!)
+    expect(await sandbox._start()).toEqual({ outcome: 'created' })
+    expect(sandbox.report).toMatchObject({ outcome: 'recreated', stateLost: true })
+    expect(sandbox.report?.sandboxId).not.toBe(before)
+    const first = await sandbox.executeCommand('test -e /home/user/gone.txt && echo there || echo missing')
+    expect(first.stdout).toMatch(
+      /^Notice: this thread got a new sandbox since the previous turn[^\n]*\nmissing\n$/,
+    )
+    // Once: the next command's output is its own.
+    expect((await sandbox.executeCommand('echo again')).stdout).toBe('again\n')
+    await sandbox._stop()
+  })
+
+  it('one killed during a turn: the call fails, and the next turn recreates it and says so', async () => {
+    const sandbox = newSandbox()
+    await sandbox._start()
+    const killed = sandbox.report?.sandboxId
+    await rig.sessions.provider.kill(killed!)
+    await expect(sandbox.executeCommand('echo hi')).rejects.toMatchObject({ code: 'SANDBOX_NOT_FOUND' })
+    await sandbox._stop()
+    expect(await sandbox._start()).toEqual({ outcome: 'created' })
+    expect(sandbox.report).toMatchObject({ outcome: 'recreated', stateLost: true })
+    expect(sandbox.notice).toMatch(/new sandbox/)
+    await sandbox._stop()
+  })
+})
+
 describe('commands', () => {
   it('runs a command, starting the sandbox when needed; a non-zero exit is a result', async () => {
     const sandbox = newSandbox()
