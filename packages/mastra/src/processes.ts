@@ -118,18 +118,24 @@ export class SandkeepProcessManager extends SandboxProcessManager<MastraSandbox>
     return process
   }
 
+  /** This object's processes (with exit codes), then the sandbox's other running ones (another process's, a repair's). */
   override async list(): Promise<ProcessInfo[]> {
     const sandbox = this.sandbox as MastraSandbox & { handle: SandboxHandle }
-    const running = new Set((await sandbox.handle.listProcesses()).map((info) => String(info.pid)))
+    const running = await sandbox.handle.listProcesses()
+    const runningPids = new Set(running.map((info) => String(info.pid)))
     const infos: ProcessInfo[] = []
     for (const [pid, process] of this._tracked) {
       const exitCode = process.exitCode
       infos.push({
         pid,
         ...(process.command ? { command: process.command } : {}),
-        running: exitCode === undefined && running.has(pid),
+        running: exitCode === undefined && runningPids.has(pid),
         ...(exitCode === undefined ? {} : { exitCode }),
       })
+    }
+    for (const info of running) {
+      const pid = String(info.pid)
+      if (!this._tracked.has(pid)) infos.push({ pid, command: info.command, running: true })
     }
     return infos
   }

@@ -194,6 +194,16 @@ describe('processes', () => {
 
     const server = await sandbox.processes.spawn('sleep 600')
     await sandbox._stop()
+    // Another server process's object for the thread sees it running too.
+    const other = new SandkeepMastraSandbox({
+      sessions: rig.newManager(),
+      threadId: sandbox.threadId,
+      tenant: rig.tenant,
+    })
+    const seen = (await other.processes.list()).find((info) => info.pid === server.pid)
+    expect(seen?.running).toBe(true)
+    expect(seen?.command).toContain('sleep 600')
+    await other._stop()
     await sandbox._start()
     const listed = await sandbox.processes.list()
     expect(listed.find((info) => info.pid === server.pid)).toMatchObject({
