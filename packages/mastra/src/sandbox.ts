@@ -106,6 +106,9 @@ export class SandkeepMastraSandbox extends MastraSandbox {
 
   /** Begins a turn of the thread's session (Mastra calls it through `_start()`, once per stop/start). */
   override async start(options?: SandboxStartOptions): Promise<SandboxStartResult> {
+    // A start after a failed onStart hook (status 'error') goes on with the turn it began, not a second one.
+    if (this.#turn !== undefined && this.#report !== undefined)
+      return { outcome: startOutcomeOf(this.#report) }
     if (this.#options.forkFrom !== undefined) await this.#forkOnce(this.#options.forkFrom)
     const turn = await this.#sessions.beginTurn(this.threadId, {
       tenant: this.tenant,

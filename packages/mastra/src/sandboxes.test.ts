@@ -100,6 +100,25 @@ describe('createSandkeepSandboxes', () => {
     await sandbox._destroy()
     expect(await sessions.getSession('t')).toBeNull()
   })
+
+  it('a start after a failed onStart hook goes on with the turn it began', async () => {
+    const { sessions, provider } = rig()
+    let failures = 1
+    const sandboxes = createSandkeepSandboxes({
+      sessions,
+      onStart: () => {
+        if (failures-- > 0) throw new Error('setup failed')
+      },
+    })
+    const sandbox = sandboxes.forThread('h')
+    await expect(sandbox._start()).rejects.toThrow(/setup failed/)
+    expect(sandbox.status).toBe('error')
+    expect(await sandbox._start()).toEqual({ outcome: 'created' })
+    expect(provider.callsOf('create')).toHaveLength(1)
+    expect(await sandboxes.endSession('h')).toBe(true)
+    expect(sandbox.endReport?.action).toBe('paused')
+    expect(await sessions.getSession('h')).toBeNull()
+  })
 })
 
 describe('withTurn', () => {

@@ -47,6 +47,11 @@ export interface SandkeepSandboxes {
   endTurn(threadId: string, options?: { tenant?: string }): Promise<void>
   /** Runs `fn` (an `agent.generate` / `agent.stream` to its end) and ends the thread's turn after it, even when it throws. */
   withTurn<T>(threadId: string, fn: () => Promise<T>, options?: { tenant?: string }): Promise<T>
+  /**
+   * Ends the thread's session: its turn if started, then the sandbox is killed and the journal and
+   * checkpoints are dropped (`sessions.endSession`). Returns false when the thread had no session.
+   */
+  endSession(threadId: string, options?: { tenant?: string }): Promise<boolean>
   /** Ends the turns of every started sandbox (for a shutdown). */
   endAllTurns(): Promise<void>
   /**
@@ -143,6 +148,11 @@ export function createSandkeepSandboxes(options: SandkeepSandboxesOptions): Sand
       } finally {
         await this.endTurn(threadId, threadOptions)
       }
+    },
+    async endSession(threadId, threadOptions = {}) {
+      const key = keyOf(threadId, threadOptions.tenant ?? (typeof tenant === 'string' ? tenant : undefined))
+      await cache.get(key.cacheKey)?._stop()
+      return sessions.endSession(key.conversationId, { tenant: key.tenant })
     },
     async endAllTurns() {
       await Promise.all([...cache.values()].map((sandbox) => sandbox._stop()))
