@@ -22,12 +22,13 @@ const entries = [
   '@sandkeep/ai-sdk',
   '@sandkeep/ai-sdk/harness',
   '@sandkeep/openai-agents',
+  '@sandkeep/mastra',
   'sandkeep',
 ]
 
 describe('package exports', () => {
   it('every package is built', () => {
-    for (const dir of ['core', 'redis', 'e2b', 'local-e2b', 'ai-sdk', 'openai-agents', 'cli']) {
+    for (const dir of ['core', 'redis', 'e2b', 'local-e2b', 'ai-sdk', 'openai-agents', 'mastra', 'cli']) {
       expect(
         existsSync(`${root}packages/${dir}/dist/index.js`),
         `packages/${dir} is not built: run pnpm build`,
