@@ -19,6 +19,7 @@ const entries = [
   '@sandkeep/redis',
   '@sandkeep/e2b',
   '@sandkeep/local-e2b',
+  '@sandkeep/agent',
   '@sandkeep/ai-sdk',
   '@sandkeep/ai-sdk/harness',
   'sandkeep',
@@ -26,7 +27,7 @@ const entries = [
 
 describe('package exports', () => {
   it('every package is built', () => {
-    for (const dir of ['core', 'redis', 'e2b', 'local-e2b', 'ai-sdk', 'cli']) {
+    for (const dir of ['core', 'redis', 'e2b', 'local-e2b', 'agent', 'ai-sdk', 'cli']) {
       expect(
         existsSync(`${root}packages/${dir}/dist/index.js`),
         `packages/${dir} is not built: run pnpm build`,

@@ -17,10 +17,7 @@ export interface SessionSettings {
   endGraceMs: number
   description: string
   abortSignal: AbortSignal | undefined
-  /**
-   * Awaited before the turn begins (before the lease), by whichever call begins it; its failure is that
-   * call's. A sandkeepTurn's branch (the rewind) runs here.
-   */
+  /** {@link SandboxSessionOptions.beforeBegin}. */
   beforeBegin?: () => Promise<void>
 }
 
@@ -52,6 +49,10 @@ export function resolveSessionOptions(options: SandboxSessionOptions): SessionSe
     throw invalid('createSandboxSession: `description` must be a string.')
   }
   const description = options.description ?? defaultDescription(workingDirectory)
+  const { beforeBegin } = options
+  if (beforeBegin !== undefined && typeof beforeBegin !== 'function') {
+    throw invalid('createSandboxSession: `beforeBegin` must be a function returning a promise.')
+  }
   return {
     sessions,
     conversationId,
@@ -61,6 +62,7 @@ export function resolveSessionOptions(options: SandboxSessionOptions): SessionSe
     endGraceMs,
     description,
     abortSignal: options.abortSignal,
+    ...(beforeBegin === undefined ? {} : { beforeBegin }),
   }
 }
 

@@ -1,13 +1,13 @@
 // Commands and code: the AI SDK's `run`, and sandkeep's runCommand, runCode and startProcess.
 import { invalid } from '../errors.js'
 import { checkMs } from './options.js'
-import type { RunOptions, SandkeepSandboxSession, SessionContext, SessionRunCommandOptions } from './types.js'
+import type { RunOptions, SandboxSession, SessionContext, SessionRunCommandOptions } from './types.js'
 
-type CommandOperations = Pick<SandkeepSandboxSession, 'run' | 'runCommand' | 'runCode' | 'startProcess'>
+type CommandOperations = Pick<SandboxSession, 'run' | 'runCommand' | 'runCode' | 'startProcess'>
 
 export function commandOperations(context: SessionContext): CommandOperations {
   const { operation, resolvePath } = context
-  const runCommand: SandkeepSandboxSession['runCommand'] = (command, runOptions = {}) => {
+  const runCommand: SandboxSession['runCommand'] = (command, runOptions = {}) => {
     checkCommand(command)
     const timeoutMs = checkMs(runOptions.timeoutMs, 'timeoutMs', context.commandTimeoutMs)
     return operation(runOptions.abortSignal, (handle, signal) =>

@@ -1,14 +1,13 @@
-// The AI SDK's `spawn`: a command whose output streams while it runs, with wait() and kill(). It runs
+// `spawn` (the AI SDK's contract): a command whose output streams while it runs, with wait() and kill(). It runs
 // through the handle's runCommand (so it ends with the turn); startProcess is for what must outlive it.
 import { SandkeepError } from '@sandkeep/core'
-import type { Experimental_SandboxProcess } from 'ai'
 import { checkCommand, commandOptions } from './commands.js'
-import type { SessionContext, SpawnOptions } from './types.js'
+import type { SandboxProcess, SessionContext, SpawnOptions } from './types.js'
 
 export async function spawnProcess(
   context: SessionContext,
   spawnOptions: SpawnOptions,
-): Promise<Experimental_SandboxProcess> {
+): Promise<SandboxProcess> {
   const { conversationId, tenant, operation } = context
   if (spawnOptions?.stdin === true) {
     // The contract asks implementations without writable stdin to refuse before starting anything.

@@ -1,9 +1,10 @@
-// When a sandkeepTurn ends: the wrapped call settles, the caller aborts, a consumer cancels, or the
-// safety limit fires. Ending aborts the call (if it still runs) and ends the sandbox session once.
+// When a turn around one framework call ends (the AI SDK's sandkeepTurn, a graph run): the wrapped call
+// settles, the caller aborts, a consumer cancels, or the safety limit fires. Ending aborts the call (if it
+// still runs) and ends the sandbox session once.
 import { SandkeepError, type TurnEndReport } from '@sandkeep/core'
-import type { SandkeepSandboxSession } from '../sandbox-session/index.js'
+import type { SandboxSession } from '../sandbox-session/index.js'
 
-/** The end of one sandkeepTurn and the signal of the call it wraps. */
+/** The end of one turn around one call, and the signal of the call it wraps. */
 export interface TurnControl {
   /** Aborted when the turn ends early (cancel, safety limit) or the caller aborts. */
   readonly signal: AbortSignal
@@ -23,7 +24,7 @@ export interface TurnControl {
   callSignal(signal: AbortSignal, callerSignal: AbortSignal | undefined | null): AbortSignal
 }
 
-export function createTurnControl(sandbox: SandkeepSandboxSession, maxDurationMs: number): TurnControl {
+export function createTurnControl(sandbox: SandboxSession, maxDurationMs: number): TurnControl {
   const callController = new AbortController()
   let resolveEnded!: (report: TurnEndReport | undefined) => void
   let rejectEnded!: (error: unknown) => void

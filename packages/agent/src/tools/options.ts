@@ -1,15 +1,15 @@
 import { invalid } from '../errors.js'
-import type { SandkeepSandboxSession } from '../sandbox-session/index.js'
 import { isSandkeepSandboxSession } from '../sandbox-session/index.js'
+import type { SandboxSession } from '../sandbox-session/types.js'
 
-/** Options of {@link sandboxTools}. */
+/** Options of {@link createSandboxTools}. */
 export interface SandboxToolsOptions {
   /**
-   * The sandbox the tools use. Default: the `experimental_sandbox` of the `generateText` / `streamText` /
-   * agent call (a sandkeep session gets every feature; any other AI SDK sandbox gets commands and files,
-   * and `runCode` without persistent state).
+   * The sandbox the tools use. Default: the sandbox each call is given (`SandboxToolCallOptions.sandbox`;
+   * the AI SDK's `experimental_sandbox`): a sandkeep session gets every feature, any other sandbox commands
+   * and files, and `runCode` without persistent state.
    */
-  session?: SandkeepSandboxSession
+  session?: SandboxSession
   /** Largest stdout/stderr shown to the model, per stream, in characters; the rest is cut with a note. Default 8 000. */
   maxOutputChars?: number
   /** Largest file content `readFile` returns, in characters. Default 20 000. */
@@ -30,7 +30,7 @@ export interface SandboxToolsOptions {
    * Stream `runCommand` and `runCode` output while they run, as preliminary tool results
    * ({@link ToolProgressResult}; the last result is the complete one): `true`, or `{ intervalMs }`, the least
    * time between two partial results (default 100 ms). Default false: each call returns once, and no output
-   * callbacks are registered. Only sandkeep sessions stream; other AI SDK sandboxes return once.
+   * callbacks are registered. Only sandkeep sessions stream; other sandboxes return once.
    */
   streamOutput?: boolean | { intervalMs?: number }
   /** Largest image of a `runCode` result sent to the model as an image part, in bytes; bigger ones become a note. Default 1 MiB. */
@@ -44,7 +44,7 @@ export interface SandboxToolsOptions {
 /** {@link SandboxToolsOptions} checked, with their defaults filled in. */
 export interface ToolsSettings {
   /** The session the tools are bound to, if any. */
-  session: SandkeepSandboxSession | undefined
+  session: SandboxSession | undefined
   maxOutputChars: number
   maxFileChars: number
   maxListEntries: number
@@ -59,7 +59,7 @@ export interface ToolsSettings {
 }
 
 /**
- * Checks the options of `sandboxTools` and fills in the defaults.
+ * Checks the options of a sandbox tool set and fills in the defaults.
  * @throws SandkeepError INVALID_ARGUMENT for bad options.
  */
 export function resolveToolsOptions(options: SandboxToolsOptions): ToolsSettings {
@@ -78,10 +78,10 @@ export function resolveToolsOptions(options: SandboxToolsOptions): ToolsSettings
     setupSteps,
   }
   if (!['flagged', 'all', 'none'].includes(setupSteps)) {
-    throw invalid(`sandboxTools: setupSteps must be 'flagged', 'all' or 'none', got ${String(setupSteps)}.`)
+    throw invalid(`sandbox tools: setupSteps must be 'flagged', 'all' or 'none', got ${String(setupSteps)}.`)
   }
   if (options.session !== undefined && !isSandkeepSandboxSession(options.session)) {
-    throw invalid('sandboxTools: `session` must come from createSandboxSession().')
+    throw invalid('sandbox tools: `session` must come from createSandboxSession().')
   }
   return settings
 }
@@ -89,7 +89,7 @@ export function resolveToolsOptions(options: SandboxToolsOptions): ToolsSettings
 function positive(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw invalid(`sandboxTools: \`${name}\` must be a positive number, got ${String(value)}.`)
+    throw invalid(`sandbox tools: \`${name}\` must be a positive number, got ${String(value)}.`)
   }
   return value
 }
@@ -97,7 +97,7 @@ function positive(value: unknown, name: string, fallback: number): number {
 function nonNegativeInteger(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    throw invalid(`sandboxTools: \`${name}\` must be a non-negative integer, got ${String(value)}.`)
+    throw invalid(`sandbox tools: \`${name}\` must be a non-negative integer, got ${String(value)}.`)
   }
   return value
 }
@@ -107,10 +107,12 @@ function streamIntervalMs(value: SandboxToolsOptions['streamOutput']): number {
   if (value === undefined || value === false) return 0
   if (value === true) return 100
   if (typeof value !== 'object' || value === null) {
-    throw invalid(`sandboxTools: \`streamOutput\` must be a boolean or { intervalMs }, got ${String(value)}.`)
+    throw invalid(
+      `sandbox tools: \`streamOutput\` must be a boolean or { intervalMs }, got ${String(value)}.`,
+    )
   }
   for (const key of Object.keys(value)) {
-    if (key !== 'intervalMs') throw invalid(`sandboxTools: \`streamOutput\` has no option '${key}'.`)
+    if (key !== 'intervalMs') throw invalid(`sandbox tools: \`streamOutput\` has no option '${key}'.`)
   }
   return positive(value.intervalMs, 'streamOutput.intervalMs', 100)
 }

@@ -1,20 +1,19 @@
 // One tool call from start to result: failures become results the model can read, the state-lost notice
 // goes on the first result of a turn, and setup steps are recorded in the journal.
 import { type JournalStep, SandkeepError } from '@sandkeep/core'
-import type { Experimental_SandboxSession } from 'ai'
-import type { SandkeepSandboxSession } from '../sandbox-session/index.js'
+import type { SandboxSession } from '../sandbox-session/types.js'
 import { resolveToolSandbox, type ToolSandbox } from './tool-sandbox.js'
-import type { ToolErrorResult } from './types.js'
+import type { SandboxToolCallOptions, ToolErrorResult } from './types.js'
 
 /** Runs one tool call: every failure becomes a result; the state notice goes on the first result. */
 export async function executeTool<T extends object>(
-  bound: SandkeepSandboxSession | undefined,
-  experimentalSandbox: Experimental_SandboxSession | undefined,
+  bound: SandboxSession | undefined,
+  callSandbox: SandboxToolCallOptions['sandbox'],
   fn: (sandbox: ToolSandbox) => Promise<T & { notice?: string }>,
 ): Promise<(T & { notice?: string }) | ToolErrorResult> {
   let sandbox: ToolSandbox | undefined
   try {
-    sandbox = resolveToolSandbox(bound, experimentalSandbox)
+    sandbox = resolveToolSandbox(bound, callSandbox)
     return withNotice(await fn(sandbox), sandbox.notice())
   } catch (error) {
     return withNotice(toolError(error), sandbox?.notice())

@@ -1,7 +1,6 @@
 // Results shaped for a model: outputs cut with a note, rich code outputs within the image limits, and a
-// runCode result turned into image parts by its toModelOutput.
+// runCode result split into text and images for a framework's multi-part tool output.
 import type { CodeOutput, CodeResult } from '@sandkeep/core'
-import type { ToolResultPart } from 'ai'
 import { splitLines, truncateOutput } from '../output.js'
 import type {
   CodeToolOutput,
@@ -12,9 +11,6 @@ import type {
   ToolErrorResult,
   ToolProgressResult,
 } from './types.js'
-
-/** What a tool's `toModelOutput` returns (the `ai` package does not export the name). */
-type ToolResultOutput = ToolResultPart['output']
 
 /** Shapes a command result for the model: exit code first, outputs cut past `maxChars`. */
 export function shapeCommandResult(
@@ -122,30 +118,35 @@ function base64Bytes(base64: string): number {
   return Math.max(0, Math.floor((base64.length * 3) / 4) - padding)
 }
 
+/** A `runCode` result as text and images, for a framework whose tool output can carry image parts. */
+export interface CodeResultContent {
+  /** The result as JSON, each image replaced by a pointer to its place among `images`. */
+  text: string
+  /** The images, in order: image `n` of the pointers is `images[n - 1]`. */
+  images: Array<{ mediaType: 'image/png' | 'image/jpeg'; base64: string }>
+}
+
 /**
- * The model's view of a `runCode` result: JSON as usual, but when the cell produced images, the JSON as text
- * (each image replaced by a pointer) followed by the images as image parts, which vision models can see.
+ * The model's view of a `runCode` result when the cell produced images: the JSON as text (each image replaced
+ * by a pointer) and the images beside it, which vision models can see. `undefined` when there is no image
+ * (the result goes to the model as JSON, as every other tool's).
  */
-export function codeModelOutput(
+export function codeResultContent(
   output: CodeToolResult | ToolErrorResult | ToolProgressResult,
-): ToolResultOutput {
+): CodeResultContent | undefined {
   const outputs = 'outputs' in output ? output.outputs : undefined
-  if (!outputs?.some((entry) => entry.image)) return { type: 'json', value: output as never }
-  const parts: Array<{ type: 'file'; mediaType: string; data: { type: 'data'; data: string } }> = []
+  if (!outputs?.some((entry) => entry.image)) return undefined
+  const images: CodeResultContent['images'] = []
   const described = {
     ...output,
     outputs: outputs.map((entry) => {
       if (!entry.image) return entry
-      parts.push({
-        type: 'file',
-        mediaType: entry.image.mediaType,
-        data: { type: 'data', data: entry.image.base64 },
-      })
+      images.push(entry.image)
       const { image, ...rest } = entry
-      return { ...rest, image: `${image.mediaType}, attached after this JSON as image ${parts.length}` }
+      return { ...rest, image: `${image.mediaType}, attached after this JSON as image ${images.length}` }
     }),
   }
-  return { type: 'content', value: [{ type: 'text', text: JSON.stringify(described) }, ...parts] }
+  return { text: JSON.stringify(described), images }
 }
 
 /** Shapes a file read: the selected lines, cut past `maxChars` with a note that says how to see more. */

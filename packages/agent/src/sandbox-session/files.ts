@@ -1,7 +1,6 @@
-// The AI SDK's file operations (readFile, writeFile, stat, listDirectory, deleteFile, ...) and sandkeep's
+// The file operations of the AI SDK's sandbox contract (readFile, writeFile, stat, listDirectory, deleteFile, ...) and sandkeep's
 // listDir, over the sandbox handle. A missing file is `null`, as the contract asks, never an error.
 import { checkMaxBytes, type FileEntry, type SandboxHandle, SandkeepError, shellQuote } from '@sandkeep/core'
-import type { Experimental_SandboxDirectoryEntry, Experimental_SandboxFileStat } from 'ai'
 import { invalid, providerError } from '../errors.js'
 import { sliceLines } from '../output.js'
 import { checkLine, collectBytes, encodeText, makeDecoder } from './paths.js'
@@ -9,7 +8,9 @@ import type {
   PathOptions,
   ReadBinaryFileOptions,
   ReadTextFileOptions,
-  SandkeepSandboxSession,
+  SandboxDirectoryEntry,
+  SandboxFileStat,
+  SandboxSession,
   SessionContext,
   WriteBinaryFileOptions,
   WriteFileOptions,
@@ -17,7 +18,7 @@ import type {
 } from './types.js'
 
 type FileOperations = Pick<
-  SandkeepSandboxSession,
+  SandboxSession,
   | 'readFile'
   | 'readBinaryFile'
   | 'readTextFile'
@@ -81,18 +82,15 @@ export function fileOperations(context: SessionContext): FileOperations {
     },
     listDirectory: ({ path, abortSignal }: PathOptions) => {
       const resolved = resolvePath(path)
-      return operation(
-        abortSignal,
-        async (handle, signal): Promise<Experimental_SandboxDirectoryEntry[] | null> => {
-          const entries = await orNullIfMissing(handle.listDir(resolved, { depth: 1, signal }))
-          return (
-            entries?.map((entry) => ({
-              name: entry.name,
-              type: entry.type === 'dir' ? 'directory' : entry.type,
-            })) ?? null
-          )
-        },
-      )
+      return operation(abortSignal, async (handle, signal): Promise<SandboxDirectoryEntry[] | null> => {
+        const entries = await orNullIfMissing(handle.listDir(resolved, { depth: 1, signal }))
+        return (
+          entries?.map((entry) => ({
+            name: entry.name,
+            type: entry.type === 'dir' ? 'directory' : entry.type,
+          })) ?? null
+        )
+      })
     },
     deleteFile: ({ path, abortSignal }: PathOptions) => {
       const resolved = resolvePath(path)
@@ -147,7 +145,7 @@ async function statPath(
   handle: SandboxHandle,
   resolved: string,
   signal: AbortSignal,
-): Promise<Experimental_SandboxFileStat | null> {
+): Promise<SandboxFileStat | null> {
   // SandboxHandle has no stat; GNU stat in the sandbox follows symlinks (-L) as the contract asks.
   const result = await handle.runCommand(`stat -L -c '%F|%s' -- ${shellQuote(resolved)}`, {
     timeoutMs: 30_000,

@@ -10,20 +10,74 @@ import type {
   Turn,
   TurnEndReport,
 } from '@sandkeep/core'
-import type { Experimental_SandboxSession } from 'ai'
 
-/** The AI SDK's options, plus sandkeep's `maxBytes`: read at most that many bytes (INVALID_ARGUMENT past it). */
-export type ReadTextFileOptions = Parameters<Experimental_SandboxSession['readTextFile']>[0] & {
+// The file and process calls follow the shapes of the AI SDK's sandbox contract (an adapter for it passes the
+// session on as is), written out here so that this package names no framework.
+
+/** A path to read, inspect or delete, and a signal that aborts the call. */
+export interface PathOptions {
+  /** Absolute, or relative to the session's base directory. */
+  path: string
+  abortSignal?: AbortSignal
+}
+/** `readTextFile`'s options: decoding, a 1-based inclusive line range, and a byte limit. */
+export interface ReadTextFileOptions extends PathOptions {
+  /** Default `'utf-8'`. */
+  encoding?: string
+  /** First line returned, 1-based; default 1. */
+  startLine?: number
+  /** Last line returned, inclusive; past the end reads to the end. */
+  endLine?: number
+  /** Read at most this many bytes: INVALID_ARGUMENT past it. */
   maxBytes?: number
 }
-export type WriteFileOptions = Parameters<Experimental_SandboxSession['writeFile']>[0]
-export type WriteBinaryFileOptions = Parameters<Experimental_SandboxSession['writeBinaryFile']>[0]
-export type WriteTextFileOptions = Parameters<Experimental_SandboxSession['writeTextFile']>[0]
-export type PathOptions = Parameters<Experimental_SandboxSession['readBinaryFile']>[0]
-/** `readBinaryFile`'s options, plus sandkeep's `maxBytes` (as for {@link ReadTextFileOptions}). */
-export type ReadBinaryFileOptions = PathOptions & { maxBytes?: number }
-export type RunOptions = Parameters<Experimental_SandboxSession['run']>[0]
-export type SpawnOptions = RunOptions & { stdin?: boolean }
+/** `readBinaryFile`'s options, with `maxBytes` as for {@link ReadTextFileOptions}. */
+export interface ReadBinaryFileOptions extends PathOptions {
+  maxBytes?: number
+}
+/** A file to write (parent directories are created, an existing file replaced) with its content. */
+export interface WriteContentOptions<CONTENT> {
+  path: string
+  content: CONTENT
+  abortSignal?: AbortSignal
+}
+export type WriteFileOptions = WriteContentOptions<ReadableStream<Uint8Array>>
+export type WriteBinaryFileOptions = WriteContentOptions<Uint8Array>
+/** A string to write, encoded with `encoding` (default `'utf-8'`). */
+export interface WriteTextFileOptions extends WriteContentOptions<string> {
+  encoding?: string
+}
+/** A command of `run` or `spawn`: `bash -l -c command`, in `workingDirectory` (default the base directory). */
+export interface RunOptions {
+  command: string
+  workingDirectory?: string
+  env?: Record<string, string>
+  abortSignal?: AbortSignal
+}
+/** `spawn`'s options; `stdin: true` is refused (CAPABILITY_UNSUPPORTED). */
+export interface SpawnOptions extends RunOptions {
+  stdin?: boolean
+}
+/** What `stat` says of a path (symbolic links followed). */
+export interface SandboxFileStat {
+  type: 'file' | 'directory' | 'other'
+  /** Bytes. */
+  size: number
+}
+/** One entry of `listDirectory` (symbolic links not followed). */
+export interface SandboxDirectoryEntry {
+  name: string
+  type: 'file' | 'directory' | 'symlink' | 'other'
+}
+/** A command `spawn` started: its output as byte streams, its exit, and a kill. */
+export interface SandboxProcess {
+  readonly stdout: ReadableStream<Uint8Array>
+  readonly stderr: ReadableStream<Uint8Array>
+  /** Resolves with the exit code when it ends; -1 after `kill()`. */
+  wait(): Promise<{ exitCode: number }>
+  /** Ends it; idempotent. */
+  kill(): Promise<void>
+}
 
 /** Options of {@link createSandboxSession}. */
 export interface SandboxSessionOptions {
@@ -46,9 +100,15 @@ export interface SandboxSessionOptions {
   description?: string
   /** How long `end()` waits for aborted in-flight calls to settle before ending the turn, ms. Default 10 000. */
   endGraceMs?: number
+  /**
+   * Awaited before the turn begins (before its lease is taken), once, by whichever call begins it; its
+   * failure is that call's, and the next call tries again. An adapter moves the conversation's head here
+   * (a restore to the checkpoint a time travel names, a chat's branch).
+   */
+  beforeBegin?: () => Promise<void>
 }
 
-/** Options of {@link SandkeepSandboxSession.runCode}. */
+/** Options of {@link SandboxSession.runCode}. */
 export interface SessionRunCodeOptions {
   /** Default `'python'`. */
   language?: CodeLanguage
@@ -62,7 +122,7 @@ export interface SessionRunCodeOptions {
   onStderr?: (chunk: string) => void
 }
 
-/** Options of {@link SandkeepSandboxSession.runCommand}. */
+/** Options of {@link SandboxSession.runCommand}. */
 export interface SessionRunCommandOptions {
   /** Working directory; relative paths resolve against the session's base directory. */
   workingDirectory?: string
@@ -79,10 +139,31 @@ export interface SessionRunCommandOptions {
 }
 
 /**
- * AI SDK 7's `Experimental_SandboxSession` backed by one lazy sandkeep turn, plus what sandkeep adds
- * (persistent code interpreter, the resume report, the journal). Pass it as `experimental_sandbox`.
+ * A conversation's sandbox for one turn, backed by one lazy sandkeep turn: files, commands, code in a
+ * persistent interpreter, background processes, port addresses, the resume report and the journal. Its file
+ * and command calls have the shapes of the AI SDK's sandbox contract.
  */
-export interface SandkeepSandboxSession extends Experimental_SandboxSession, AsyncDisposable {
+export interface SandboxSession extends AsyncDisposable {
+  /** Describes the sandbox to the model (where commands run, what survives between turns). */
+  readonly description: string
+  /** Reads a file as a byte stream; `null` when it does not exist. */
+  readFile(options: PathOptions): Promise<ReadableStream<Uint8Array> | null>
+  /** Writes a file from a byte stream (read to its end first). */
+  writeFile(options: WriteFileOptions): Promise<void>
+  /** Writes a file from bytes. */
+  writeBinaryFile(options: WriteBinaryFileOptions): Promise<void>
+  /** Writes a file from a string. */
+  writeTextFile(options: WriteTextFileOptions): Promise<void>
+  /** Type and size of a path; `null` when it does not exist. */
+  stat(options: PathOptions): Promise<SandboxFileStat | null>
+  /** One directory's entries; `null` when it does not exist. */
+  listDirectory(options: PathOptions): Promise<SandboxDirectoryEntry[] | null>
+  /** Deletes a file: `true` when deleted, `false` when missing; INVALID_ARGUMENT for a directory. */
+  deleteFile(options: PathOptions): Promise<boolean>
+  /** Runs a command to its end. A non-zero exit is a result. */
+  run(options: RunOptions): Promise<{ exitCode: number; stdout: string; stderr: string }>
+  /** Starts a command whose output streams while it runs; it ends with the turn (unlike `startProcess`). */
+  spawn(options: SpawnOptions): Promise<SandboxProcess>
   /** Conversation id. */
   readonly conversationId: string
   /** Tenant. */

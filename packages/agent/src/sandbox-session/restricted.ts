@@ -4,7 +4,7 @@
 // gives carries no native SDK object, which could pause or kill the sandbox or change its network.
 import { type SandboxHandle, SandkeepError } from '@sandkeep/core'
 import { sessionMarker } from './marker.js'
-import type { SandkeepSandboxSession } from './types.js'
+import type { SandboxSession } from './types.js'
 
 /** The session's facts the view passes through. */
 const FACTS = [
@@ -16,17 +16,14 @@ const FACTS = [
   'ended',
   'report',
   'signal',
-] as const satisfies ReadonlyArray<keyof SandkeepSandboxSession>
+] as const satisfies ReadonlyArray<keyof SandboxSession>
 
 /**
  * The session without `end()` and without the native SDK object. It is the same sandbox and the same turn:
  * a narrower API for code the caller trusts less, not a security boundary (it runs in the same process).
  * @param owner who ends the turn, named in the error `end()` throws
  */
-export function restrictedSandboxSession(
-  session: SandkeepSandboxSession,
-  owner: string,
-): SandkeepSandboxSession {
+export function restrictedSandboxSession(session: SandboxSession, owner: string): SandboxSession {
   const refuseEnd = (): Promise<never> =>
     Promise.reject(
       new SandkeepError({
@@ -37,7 +34,7 @@ export function restrictedSandboxSession(
       }),
     )
   // Typed so that a member the session gains and the view leaves out fails to compile.
-  const view: Omit<SandkeepSandboxSession, (typeof FACTS)[number]> & { readonly [sessionMarker]: true } = {
+  const view: Omit<SandboxSession, (typeof FACTS)[number]> & { readonly [sessionMarker]: true } = {
     [sessionMarker]: true,
     // The turn could end itself: left out.
     turn: undefined,
@@ -70,7 +67,7 @@ export function restrictedSandboxSession(
   for (const name of FACTS) {
     Object.defineProperty(view, name, { get: () => session[name], enumerable: true })
   }
-  return view as unknown as SandkeepSandboxSession
+  return view as unknown as SandboxSession
 }
 
 /** The handle's calls without its `native` SDK object. */

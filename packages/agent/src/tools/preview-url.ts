@@ -1,12 +1,12 @@
-import { tool } from 'ai'
 import { z } from 'zod'
 import type { ToolContext } from './context.js'
 import type { ToolSandbox } from './tool-sandbox.js'
-import type { PreviewUrlInput, PreviewUrlToolResult, SandboxTools } from './types.js'
+import type { PreviewUrlInput, PreviewUrlToolResult, SandboxToolSpecs } from './types.js'
 
 /** The `previewUrl` tool: the address of a server the sandbox runs, for the user to open. */
-export function previewUrlTool(context: ToolContext): SandboxTools['previewUrl'] {
-  return tool({
+export function previewUrlTool(context: ToolContext): SandboxToolSpecs['previewUrl'] {
+  return {
+    name: 'previewUrl',
     description:
       'Get the public URL of a web server running in the sandbox, to give to the user (a web app, an API, ' +
       'a dashboard). Start the server first with runCommand and background: true, listening on 0.0.0.0 ' +
@@ -15,11 +15,11 @@ export function previewUrlTool(context: ToolContext): SandboxTools['previewUrl']
       port: z.number().int().min(1).max(65_535).describe('The port the server listens on in the sandbox.'),
       path: z.string().optional().describe("A path to open, e.g. '/docs'; default the root."),
     }),
-    execute: (input, { abortSignal, experimental_sandbox }) =>
-      context.execute<PreviewUrlToolResult>(experimental_sandbox, (sandbox) =>
+    execute: (input, { abortSignal, sandbox: callSandbox } = {}) =>
+      context.execute<PreviewUrlToolResult>(callSandbox, (sandbox) =>
         previewUrl(context, input, sandbox, abortSignal),
       ),
-  })
+  }
 }
 
 async function previewUrl(

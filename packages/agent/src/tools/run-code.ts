@@ -1,15 +1,15 @@
-import { tool } from 'ai'
 import { z } from 'zod'
 import type { ToolContext } from './context.js'
 import { joinNotes, recordStep } from './execute.js'
-import { codeModelOutput, shapeCodeResult } from './model-output.js'
+import { shapeCodeResult } from './model-output.js'
 import { setupField } from './setup-field.js'
 import type { OutputCallbacks, ToolSandbox } from './tool-sandbox.js'
-import type { CodeToolResult, RunCodeInput, SandboxTools } from './types.js'
+import type { CodeToolResult, RunCodeInput, SandboxToolSpecs } from './types.js'
 
 /** The `runCode` tool: a cell in the persistent interpreter; images go to the model as image parts. */
-export function runCodeTool(context: ToolContext): SandboxTools['runCode'] {
-  return tool({
+export function runCodeTool(context: ToolContext): SandboxToolSpecs['runCode'] {
+  return {
+    name: 'runCode',
     description:
       "Run Python or JavaScript code in the sandbox's persistent interpreter (a notebook kernel): " +
       'variables, imports and functions stay defined for later calls and later turns. Returns the value ' +
@@ -19,12 +19,11 @@ export function runCodeTool(context: ToolContext): SandboxTools['runCode'] {
       language: z.enum(['python', 'javascript']).optional().describe("Default 'python'."),
       setup: setupField,
     }),
-    execute: (input, { abortSignal, experimental_sandbox }) =>
-      context.executeStreaming<CodeToolResult>(experimental_sandbox, (sandbox, output) =>
+    execute: (input, { abortSignal, sandbox: callSandbox } = {}) =>
+      context.executeStreaming<CodeToolResult>(callSandbox, (sandbox, output) =>
         runCode(context, input, sandbox, abortSignal, output),
       ),
-    toModelOutput: ({ output }) => codeModelOutput(output),
-  })
+  }
 }
 
 async function runCode(

@@ -1,5 +1,4 @@
 import type { JournalStep } from '@sandkeep/core'
-import { tool } from 'ai'
 import { z } from 'zod'
 import type { ToolContext } from './context.js'
 import { recordStep } from './execute.js'
@@ -10,14 +9,15 @@ import type {
   BackgroundCommandToolResult,
   CommandToolResult,
   RunCommandInput,
-  SandboxTools,
+  SandboxToolSpecs,
 } from './types.js'
 
 type CommandResult = CommandToolResult | BackgroundCommandToolResult
 
 /** The `runCommand` tool: a shell command waited for, or started in the background. */
-export function runCommandTool(context: ToolContext): SandboxTools['runCommand'] {
-  return tool({
+export function runCommandTool(context: ToolContext): SandboxToolSpecs['runCommand'] {
+  return {
+    name: 'runCommand',
     description:
       'Run a shell command (bash) in the sandbox and return its exit code, stdout and stderr. A non-zero ' +
       'exit code is a normal result: read stderr and fix the command. Set background for servers and ' +
@@ -31,16 +31,16 @@ export function runCommandTool(context: ToolContext): SandboxTools['runCommand']
         .describe('Start it in the background (a server, a watcher) and return at once with its pid.'),
       setup: setupField,
     }),
-    execute: (input, { abortSignal, experimental_sandbox }) =>
+    execute: (input, { abortSignal, sandbox: callSandbox } = {}) =>
       // A background command returns at once: nothing to stream.
       input.background
-        ? context.execute<CommandResult>(experimental_sandbox, (sandbox) =>
+        ? context.execute<CommandResult>(callSandbox, (sandbox) =>
             startInBackground(context, input, sandbox, abortSignal),
           )
-        : context.executeStreaming<CommandResult>(experimental_sandbox, (sandbox, output) =>
+        : context.executeStreaming<CommandResult>(callSandbox, (sandbox, output) =>
             runToExit(context, input, sandbox, abortSignal, output),
           ),
-  })
+  }
 }
 
 async function runToExit(

@@ -2,7 +2,7 @@ import { SandkeepError } from '@sandkeep/core'
 import { describe, expect, it } from 'vitest'
 import { toolError } from './execute.js'
 import {
-  codeModelOutput,
+  codeResultContent,
   shapeCodeResult,
   shapeCommandResult,
   shapeFileContent,
@@ -110,33 +110,31 @@ describe('result shaping', () => {
     expect(plain).toEqual({ result: '2', stdout: '', stderr: '' })
   })
 
-  it('sends images as image parts after the JSON text, and plain JSON when there is none', () => {
+  it('splits a result with images into JSON text and the images, and gives nothing without one', () => {
     const png = Buffer.from('png bytes').toString('base64')
-    const withImage = codeModelOutput({
+    const jpeg = Buffer.from('jpeg bytes').toString('base64')
+    const content = codeResultContent({
       result: null,
       stdout: 'plotted\n',
       stderr: '',
       outputs: [
         { main: false, text: '<Figure>', format: 'text', image: { mediaType: 'image/png', base64: png } },
+        { main: false, text: 'a table', format: 'text' },
+        { main: false, image: { mediaType: 'image/jpeg', base64: jpeg } },
       ],
     })
-    expect(withImage).toEqual({
-      type: 'content',
-      value: [
-        { type: 'text', text: expect.any(String) },
-        { type: 'file', mediaType: 'image/png', data: { type: 'data', data: png } },
-      ],
-    })
-    const text = withImage.type === 'content' ? withImage.value[0] : undefined
-    const described = JSON.parse(text && 'text' in text ? text.text : '{}')
+    expect(content?.images).toEqual([
+      { mediaType: 'image/png', base64: png },
+      { mediaType: 'image/jpeg', base64: jpeg },
+    ])
+    const described = JSON.parse(content?.text ?? '{}')
     expect(described.stdout).toBe('plotted\n')
     expect(described.outputs[0].image).toBe('image/png, attached after this JSON as image 1')
-    expect(JSON.stringify(described)).not.toContain(png)
-    expect(codeModelOutput({ result: '2', stdout: '', stderr: '' })).toEqual({
-      type: 'json',
-      value: { result: '2', stdout: '', stderr: '' },
-    })
-    expect(codeModelOutput({ error: 'boom' })).toEqual({ type: 'json', value: { error: 'boom' } })
+    expect(described.outputs[1]).toEqual({ main: false, text: 'a table', format: 'text' })
+    expect(described.outputs[2].image).toBe('image/jpeg, attached after this JSON as image 2')
+    expect(content?.text).not.toContain(png)
+    expect(codeResultContent({ result: '2', stdout: '', stderr: '' })).toBeUndefined()
+    expect(codeResultContent({ error: 'boom' })).toBeUndefined()
   })
 
   it('turns errors into results', () => {

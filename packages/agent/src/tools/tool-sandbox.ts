@@ -1,5 +1,5 @@
-// The operations the tools need, over a sandkeep session (every feature) or over any AI SDK sandbox
-// (commands and files; code cells run as one-off scripts, without persistent state).
+// The operations the tools need, over a sandkeep session (every feature) or over any sandbox with the AI SDK's
+// command and file calls (commands and files; code cells run as one-off scripts, without persistent state).
 import { posix } from 'node:path'
 import {
   type CodeLanguage,
@@ -11,10 +11,10 @@ import {
   SandkeepError,
   shellQuote,
 } from '@sandkeep/core'
-import type { Experimental_SandboxSession } from 'ai'
 import { invalid } from '../errors.js'
-import { isSandkeepSandboxSession, type SandkeepSandboxSession } from '../sandbox-session/index.js'
-import type { ListFilesToolResult } from './types.js'
+import { isSandkeepSandboxSession } from '../sandbox-session/index.js'
+import type { SandboxSession } from '../sandbox-session/types.js'
+import type { GenericSandbox, ListFilesToolResult, SandboxToolCallOptions } from './types.js'
 
 /** Where a streaming call sends its output as it arrives. */
 export interface OutputCallbacks {
@@ -22,7 +22,7 @@ export interface OutputCallbacks {
   onStderr: (chunk: string) => void
 }
 
-/** The operations the tools need, over a sandkeep session or any AI SDK sandbox. */
+/** The operations the tools need, over a sandkeep session or any other sandbox. */
 export interface ToolSandbox {
   persistentCode: boolean
   resolvePath(path: string): string
@@ -54,29 +54,29 @@ export interface ToolSandbox {
 }
 
 /**
- * The sandbox of one tool call: the bound session, else the call's `experimental_sandbox`.
+ * The sandbox of one tool call: the bound session, else the call's own (the AI SDK's `experimental_sandbox`).
  * @throws SandkeepError INVALID_ARGUMENT when there is neither.
  */
 export function resolveToolSandbox(
-  bound: SandkeepSandboxSession | undefined,
-  experimentalSandbox: Experimental_SandboxSession | undefined,
+  bound: SandboxSession | undefined,
+  callSandbox: SandboxToolCallOptions['sandbox'],
 ): ToolSandbox {
-  const session = bound ?? experimentalSandbox
+  const session = bound ?? callSandbox
   if (session === undefined) {
     throw invalid(
-      'No sandbox: pass `experimental_sandbox: createSandboxSession(...)` to the call, or sandboxTools({ session }).',
+      'No sandbox: bind the tools to a session from createSandboxSession() (their `session` option), or give the call one (the AI SDK: `experimental_sandbox`).',
     )
   }
   return isSandkeepSandboxSession(session) ? sandkeepToolSandbox(session) : genericToolSandbox(session)
 }
 
-/** `{ abortSignal }` when there is one, else nothing (the AI SDK's options are exact). */
+/** `{ abortSignal }` when there is one, else nothing (the options are exact). */
 function signalOption(abortSignal: AbortSignal | undefined): { abortSignal?: AbortSignal } {
   return abortSignal ? { abortSignal } : {}
 }
 
-/** The file stat and writes both kinds of sandbox share: the AI SDK's own calls. */
-function textFiles(session: Experimental_SandboxSession): Pick<ToolSandbox, 'stat' | 'writeText'> {
+/** The file stat and writes both kinds of sandbox share: the contract's own calls. */
+function textFiles(session: GenericSandbox): Pick<ToolSandbox, 'stat' | 'writeText'> {
   return {
     stat: async (path, abortSignal) => session.stat({ path, ...signalOption(abortSignal) }),
     writeText: async (path, content, abortSignal) =>
@@ -84,7 +84,7 @@ function textFiles(session: Experimental_SandboxSession): Pick<ToolSandbox, 'sta
   }
 }
 
-function sandkeepToolSandbox(session: SandkeepSandboxSession): ToolSandbox {
+function sandkeepToolSandbox(session: SandboxSession): ToolSandbox {
   return {
     persistentCode: true,
     resolvePath: (path) => session.resolvePath(path),
@@ -128,8 +128,8 @@ function sandkeepToolSandbox(session: SandkeepSandboxSession): ToolSandbox {
   }
 }
 
-/** Commands and files over any AI SDK sandbox; code cells run as one-off scripts (no persistent state). */
-function genericToolSandbox(session: Experimental_SandboxSession): ToolSandbox {
+/** Commands and files over any other sandbox; code cells run as one-off scripts (no persistent state). */
+function genericToolSandbox(session: GenericSandbox): ToolSandbox {
   return {
     persistentCode: false,
     resolvePath: (path: string) => {
@@ -143,7 +143,7 @@ function genericToolSandbox(session: Experimental_SandboxSession): ToolSandbox {
         ...(cwd === undefined ? {} : { workingDirectory: cwd }),
         ...signalOption(abortSignal),
       }),
-    // Any AI SDK sandbox: detach with nohup and report the pid the shell gives.
+    // Any other sandbox: detach with nohup and report the pid the shell gives.
     startProcess: async (command, { cwd, abortSignal }) => {
       const result = await session.run({
         command: `nohup bash -l -c ${shellQuote(command)} > /dev/null 2>&1 < /dev/null & echo $!`,
@@ -155,7 +155,7 @@ function genericToolSandbox(session: Experimental_SandboxSession): ToolSandbox {
     },
     runCode: (code, { language, abortSignal }) => runScriptCell(session, code, language, abortSignal),
     ...textFiles(session),
-    // The AI SDK's readTextFile has no limit; its stream does, once read with one.
+    // The contract's readTextFile has no limit; its stream does, once read with one.
     readText: async (path, maxBytes, abortSignal) => {
       const stream = await session.readFile({ path, ...signalOption(abortSignal) })
       if (stream === null) return null
@@ -164,7 +164,7 @@ function genericToolSandbox(session: Experimental_SandboxSession): ToolSandbox {
       return new TextDecoder().decode(bytes)
     },
     list: (path, depth, abortSignal) => walkDirectory(session, path, depth, abortSignal),
-    // The AI SDK's sandbox contract has no ports: only a sandkeep session knows its provider's.
+    // The contract has no ports: only a sandkeep session knows its provider's.
     portEndpoint: async () => {
       throw new SandkeepError({
         code: 'CAPABILITY_UNSUPPORTED',
@@ -177,7 +177,7 @@ function genericToolSandbox(session: Experimental_SandboxSession): ToolSandbox {
 
 /** Runs a code cell as a one-off script file (python3 or node) and reports it as a CodeResult. */
 async function runScriptCell(
-  session: Experimental_SandboxSession,
+  session: GenericSandbox,
   code: string,
   language: CodeLanguage,
   abortSignal: AbortSignal | undefined,
@@ -206,7 +206,7 @@ async function runScriptCell(
 
 /** Lists `path` down to `depth` levels with `listDirectory`; `null` when it does not exist. */
 async function walkDirectory(
-  session: Experimental_SandboxSession,
+  session: GenericSandbox,
   path: string,
   depth: number,
   abortSignal: AbortSignal | undefined,

@@ -1,7 +1,14 @@
-import type { UIMessage } from 'ai'
 import { describe, expect, it } from 'vitest'
 import { checkBranch } from './branch.js'
 import { branchFromMessages, sandkeepMetadataOf } from './metadata.js'
+
+/** The fields of the AI SDK's UIMessage these tests write (this package names no framework). */
+type UIMessage = {
+  id: string
+  role: 'user' | 'assistant'
+  parts: Array<{ type: 'text'; text: string }>
+  metadata?: unknown
+}
 
 const user = (id: string, text = id): UIMessage => ({ id, role: 'user', parts: [{ type: 'text', text }] })
 const answer = (

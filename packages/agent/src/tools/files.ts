@@ -1,6 +1,5 @@
 // The file tools: readFile (size checked first), writeFile (recordable as a setup step), listFiles.
 import { SandkeepError } from '@sandkeep/core'
-import { tool } from 'ai'
 import { z } from 'zod'
 import type { ToolContext } from './context.js'
 import { recordStep } from './execute.js'
@@ -11,14 +10,15 @@ import type {
   ListFilesToolResult,
   ReadFileInput,
   ReadFileToolResult,
-  SandboxTools,
+  SandboxToolSpecs,
   WriteFileToolResult,
 } from './types.js'
 
 const pathField = z.string().min(1).describe('Path; relative paths start at the sandbox home.')
 
-export function readFileTool(context: ToolContext): SandboxTools['readFile'] {
-  return tool({
+export function readFileTool(context: ToolContext): SandboxToolSpecs['readFile'] {
+  return {
+    name: 'readFile',
     description:
       'Read a text file from the sandbox, optionally only lines startLine..endLine (1-based, inclusive). ' +
       'Long content is cut with a note; read a line range to see more.',
@@ -27,11 +27,11 @@ export function readFileTool(context: ToolContext): SandboxTools['readFile'] {
       startLine: z.number().int().min(1).optional(),
       endLine: z.number().int().min(1).optional(),
     }),
-    execute: (input, { abortSignal, experimental_sandbox }) =>
-      context.execute<ReadFileToolResult>(experimental_sandbox, (sandbox) =>
+    execute: (input, { abortSignal, sandbox: callSandbox } = {}) =>
+      context.execute<ReadFileToolResult>(callSandbox, (sandbox) =>
         readFile(context, input, sandbox, abortSignal),
       ),
-  })
+  }
 }
 
 async function readFile(
@@ -65,8 +65,9 @@ async function readFile(
   return shapeFileContent(path, text, input.startLine, input.endLine, settings.maxFileChars)
 }
 
-export function writeFileTool(context: ToolContext): SandboxTools['writeFile'] {
-  return tool({
+export function writeFileTool(context: ToolContext): SandboxToolSpecs['writeFile'] {
+  return {
+    name: 'writeFile',
     description:
       'Write a text file in the sandbox (UTF-8), replacing it if it exists and creating parent directories.',
     inputSchema: z.object({
@@ -74,8 +75,8 @@ export function writeFileTool(context: ToolContext): SandboxTools['writeFile'] {
       content: z.string().describe('The whole new content of the file.'),
       setup: setupField,
     }),
-    execute: (input, { abortSignal, experimental_sandbox }) =>
-      context.execute<WriteFileToolResult>(experimental_sandbox, async (sandbox) => {
+    execute: (input, { abortSignal, sandbox: callSandbox } = {}) =>
+      context.execute<WriteFileToolResult>(callSandbox, async (sandbox) => {
         const path = sandbox.resolvePath(input.path)
         await sandbox.writeText(path, input.content, abortSignal)
         const shaped: WriteFileToolResult = { path, bytes: Buffer.byteLength(input.content) }
@@ -85,18 +86,19 @@ export function writeFileTool(context: ToolContext): SandboxTools['writeFile'] {
         }
         return shaped
       }),
-  })
+  }
 }
 
-export function listFilesTool(context: ToolContext): SandboxTools['listFiles'] {
-  return tool({
+export function listFilesTool(context: ToolContext): SandboxToolSpecs['listFiles'] {
+  return {
+    name: 'listFiles',
     description: 'List the files and directories under a path in the sandbox.',
     inputSchema: z.object({
       path: z.string().optional().describe('Directory; default the sandbox home.'),
       depth: z.number().int().min(1).max(5).optional().describe('How deep to descend; default 1.'),
     }),
-    execute: (input, { abortSignal, experimental_sandbox }) =>
-      context.execute<ListFilesToolResult>(experimental_sandbox, async (sandbox) => {
+    execute: (input, { abortSignal, sandbox: callSandbox } = {}) =>
+      context.execute<ListFilesToolResult>(callSandbox, async (sandbox) => {
         const path = sandbox.resolvePath(input.path ?? '.')
         const entries = await sandbox.list(path, input.depth ?? 1, abortSignal)
         if (entries === null) {
@@ -104,5 +106,5 @@ export function listFilesTool(context: ToolContext): SandboxTools['listFiles'] {
         }
         return shapeListing(path, entries, context.settings.maxListEntries)
       }),
-  })
+  }
 }

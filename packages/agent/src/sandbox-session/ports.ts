@@ -2,9 +2,9 @@
 // from the resumed handle. The address is computed, not fetched, so it also serves a page the user opens
 // after the turn (while the sandbox is paused, the platform answers or wakes it, by its auto-resume).
 import { SandkeepError, validatePort } from '@sandkeep/core'
-import type { SandkeepSandboxSession, SessionContext } from './types.js'
+import type { SandboxSession, SessionContext } from './types.js'
 
-export function portOperations(context: SessionContext): Pick<SandkeepSandboxSession, 'portEndpoint'> {
+export function portOperations(context: SessionContext): Pick<SandboxSession, 'portEndpoint'> {
   return {
     portEndpoint: (port, portOptions = {}) => {
       try {
