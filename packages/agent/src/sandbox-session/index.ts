@@ -61,6 +61,10 @@ function sandboxSessionOf(settings: SessionSettings): SandboxSession {
     get ended() {
       return lifecycle.ended
     },
+    whenEnded: lifecycle.whenEnded,
+    get endReport() {
+      return lifecycle.endReport
+    },
     get report() {
       return lifecycle.turn?.report
     },

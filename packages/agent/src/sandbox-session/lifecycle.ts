@@ -1,11 +1,13 @@
-// The session's one lazy sandkeep turn: begun on the first sandbox call, shared by every call, ended by
-// end() after the calls still in flight were aborted and given `endGraceMs` to settle.
+// The one lifecycle of an adapter's turn, over the manager's: one lazy sandkeep turn, begun on the first
+// sandbox call and shared by every call, ended once by end() after the calls still in flight were aborted and
+// given `endGraceMs` to settle. Whatever wraps the session (a turn around one framework call) ends it here.
 import {
   type JournalStep,
+  mergeAbortSignals,
   type SandboxHandle,
-  SandkeepError,
   type Turn,
   type TurnEndReport,
+  turnEndedError,
 } from '@sandkeep/core'
 import { stateLostNotice } from '../output.js'
 import type { SessionSettings } from './options.js'
@@ -16,6 +18,10 @@ export interface SessionLifecycle {
   /** Fires when the session ends or the caller's `abortSignal` fires. */
   readonly signal: AbortSignal
   readonly ended: boolean
+  /** Settles once `end()` is done, with what it did (rejects when the end failed). */
+  readonly whenEnded: Promise<TurnEndReport | undefined>
+  /** What `end()` did, once it is done. */
+  readonly endReport: TurnEndReport | undefined
   /** The turn once begun. */
   readonly turn: Turn | undefined
   operation: SessionContext['operation']
@@ -29,25 +35,21 @@ export interface SessionLifecycle {
 
 export function createSessionLifecycle(settings: SessionSettings): SessionLifecycle {
   const { conversationId, tenant, abortSignal: callerSignal } = settings
-  // Aborted by end() (so in-flight calls stop) or by the caller's signal.
+  // Aborted by end(), so that in-flight calls stop; the caller's signal joins it.
   const lifetime = new AbortController()
-  const onCallerAbort = () => lifetime.abort(callerSignal?.reason)
-  if (callerSignal?.aborted) lifetime.abort(callerSignal.reason)
-  else callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
+  const signal = mergeAbortSignals(lifetime.signal, callerSignal)
 
   const lazy = lazyTurn(settings)
   let ended = false
   let endPromise: Promise<TurnEndReport | undefined> | undefined
+  let endReport: TurnEndReport | undefined
+  const whenEnded = Promise.withResolvers<TurnEndReport | undefined>()
+  whenEnded.promise.catch(() => {})
   let noticeGiven = false
   const inFlight = new Set<Promise<unknown>>()
 
   const turnEnded = () =>
-    new SandkeepError({
-      code: 'TURN_ENDED',
-      message: 'This sandbox session has ended (its turn is over); make a new one for the next turn.',
-      conversationId,
-      tenant,
-    })
+    turnEndedError({ conversationId, tenant }, 'make a new sandbox session for the next turn')
 
   async function readyHandle(signal: AbortSignal, early: boolean): Promise<SandboxHandle> {
     // Begun by a call that needs the sandbox: the resume follows at once, so it may start with the lease
@@ -67,9 +69,9 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
   ): Promise<T> {
     if (ended) return Promise.reject(turnEnded())
     if (abortSignal?.aborted) return Promise.reject(abortSignal.reason)
-    if (lifetime.signal.aborted) return Promise.reject(lifetime.signal.reason ?? turnEnded())
-    const signal = abortSignal ? AbortSignal.any([lifetime.signal, abortSignal]) : lifetime.signal
-    const run = (async () => fn(await readyHandle(signal, early), signal))()
+    if (signal.aborted) return Promise.reject(signal.reason ?? turnEnded())
+    const callSignal = mergeAbortSignals(signal, abortSignal)
+    const run = (async () => fn(await readyHandle(callSignal, early), callSignal))()
     inFlight.add(run)
     const forget = () => inFlight.delete(run)
     run.then(forget, forget)
@@ -79,7 +81,6 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
   async function end(): Promise<TurnEndReport | undefined> {
     if (endPromise) return endPromise
     ended = true
-    callerSignal?.removeEventListener('abort', onCallerAbort)
     endPromise = (async () => {
       lifetime.abort(turnEnded())
       if (inFlight.size > 0) await settleWithin([...inFlight], settings.endGraceMs)
@@ -91,13 +92,21 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
       const idle = begun.report === undefined && report.action === 'none' && !report.error
       return idle && !report.checkpoint ? undefined : report
     })()
+    endPromise.then((report) => {
+      endReport = report
+      whenEnded.resolve(report)
+    }, whenEnded.reject)
     return endPromise
   }
 
   return {
-    signal: lifetime.signal,
+    signal,
     get ended() {
       return ended
+    },
+    whenEnded: whenEnded.promise,
+    get endReport() {
+      return endReport
     },
     get turn() {
       return lazy.turn
@@ -109,7 +118,7 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
       await begun.journal.record(step)
     },
     prewarm: (mode) => {
-      if (ended || lifetime.signal.aborted) return
+      if (ended || signal.aborted) return
       // A failed begin is forgotten (the first call that needs the sandbox tries again, and says why).
       lazy
         .begin(mode)

@@ -14,6 +14,8 @@ const FACTS = [
   'description',
   'started',
   'ended',
+  'whenEnded',
+  'endReport',
   'report',
   'signal',
 ] as const satisfies ReadonlyArray<keyof SandboxSession>

@@ -1,6 +1,6 @@
 // `spawn` (the AI SDK's contract): a command whose output streams while it runs, with wait() and kill(). It runs
 // through the handle's runCommand (so it ends with the turn); startProcess is for what must outlive it.
-import { SandkeepError } from '@sandkeep/core'
+import { mergeAbortSignals, SandkeepError } from '@sandkeep/core'
 import { checkCommand, commandOptions } from './commands.js'
 import type { SandboxProcess, SessionContext, SpawnOptions } from './types.js'
 
@@ -38,7 +38,7 @@ export async function spawnProcess(
         context,
         spawnOptions,
         context.commandTimeoutMs,
-        AbortSignal.any([signal, kill.signal]),
+        mergeAbortSignals(signal, kill.signal),
       ),
       onStdout: pipes.onStdout,
       onStderr: pipes.onStderr,

@@ -174,6 +174,13 @@ export interface SandboxSession extends AsyncDisposable {
   readonly started: boolean
   /** True once `end()` was called. */
   readonly ended: boolean
+  /**
+   * Settles once the turn has ended (by whoever called `end()`), with what the end did (`undefined` when the
+   * turn never began); rejects when the end failed. Pending until `end()` is called.
+   */
+  readonly whenEnded: Promise<TurnEndReport | undefined>
+  /** What the end did, once it is done (`undefined` before, and when the turn never began). */
+  readonly endReport: TurnEndReport | undefined
   /** What the resume found; `undefined` until the first sandbox call has resumed the sandbox. */
   readonly report: ResumeReport | undefined
   /** Fires when the session ends or its `abortSignal` fires. */

@@ -1,21 +1,21 @@
-// When a turn around one framework call ends (the AI SDK's sandkeepTurn, a graph run): the wrapped call
-// settles, the caller aborts, a consumer cancels, or the safety limit fires. Ending aborts the call (if it
-// still runs) and ends the sandbox session once.
-import { SandkeepError, type TurnEndReport } from '@sandkeep/core'
-import type { SandboxSession } from '../sandbox-session/index.js'
+// A turn around one framework call (the AI SDK's sandkeepTurn, a graph run): it ends when the wrapped call
+// settles, the caller aborts, a consumer cancels, or the safety limit fires. The end is the session's (its
+// one lifecycle, over the manager's turn); this module only decides when, and owns the call's own signal.
+import { mergeAbortSignals, SandkeepError, type TurnEndReport, turnEndedError } from '@sandkeep/core'
+import type { SandboxSession } from '../sandbox-session/types.js'
 
-/** The end of one turn around one call, and the signal of the call it wraps. */
+/** When a turn around one call ends, and the signal of the call it wraps. */
 export interface TurnControl {
   /** Aborted when the turn ends early (cancel, safety limit) or the caller aborts. */
   readonly signal: AbortSignal
-  /** Resolves when the turn has ended. */
+  /** Resolves when the turn has ended: the session's `whenEnded`. */
   readonly ended: Promise<TurnEndReport | undefined>
-  /** What the end did, once it is done. */
+  /** What the end did, once it is done: the session's `endReport`. */
   readonly endReport: TurnEndReport | undefined
   /**
-   * Ends the turn (idempotent); `reason` aborts the call if it still runs. `abortCall: false` leaves the
-   * call's signal alone (a stream about to close, whose abort would turn its end into an abort); a later
-   * `end()` aborts it.
+   * Ends the turn (the session's idempotent `end()`); `reason` aborts the call if it still runs.
+   * `abortCall: false` leaves the call's signal alone (a stream about to close, whose abort would turn its end
+   * into an abort); a later `end()` aborts it.
    */
   end(reason?: unknown, options?: { abortCall?: boolean }): Promise<TurnEndReport | undefined>
   /** Marks the one call as made (a second one throws) and starts the safety limit; returns `signal`. */
@@ -24,43 +24,24 @@ export interface TurnControl {
   callSignal(signal: AbortSignal, callerSignal: AbortSignal | undefined | null): AbortSignal
 }
 
-export function createTurnControl(sandbox: SandboxSession, maxDurationMs: number): TurnControl {
-  const callController = new AbortController()
-  let resolveEnded!: (report: TurnEndReport | undefined) => void
-  let rejectEnded!: (error: unknown) => void
-  const ended = new Promise<TurnEndReport | undefined>((resolve, reject) => {
-    resolveEnded = resolve
-    rejectEnded = reject
-  })
-  ended.catch(() => {})
-  let endPromise: Promise<TurnEndReport | undefined> | undefined
-  let endReport: TurnEndReport | undefined
+export function createTurnControl(session: SandboxSession, maxDurationMs: number): TurnControl {
+  // The wrapped call's own signal: unlike the session's, an end may leave it alone (`abortCall: false`).
+  const call = new AbortController()
   let timer: NodeJS.Timeout | undefined
   let used = false
 
   function end(reason?: unknown, options?: { abortCall?: boolean }): Promise<TurnEndReport | undefined> {
-    if (options?.abortCall !== false) abortCall(reason)
-    if (endPromise) return endPromise
-    clearTimeout(timer)
-    endPromise = sandbox.end()
-    endPromise.then((report) => {
-      endReport = report
-      resolveEnded(report)
-    }, rejectEnded)
-    return endPromise
-  }
-
-  function abortCall(reason: unknown): void {
-    if (!callController.signal.aborted) {
-      callController.abort(
+    if (options?.abortCall !== false && !call.signal.aborted) {
+      call.abort(
         reason ??
-          new SandkeepError({
-            code: 'TURN_ENDED',
-            message: 'The sandkeep turn ended.',
-            tenant: sandbox.tenant,
-          }),
+          turnEndedError(
+            { tenant: session.tenant, conversationId: session.conversationId },
+            'make a new turn for the next call',
+          ),
       )
     }
+    clearTimeout(timer)
+    return session.end()
   }
 
   function claim(name: string): AbortSignal {
@@ -68,8 +49,8 @@ export function createTurnControl(sandbox: SandboxSession, maxDurationMs: number
       throw new SandkeepError({
         code: 'INVALID_ARGUMENT',
         message: `sandkeepTurn wraps one call; ${name} was called again. Make a new sandkeepTurn for the next turn.`,
-        conversationId: sandbox.conversationId,
-        tenant: sandbox.tenant,
+        conversationId: session.conversationId,
+        tenant: session.tenant,
       })
     }
     used = true
@@ -82,7 +63,7 @@ export function createTurnControl(sandbox: SandboxSession, maxDurationMs: number
       timer = setTimeout(() => void end(overdue()).catch(() => {}), maxDurationMs)
       timer.unref()
     }
-    return callController.signal
+    return call.signal
   }
 
   function callSignal(signal: AbortSignal, callerSignal: AbortSignal | undefined | null): AbortSignal {
@@ -93,16 +74,20 @@ export function createTurnControl(sandbox: SandboxSession, maxDurationMs: number
     else {
       callerSignal.addEventListener('abort', onCallerAbort, { once: true })
       // A long-lived caller signal (one per server, say) must not keep a listener per turn.
-      ended.finally(() => callerSignal.removeEventListener('abort', onCallerAbort)).catch(() => {})
+      session.whenEnded
+        .finally(() => callerSignal.removeEventListener('abort', onCallerAbort))
+        .catch(() => {})
     }
-    return AbortSignal.any([signal, callerSignal])
+    return mergeAbortSignals(signal, callerSignal)
   }
 
   return {
-    signal: callController.signal,
-    ended,
+    signal: call.signal,
+    get ended() {
+      return session.whenEnded
+    },
     get endReport() {
-      return endReport
+      return session.endReport
     },
     end,
     claim,

@@ -7,7 +7,13 @@ import {
   type SandkeepMessageMetadata,
   type SandkeepTurnBranch,
 } from '@sandkeep/agent'
-import { type Checkpoint, type ResumeReport, SandkeepError, type TurnEndReport } from '@sandkeep/core'
+import {
+  type Checkpoint,
+  mergeAbortSignals,
+  type ResumeReport,
+  SandkeepError,
+  type TurnEndReport,
+} from '@sandkeep/core'
 import {
   type Agent,
   type GenerateTextResult,
@@ -183,7 +189,7 @@ export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
       sandbox.conversationId,
       sandbox.tenant,
       branch,
-      options.abortSignal ? AbortSignal.any([control.signal, options.abortSignal]) : control.signal,
+      mergeAbortSignals(control.signal, options.abortSignal),
     )
     return branched
   }
