@@ -42,11 +42,10 @@ export function createNetworkSession(input: NetworkSessionInput): SandkeepNetwor
 
   let stopping: Promise<void> | undefined
   let destroying: Promise<void> | undefined
-  let endReport: SandkeepNetworkSandboxSession['endReport']
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       clearTimeout(overdue)
-      endReport = await sandbox.end()
+      await sandbox.end()
     })()
     return stopping
   }
@@ -82,7 +81,8 @@ export function createNetworkSession(input: NetworkSessionInput): SandkeepNetwor
     tenant,
     report,
     get endReport() {
-      return endReport
+      // The session's own: its end is the one end of the turn.
+      return sandbox.endReport
     },
     firstCreateRan,
     get description() {
