@@ -44,37 +44,38 @@ export function checkCheckpointId(id: unknown): string | undefined {
 }
 
 /**
- * Checks `SandkeepTurnOptions.branch` before any I/O.
+ * Checks `SandkeepTurnOptions.branch` before any I/O; `who` names the caller in the messages (an adapter's
+ * own function; default `sandkeepTurn`, the AI SDK adapter's).
  * @throws SandkeepError INVALID_ARGUMENT: not one of the shapes, a malformed checkpoint id, or a turn that
  *   cannot be one
  */
-export function checkBranch(branch: unknown): SandkeepTurnBranch | undefined {
+export function checkBranch(branch: unknown, who = 'sandkeepTurn'): SandkeepTurnBranch | undefined {
   if (branch === undefined) return undefined
   const shapes =
     '{ checkpoint: id | null }, { regenerate: true }, { editTurn: n } (n >= 1) or { fromTurn: n } (n >= 0)'
   if (typeof branch !== 'object' || branch === null) {
-    throw invalid(`sandkeepTurn: branch must be one of ${shapes}, got ${String(branch)}.`)
+    throw invalid(`${who}: branch must be one of ${shapes}, got ${String(branch)}.`)
   }
   const keys = Object.keys(branch)
   const kind = keys[0]
   if (keys.length !== 1 || !BRANCH_KINDS.includes(kind as (typeof BRANCH_KINDS)[number])) {
-    throw invalid(`sandkeepTurn: branch must be one of ${shapes}, got keys ${keys.join(', ') || 'none'}.`)
+    throw invalid(`${who}: branch must be one of ${shapes}, got keys ${keys.join(', ') || 'none'}.`)
   }
   const value = (branch as Record<string, unknown>)[kind!]
   if (kind === 'checkpoint') {
     const why = value === null ? undefined : checkCheckpointId(value)
-    if (why) throw invalid(`sandkeepTurn: branch.checkpoint must be a checkpoint id or null: ${why}.`)
+    if (why) throw invalid(`${who}: branch.checkpoint must be a checkpoint id or null: ${why}.`)
     return { checkpoint: value as string | null }
   }
   if (kind === 'regenerate') {
-    if (value !== true) throw invalid(`sandkeepTurn: branch.regenerate must be true, got ${String(value)}.`)
+    if (value !== true) throw invalid(`${who}: branch.regenerate must be true, got ${String(value)}.`)
     return { regenerate: true }
   }
   const min = kind === 'editTurn' ? 1 : 0
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_TURN) {
     const why =
       kind === 'editTurn' ? ' (turns are numbered from 1; to start over, use { checkpoint: null })' : ''
-    throw invalid(`sandkeepTurn: branch.${kind} must be an integer from ${min}${why}, got ${String(value)}.`)
+    throw invalid(`${who}: branch.${kind} must be an integer from ${min}${why}, got ${String(value)}.`)
   }
   return kind === 'editTurn' ? { editTurn: value } : { fromTurn: value }
 }
@@ -88,7 +89,7 @@ export type BranchMove = RestoreResult | RewindResultReport
  * head meanwhile: the move is to the checkpoint computed from the read.
  * @throws SandkeepError INVALID_ARGUMENT (no answer to regenerate, no turn to edit), CHECKPOINT_NOT_FOUND
  *   (an id the conversation does not have: pruned, another conversation's or tenant's, altered), and the
- *   restore's errors (SESSION_BUSY), all before any change.
+ *   restore's errors (SESSION_BUSY), all before any change; `who` names the caller, as for {@link checkBranch}.
  */
 export async function moveForBranch(
   sessions: SessionManager,
@@ -96,6 +97,7 @@ export async function moveForBranch(
   tenant: string,
   branch: SandkeepTurnBranch,
   abortSignal: AbortSignal | undefined,
+  who = 'sandkeepTurn',
 ): Promise<BranchMove | undefined> {
   const signal = abortSignal === undefined ? {} : { abortSignal }
   const tree = await sessions.listCheckpoints(conversationId, { tenant })
@@ -110,14 +112,14 @@ export async function moveForBranch(
       if (!SandkeepError.hasCode(error, 'CHECKPOINT_NOT_FOUND')) throw error
       throw new SandkeepError({
         code: 'CHECKPOINT_NOT_FOUND',
-        message: `sandkeepTurn: ${error.message}${/Nothing was changed/.test(error.message) ? '' : ' Nothing was changed.'} In a chat: the message that named it was altered, or copied from another conversation (a fork's copies drop their sandkeep metadata), or its checkpoint was pruned; send the history as the server streamed it, or no sandkeep metadata to go on from the conversation's current state.`,
+        message: `${who}: ${error.message}${/Nothing was changed/.test(error.message) ? '' : ' Nothing was changed.'} In a chat: the message that named it was altered, or copied from another conversation (a fork's copies drop their sandkeep metadata), or its checkpoint was pruned; send the history as the server streamed it, or no sandkeep metadata to go on from the conversation's current state.`,
         cause: error,
       })
     }
   }
   const past = (what: string) =>
     invalid(
-      `sandkeepTurn: ${what}, but the conversation's current branch has ${depth} turn(s). Nothing was changed.`,
+      `${who}: ${what}, but the conversation's current branch has ${depth} turn(s). Nothing was changed.`,
     )
   if ('checkpoint' in branch) return restore(branch.checkpoint)
   if ('regenerate' in branch) {

@@ -117,4 +117,8 @@ describe('checkBranch', () => {
       expect(() => checkBranch({ checkpoint })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
     }
   })
+  it('names the adapter that called it in its messages (sandkeepTurn by default)', () => {
+    expect(() => checkBranch({ nope: 1 })).toThrow(/^sandkeepTurn: branch must be one of/)
+    expect(() => checkBranch({ editTurn: 0 }, 'sandkeepGraph')).toThrow(/^sandkeepGraph: branch\.editTurn/)
+  })
 })
