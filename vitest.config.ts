@@ -17,6 +17,7 @@ const alias = [
   { find: /^@sandkeep\/redis$/, replacement: source('./packages/redis/src/index.ts') },
   { find: /^@sandkeep\/e2b$/, replacement: source('./packages/e2b/src/index.ts') },
   { find: /^@sandkeep\/local-e2b$/, replacement: source('./packages/local-e2b/src/index.ts') },
+  { find: /^@sandkeep\/agent$/, replacement: source('./packages/agent/src/index.ts') },
   { find: /^@sandkeep\/ai-sdk\/harness$/, replacement: source('./packages/ai-sdk/src/harness/index.ts') },
   { find: /^@sandkeep\/ai-sdk$/, replacement: source('./packages/ai-sdk/src/index.ts') },
   { find: /^@sandkeep\/openai-agents$/, replacement: source('./packages/openai-agents/src/index.ts') },

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -19,6 +19,7 @@ const entries = [
   '@sandkeep/redis',
   '@sandkeep/e2b',
   '@sandkeep/local-e2b',
+  '@sandkeep/agent',
   '@sandkeep/ai-sdk',
   '@sandkeep/ai-sdk/harness',
   '@sandkeep/openai-agents',
@@ -28,7 +29,17 @@ const entries = [
 
 describe('package exports', () => {
   it('every package is built', () => {
-    for (const dir of ['core', 'redis', 'e2b', 'local-e2b', 'ai-sdk', 'openai-agents', 'mastra', 'cli']) {
+    for (const dir of [
+      'core',
+      'redis',
+      'e2b',
+      'local-e2b',
+      'agent',
+      'ai-sdk',
+      'openai-agents',
+      'mastra',
+      'cli',
+    ]) {
       expect(
         existsSync(`${root}packages/${dir}/dist/index.js`),
         `packages/${dir} is not built: run pnpm build`,
@@ -162,12 +173,14 @@ describe('package exports', () => {
         'customCheck',
         'fileCheck',
         'hashConversationId',
+        'mergeAbortSignals',
         'portCheck',
         'processCheck',
         'readAtMost',
         'readLimitError',
         'shellQuote',
         'snapshotBaseName',
+        'turnEndedError',
         'validateConversationId',
         'validateCreateSnapshotOptions',
         'validateListSnapshotsOptions',
@@ -197,5 +210,27 @@ describe('package exports', () => {
     expect(main).not.toContain('createSandkeepHarnessProvider')
     expect(resolved).toContain('@sandkeep/ai-sdk/harness')
     expect(resolved.filter((specifier) => specifier.startsWith('@ai-sdk/harness'))).toEqual([])
+  })
+
+  // The framework-neutral layer must stay neutral: a LangGraph or Mastra app that installs it gets no `ai`.
+  it('@sandkeep/agent loads no agent framework, and depends on none', async () => {
+    const script = [
+      "import { registerHooks } from 'node:module'",
+      'const resolved = []',
+      'registerHooks({ resolve: (specifier, context, next) => (resolved.push(specifier), next(specifier, context)) })',
+      "const agent = await import('@sandkeep/agent')",
+      'console.log(JSON.stringify({ names: Object.keys(agent), resolved }))',
+    ].join('\n')
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
+    const { names, resolved }: { names: string[]; resolved: string[] } = JSON.parse(stdout)
+    expect(names).toEqual(
+      expect.arrayContaining(['createSandboxSession', 'createSandboxTools', 'stateLostNotice']),
+    )
+    const framework = /^(?:ai(?:\/|$)|@ai-sdk\/|@langchain\/|langchain|@mastra\/|@openai\/)/
+    expect(resolved).toContain('@sandkeep/core')
+    expect(resolved.filter((specifier) => framework.test(specifier))).toEqual([])
+    const manifest = JSON.parse(await readFile(`${root}packages/agent/package.json`, 'utf8'))
+    const declared = Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies }).sort()
+    expect(declared).toEqual(['@sandkeep/core', 'zod'])
   })
 })

@@ -1,4 +1,17 @@
-export { sliceLines, splitLines, stateLostNotice, type TruncatedText, truncateOutput } from './output.js'
+export type { SandkeepTurnBranch } from '@sandkeep/agent'
+export {
+  type BranchRequest,
+  branchFromMessages,
+  checkpointMetadata,
+  type MessageWithMetadata,
+  type SandkeepMessageMetadata,
+  sandkeepMetadataOf,
+  sliceLines,
+  splitLines,
+  stateLostNotice,
+  type TruncatedText,
+  truncateOutput,
+} from '@sandkeep/agent'
 export {
   createSandboxSession,
   DEFAULT_WORKING_DIRECTORY,
@@ -29,18 +42,9 @@ export {
   type WriteFileInput,
   type WriteFileToolResult,
 } from './sandbox-tools.js'
-export type { SandkeepTurnBranch } from './turn/branch.js'
 export {
   type MessageMetadataCallback,
   type SandkeepTurn,
   type SandkeepTurnOptions,
   sandkeepTurn,
 } from './turn/index.js'
-export {
-  type BranchRequest,
-  branchFromMessages,
-  checkpointMetadata,
-  type MessageWithMetadata,
-  type SandkeepMessageMetadata,
-  sandkeepMetadataOf,
-} from './turn/metadata.js'

@@ -1,18 +1,16 @@
-// sandboxTools wires the tools together; each concern has its own file under tools/: options (checks,
-// defaults), types (inputs and results), tool-sandbox (sandkeep session or any AI SDK sandbox), execute
-// (errors as results, notices, setup steps), streaming (partial results), model-output (shaping for the
-// model), and one file per tool: run-code, run-command, files (readFile, writeFile, listFiles),
-// preview-url.
-import { createToolContext } from './tools/context.js'
-import { listFilesTool, readFileTool, writeFileTool } from './tools/files.js'
-import { resolveToolsOptions, type SandboxToolsOptions } from './tools/options.js'
-import { previewUrlTool } from './tools/preview-url.js'
-import { runCodeTool } from './tools/run-code.js'
-import { runCommandTool } from './tools/run-command.js'
+// sandboxTools: @sandkeep/agent's tool specs, each wrapped in the AI SDK's `tool()`. A call's
+// `experimental_sandbox` is the sandbox of tools bound to no session; `runCode` sends images as image parts.
+import {
+  type SandboxToolsOptions as AgentToolsOptions,
+  createSandboxTools,
+  type SandboxToolCallOptions,
+  type SandboxToolSpec,
+} from '@sandkeep/agent'
+import { type ToolExecutionOptions, tool } from 'ai'
+import { codeModelOutput } from './code-model-output.js'
+import type { SandkeepSandboxSession } from './sandbox-session/index.js'
 import type { SandboxTools } from './tools/types.js'
 
-export { codeModelOutput } from './tools/model-output.js'
-export type { SandboxToolsOptions } from './tools/options.js'
 export type {
   BackgroundCommandToolResult,
   CodeToolOutput,
@@ -26,12 +24,23 @@ export type {
   ReadFileToolResult,
   RunCodeInput,
   RunCommandInput,
-  SandboxTools,
   ToolErrorResult,
   ToolProgressResult,
   WriteFileInput,
   WriteFileToolResult,
-} from './tools/types.js'
+} from '@sandkeep/agent'
+export { codeModelOutput } from './code-model-output.js'
+export type { SandboxTools } from './tools/types.js'
+
+/** Options of {@link sandboxTools}: @sandkeep/agent's, with the session typed as the AI SDK's. */
+export type SandboxToolsOptions = Omit<AgentToolsOptions, 'session'> & {
+  /**
+   * The sandbox the tools use. Default: the `experimental_sandbox` of the `generateText` / `streamText` /
+   * agent call (a sandkeep session gets every feature; any other AI SDK sandbox gets commands and files,
+   * and `runCode` without persistent state).
+   */
+  session?: SandkeepSandboxSession
+}
 
 /**
  * The sandbox tools for a model: `runCode`, `runCommand`, `readFile`, `writeFile`, `listFiles`, `previewUrl`. Results are
@@ -40,13 +49,53 @@ export type {
  * @throws SandkeepError INVALID_ARGUMENT for bad options.
  */
 export function sandboxTools(options: SandboxToolsOptions = {}): SandboxTools {
-  const context = createToolContext(resolveToolsOptions(options))
+  const { session, ...rest } = options ?? {}
+  const specs = createSandboxTools({
+    ...rest,
+    ...(session === undefined ? {} : { session }),
+  })
+  // Written out per tool: the AI SDK's tool() infers its types from concrete schemas, not generic ones.
   return {
-    runCode: runCodeTool(context),
-    runCommand: runCommandTool(context),
-    readFile: readFileTool(context),
-    writeFile: writeFileTool(context),
-    listFiles: listFilesTool(context),
-    previewUrl: previewUrlTool(context),
+    runCode: tool({
+      ...described(specs.runCode),
+      execute: (input, options) => specs.runCode.execute(input, callOptions(options)),
+      toModelOutput: ({ output }) => codeModelOutput(output),
+    }),
+    runCommand: tool({
+      ...described(specs.runCommand),
+      execute: (input, options) => specs.runCommand.execute(input, callOptions(options)),
+    }),
+    readFile: tool({
+      ...described(specs.readFile),
+      execute: (input, options) => specs.readFile.execute(input, callOptions(options)),
+    }),
+    writeFile: tool({
+      ...described(specs.writeFile),
+      execute: (input, options) => specs.writeFile.execute(input, callOptions(options)),
+    }),
+    listFiles: tool({
+      ...described(specs.listFiles),
+      execute: (input, options) => specs.listFiles.execute(input, callOptions(options)),
+    }),
+    previewUrl: tool({
+      ...described(specs.previewUrl),
+      execute: (input, options) => specs.previewUrl.execute(input, callOptions(options)),
+    }),
+  }
+}
+
+/** What the model reads of a spec: its description and input schema. */
+function described<INPUT>(spec: SandboxToolSpec<INPUT, unknown>) {
+  return { description: spec.description, inputSchema: spec.inputSchema }
+}
+
+/** A spec's call options from the AI SDK's: the call's signal, and its `experimental_sandbox` for unbound tools. */
+function callOptions({
+  abortSignal,
+  experimental_sandbox,
+}: ToolExecutionOptions<unknown>): SandboxToolCallOptions {
+  return {
+    ...(abortSignal === undefined ? {} : { abortSignal }),
+    ...(experimental_sandbox === undefined ? {} : { sandbox: experimental_sandbox }),
   }
 }

@@ -2,9 +2,10 @@
 // adds to it by accident. The kit that stores are built from is `@sandkeep/core/store`; the test doubles and
 // conformance suites are `@sandkeep/core/test`.
 
+// Errors
+export { mergeAbortSignals } from './abort-signals.js'
 // Reads bounded by a byte count (for providers implementing `readFile`'s `maxBytes`)
 export { checkMaxBytes, readAtMost, readLimitError } from './bounded-read.js'
-// Errors
 export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './errors.js'
 // Health checks
 export {
@@ -117,6 +118,7 @@ export {
 } from './session-store.js'
 export { shellQuote } from './shell.js'
 export type { TelemetryMeter, TelemetryOption, TelemetrySpan, TelemetryTracer } from './telemetry/api.js'
+export { type TurnEndedScope, turnEndedError } from './turn-ended.js'
 // Session keys: what a conversation id and a tenant may be
 export {
   DEFAULT_TENANT,

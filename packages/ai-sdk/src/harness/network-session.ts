@@ -3,7 +3,13 @@
 // itself, by destroy(). Port addresses come from the provider's handle and need no turn: they name the
 // sandbox, paused or running, for as long as it keeps its id.
 import type { HarnessV1NetworkPolicy, HarnessV1PortEndpoint } from '@ai-sdk/harness'
-import { type PortEndpoint, type SandboxHandle, SandkeepError, validatePort } from '@sandkeep/core'
+import {
+  type PortEndpoint,
+  type SandboxHandle,
+  SandkeepError,
+  turnEndedError,
+  validatePort,
+} from '@sandkeep/core'
 import { invalid } from '../errors.js'
 import type { SandkeepSandboxSession } from '../sandbox-session/index.js'
 import { toSandboxNetworkPolicy } from './network-policy.js'
@@ -31,16 +37,15 @@ export function createNetworkSession(input: NetworkSessionInput): SandkeepNetwor
   const sandboxId = handle.id
   const report = sandbox.report
   if (!report) throw new Error('createNetworkSession needs a resumed sandbox session.')
-  const fail = (code: 'CAPABILITY_UNSUPPORTED' | 'TURN_ENDED', message: string) =>
-    new SandkeepError({ code, message, conversationId, tenant, sandboxId })
+  const unsupported = (message: string) =>
+    new SandkeepError({ code: 'CAPABILITY_UNSUPPORTED', message, conversationId, tenant, sandboxId })
 
   let stopping: Promise<void> | undefined
   let destroying: Promise<void> | undefined
-  let endReport: SandkeepNetworkSandboxSession['endReport']
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       clearTimeout(overdue)
-      endReport = await sandbox.end()
+      await sandbox.end()
     })()
     return stopping
   }
@@ -60,8 +65,7 @@ export function createNetworkSession(input: NetworkSessionInput): SandkeepNetwor
     }
     const resolve = handle.portEndpoint
     if (!resolve) {
-      throw fail(
-        'CAPABILITY_UNSUPPORTED',
+      throw unsupported(
         `Provider '${handle.providerId}' routes no ports to its sandboxes: nothing outside can reach port ${port}.`,
       )
     }
@@ -77,7 +81,8 @@ export function createNetworkSession(input: NetworkSessionInput): SandkeepNetwor
     tenant,
     report,
     get endReport() {
-      return endReport
+      // The session's own: its end is the one end of the turn.
+      return sandbox.endReport
     },
     firstCreateRan,
     get description() {
@@ -115,11 +120,13 @@ export function createNetworkSession(input: NetworkSessionInput): SandkeepNetwor
     setNetworkPolicy: async (policy: HarnessV1NetworkPolicy) => {
       const mapped = toSandboxNetworkPolicy(policy)
       if (sandbox.ended)
-        throw fail('TURN_ENDED', 'This harness sandbox session was stopped; resume it first.')
+        throw turnEndedError(
+          { conversationId, tenant, sandboxId },
+          'this harness sandbox session was stopped: resume it first',
+        )
       const { provider } = settings.sessions
       if (!provider.updateNetwork) {
-        throw fail(
-          'CAPABILITY_UNSUPPORTED',
+        throw unsupported(
           `Provider '${provider.providerId}' cannot change a running sandbox's network: create it with the access it needs (the manager's sandbox.allowInternetAccess).`,
         )
       }

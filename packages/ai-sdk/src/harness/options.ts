@@ -2,7 +2,6 @@
 import { randomUUID } from 'node:crypto'
 import { type SessionManager, validateConversationId, validatePort, validateTenant } from '@sandkeep/core'
 import { invalid } from '../errors.js'
-import { checkMs } from '../sandbox-session/options.js'
 import type { HarnessTenantContext, SandkeepHarnessProviderOptions } from './types.js'
 
 const OPTION_NAMES = [
@@ -126,4 +125,13 @@ export function identityOf(identity: unknown): string | undefined {
     )
   }
   return identity
+}
+
+/** A number of milliseconds >= 0, or `fallback` when undefined. */
+function checkMs(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw invalid(`\`${name}\` must be a number of milliseconds >= 0, got ${String(value)}.`)
+  }
+  return value
 }

@@ -1,32 +1,30 @@
-// createSandboxSession wires the session's modules together; each concern has its own file beside this
-// one: options (checks, defaults), lifecycle (the lazy turn, operations, end), paths (paths,
-// encodings, bytes), files, commands (run, runCommand, runCode, startProcess), spawn, ports, and the
-// restricted view (restricted).
+// The sandbox session as the AI SDK types it: @sandkeep/agent's session is an `Experimental_SandboxSession` in
+// shape (checked below), so this module only names it with the AI SDK's types.
+import {
+  type SandboxSessionOptions as AgentSessionOptions,
+  createSandboxSession as createAgentSession,
+  restrictedSandboxSession as restrictedAgentSession,
+  type SandboxSession,
+} from '@sandkeep/agent'
 import type { Experimental_SandboxSession } from 'ai'
-import { commandOperations } from './commands.js'
-import { fileOperations } from './files.js'
-import { createSessionLifecycle } from './lifecycle.js'
-import { sessionMarker } from './marker.js'
-import { checkPrewarm, resolveSessionOptions, type SessionSettings } from './options.js'
-import { resolveSandboxPath } from './paths.js'
-import { portOperations } from './ports.js'
-import { spawnProcess } from './spawn.js'
-import type { SandboxSessionOptions, SandkeepSandboxSession, SessionContext, SpawnOptions } from './types.js'
 
-export { DEFAULT_WORKING_DIRECTORY } from './options.js'
-export { restrictedSandboxSession } from './restricted.js'
-export type {
-  SandboxSessionOptions,
-  SandkeepSandboxSession,
-  SessionRunCodeOptions,
-  SessionRunCommandOptions,
-} from './types.js'
+export {
+  DEFAULT_WORKING_DIRECTORY,
+  isSandkeepSandboxSession,
+  type SessionRunCodeOptions,
+  type SessionRunCommandOptions,
+} from '@sandkeep/agent'
 
-/** True when `value` is a session made by {@link createSandboxSession} (works across package copies). */
-export function isSandkeepSandboxSession(value: unknown): value is SandkeepSandboxSession {
-  return (
-    typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[sessionMarker] === true
-  )
+/** Options of {@link createSandboxSession} (@sandkeep/agent's; sandkeepTurn sets the turn's `beforeBegin`). */
+export type SandboxSessionOptions = Omit<AgentSessionOptions, 'beforeBegin'>
+
+/**
+ * AI SDK 7's `Experimental_SandboxSession` backed by one lazy sandkeep turn, plus what sandkeep adds
+ * (persistent code interpreter, the resume report, the journal). Pass it as `experimental_sandbox`.
+ */
+export interface SandkeepSandboxSession extends Omit<SandboxSession, 'spawn'> {
+  /** The AI SDK's `spawn`; `stdin: true` is refused (CAPABILITY_UNSUPPORTED) before anything starts. */
+  readonly spawn: Experimental_SandboxSession['spawn'] & SandboxSession['spawn']
 }
 
 /**
@@ -35,54 +33,22 @@ export function isSandkeepSandboxSession(value: unknown): value is SandkeepSandb
  * @throws SandkeepError INVALID_ARGUMENT for a bad conversation id, tenant or option, before any I/O.
  */
 export function createSandboxSession(options: SandboxSessionOptions): SandkeepSandboxSession {
-  return sandboxSessionOf(resolveSessionOptions(options))
+  // `satisfies` fails to compile when the session stops being an AI SDK sandbox.
+  return aiSession(createAgentSession(options)) satisfies Experimental_SandboxSession
 }
 
-/** The session of checked settings; sandkeepTurn adds its `beforeBegin` to them. */
-export function sandboxSessionOf(settings: SessionSettings): SandkeepSandboxSession {
-  const { conversationId, tenant, workingDirectory, commandTimeoutMs } = settings
-  const lifecycle = createSessionLifecycle(settings)
-  const context: SessionContext = {
-    conversationId,
-    tenant,
-    workingDirectory,
-    commandTimeoutMs,
-    operation: lifecycle.operation,
-    resolvePath: (path) => resolveSandboxPath(workingDirectory, path),
-  }
-  const session: SandkeepSandboxSession & { readonly [sessionMarker]: true } = {
-    [sessionMarker]: true,
-    conversationId,
-    tenant,
-    workingDirectory,
-    description: settings.description,
-    get started() {
-      return lifecycle.turn?.started ?? false
-    },
-    get ended() {
-      return lifecycle.ended
-    },
-    get report() {
-      return lifecycle.turn?.report
-    },
-    get turn() {
-      return lifecycle.turn
-    },
-    signal: lifecycle.signal,
-    ready: (readyOptions) => lifecycle.operation(readyOptions?.abortSignal, async (handle) => handle),
-    prewarm: (mode = true) => lifecycle.prewarm(checkPrewarm(mode)),
-    ...fileOperations(context),
-    ...commandOperations(context),
-    ...portOperations(context),
-    spawn: ((spawnOptions: SpawnOptions) =>
-      spawnProcess(context, spawnOptions)) as unknown as Experimental_SandboxSession['spawn'],
-    recordSetupStep: (step) => lifecycle.recordSetupStep(step),
-    takeStateNotice: () => lifecycle.takeStateNotice(),
-    resolvePath: context.resolvePath,
-    end: () => lifecycle.end(),
-    [Symbol.asyncDispose]: async () => {
-      await lifecycle.end()
-    },
-  }
-  return session
+/** The session of @sandkeep/agent under the AI SDK's name; `spawn` refuses the one overload it lacks (stdin). */
+export function aiSession(session: SandboxSession): SandkeepSandboxSession {
+  return session as unknown as SandkeepSandboxSession
+}
+
+/**
+ * The session without `end()` and without the native SDK object (see @sandkeep/agent's
+ * `restrictedSandboxSession`), for a harness's tools.
+ */
+export function restrictedSandboxSession(
+  session: SandkeepSandboxSession,
+  owner: string,
+): SandkeepSandboxSession {
+  return aiSession(restrictedAgentSession(session, owner))
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { branchFromMessages, sandkeepMetadataOf } from '@sandkeep/agent'
 import {
   createMemorySessionStore,
   createSessionManager,
@@ -11,7 +12,6 @@ import { readUIMessageStream, stepCountIs, type UIMessage } from 'ai'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { type ScriptStep, scriptedModel, toolResultsIn } from '../mock-model.test-support.js'
 import { sandkeepTurn } from './index.js'
-import { branchFromMessages, sandkeepMetadataOf } from './metadata.js'
 
 let provider: MockProvider
 let store: SessionStore

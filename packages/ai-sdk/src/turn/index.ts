@@ -1,4 +1,19 @@
-import { type Checkpoint, type ResumeReport, SandkeepError, type TurnEndReport } from '@sandkeep/core'
+import {
+  checkBranch,
+  checkpointMetadata,
+  createSandboxSession,
+  createTurnControl,
+  moveForBranch,
+  type SandkeepMessageMetadata,
+  type SandkeepTurnBranch,
+} from '@sandkeep/agent'
+import {
+  type Checkpoint,
+  mergeAbortSignals,
+  type ResumeReport,
+  SandkeepError,
+  type TurnEndReport,
+} from '@sandkeep/core'
 import {
   type Agent,
   type GenerateTextResult,
@@ -9,15 +24,11 @@ import {
   type ToolSet,
 } from 'ai'
 import {
+  aiSession,
   type SandboxSessionOptions,
   type SandkeepSandboxSession,
-  sandboxSessionOf,
 } from '../sandbox-session/index.js'
-import { resolveSessionOptions } from '../sandbox-session/options.js'
 import { type SandboxTools, type SandboxToolsOptions, sandboxTools } from '../sandbox-tools.js'
-import { checkBranch, moveForBranch, type SandkeepTurnBranch } from './branch.js'
-import { createTurnControl } from './control.js'
-import { checkpointMetadata, type SandkeepMessageMetadata } from './metadata.js'
 import { guardStreamResult, withEndTransform } from './stream-guard.js'
 
 type Context = NonNullable<Parameters<typeof streamText>[0]['runtimeContext']>
@@ -169,22 +180,25 @@ export interface SandkeepTurn extends AsyncDisposable {
  */
 export function sandkeepTurn(options: SandkeepTurnOptions): SandkeepTurn {
   const { resume, awaitEnd, maxDurationMs, branch } = checkTurnOptions(options)
-  const settings = resolveSessionOptions(options)
   let branched: Promise<unknown> | undefined
   /** The branch's move, once: started by the call, or by a sandbox call before it, whichever is first. */
   const rewind = () => {
     if (!branch) return Promise.resolve()
     branched ??= moveForBranch(
-      settings.sessions,
-      settings.conversationId,
-      settings.tenant,
+      options.sessions,
+      sandbox.conversationId,
+      sandbox.tenant,
       branch,
-      settings.abortSignal ? AbortSignal.any([control.signal, settings.abortSignal]) : control.signal,
+      mergeAbortSignals(control.signal, options.abortSignal),
     )
     return branched
   }
-  const sandbox = sandboxSessionOf(
-    branch ? { ...settings, beforeBegin: async () => void (await rewind()) } : settings,
+  // The session checks the ids and options (before any I/O); the branch's move runs before its turn begins.
+  const sandbox = aiSession(
+    createSandboxSession({
+      ...options,
+      beforeBegin: branch ? async () => void (await rewind()) : undefined,
+    }),
   )
   const tools = options.tools === false ? {} : sandboxTools({ ...options.tools, session: sandbox })
   const control = createTurnControl(sandbox, maxDurationMs)

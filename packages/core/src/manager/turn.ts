@@ -1,4 +1,3 @@
-import { SandkeepError } from '../errors.js'
 import { carryPlan } from '../fidelity-carried.js'
 import type { JournalStep } from '../journal.js'
 import { validateJournalStep } from '../rehydrate.js'
@@ -7,6 +6,7 @@ import { toSandkeepError } from '../retry.js'
 import type { CodeResult, RunCodeOptions, SandboxHandle } from '../sandbox-provider.js'
 import type { Turn, TurnJournal } from '../session-manager-types.js'
 import type { AcquireResult, Checkpoint } from '../session-store.js'
+import { turnEndedError } from '../turn-ended.js'
 import type { SessionKey } from '../validation.js'
 import { assess, type FirstCodeCall } from './assess.js'
 import type { ManagerContext } from './context.js'
@@ -167,25 +167,13 @@ export class TurnImpl implements Turn {
     const lost = this.#keeper.lost
     if (lost && !this.#ended) throw lost
     if (this.#ended) {
-      throw new SandkeepError({
-        code: 'TURN_ENDED',
-        message: 'This turn has ended; begin a new turn to use the sandbox again.',
-        tenant: this.tenant,
-        conversationId: this.conversationId,
-      })
+      throw turnEndedError({ tenant: this.tenant, conversationId: this.conversationId })
     }
   }
 
   ready(): Promise<SandboxHandle> {
     if (this.#ended) {
-      return Promise.reject(
-        new SandkeepError({
-          code: 'TURN_ENDED',
-          message: 'This turn has ended.',
-          tenant: this.tenant,
-          conversationId: this.conversationId,
-        }),
-      )
+      return Promise.reject(turnEndedError({ tenant: this.tenant, conversationId: this.conversationId }))
     }
     const { ctx, key } = this.#start
     // The resume runs inside its `sandkeep.resume` span (a plain call when tracing is off).
@@ -276,14 +264,7 @@ export class TurnImpl implements Turn {
     })
     this.#keeper.stop()
     this.#endReport = endReport
-    this.#keeper.abort(
-      new SandkeepError({
-        code: 'TURN_ENDED',
-        message: 'The turn ended.',
-        tenant: key.tenant,
-        conversationId: key.conversationId,
-      }),
-    )
+    this.#keeper.abort(turnEndedError({ tenant: key.tenant, conversationId: key.conversationId }))
     ctx.events.emit('turn-end', {
       conversationId: key.conversationId,
       tenant: key.tenant,
