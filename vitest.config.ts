@@ -19,6 +19,7 @@ const alias = [
   { find: /^@sandkeep\/local-e2b$/, replacement: source('./packages/local-e2b/src/index.ts') },
   { find: /^@sandkeep\/ai-sdk\/harness$/, replacement: source('./packages/ai-sdk/src/harness/index.ts') },
   { find: /^@sandkeep\/ai-sdk$/, replacement: source('./packages/ai-sdk/src/index.ts') },
+  { find: /^@sandkeep\/langgraph$/, replacement: source('./packages/langgraph/src/index.ts') },
 ]
 
 // Where the suite's time goes (docs/benchmarks.md, "Test suite"): an integration file mostly waits on
