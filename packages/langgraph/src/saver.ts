@@ -46,7 +46,9 @@ export class SandkeepCheckpointSaver extends BaseCheckpointSaver {
 
   constructor(options: SandkeepCheckpointSaverOptions) {
     if (typeof options?.saver?.getTuple !== 'function' || typeof options.saver.put !== 'function') {
-      throw invalid('options.saver must be a LangGraph checkpoint saver (BaseCheckpointSaver), e.g. new MemorySaver().')
+      throw invalid(
+        'options.saver must be a LangGraph checkpoint saver (BaseCheckpointSaver), e.g. new MemorySaver().',
+      )
     }
     if (typeof options.sessions?.beginTurn !== 'function') {
       throw invalid('options.sessions must be a sandkeep session manager (createSessionManager).')
@@ -66,7 +68,10 @@ export class SandkeepCheckpointSaver extends BaseCheckpointSaver {
     return tuple && withoutTies(tuple)
   }
 
-  override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+  override async *list(
+    config: RunnableConfig,
+    options?: CheckpointListOptions,
+  ): AsyncGenerator<CheckpointTuple> {
     for await (const tuple of this.inner.list(config, options)) yield withoutTies(tuple)
   }
 
@@ -96,7 +101,12 @@ export class SandkeepCheckpointSaver extends BaseCheckpointSaver {
     return stored
   }
 
-  override putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+  override putWrites(
+    config: RunnableConfig,
+    writes: PendingWrite[],
+    taskId: string,
+    taskPath?: string,
+  ): Promise<void> {
     return this.inner.putWrites(config, writes, taskId, taskPath)
   }
 
@@ -137,8 +147,10 @@ export class SandkeepCheckpointSaver extends BaseCheckpointSaver {
    * @throws SandkeepError INVALID_ARGUMENT for an empty thread id.
    */
   runConfig(threadId: string, config: RunnableConfig = {}): RunnableConfig {
-    if (typeof threadId !== 'string' || threadId === '') throw invalid('runConfig needs a non-empty thread id.')
-    const callbacks = Array.isArray(config.callbacks) || config.callbacks === undefined ? (config.callbacks ?? []) : undefined
+    if (typeof threadId !== 'string' || threadId === '')
+      throw invalid('runConfig needs a non-empty thread id.')
+    const callbacks =
+      Array.isArray(config.callbacks) || config.callbacks === undefined ? (config.callbacks ?? []) : undefined
     if (callbacks === undefined) throw invalid('runConfig: pass callbacks as an array of handlers to add to.')
     return {
       ...config,

@@ -2,7 +2,13 @@
 // checkpoint the sandbox's state equals, whether a tool changed it since, and the graph checkpoints waiting
 // for their tie. Tools, the saver's root puts and the run-end hook all go through it, one call per thread at
 // a time.
-import { type SandboxHandle, SandkeepError, type SessionManager, type Turn, type TurnJournal } from '@sandkeep/core'
+import {
+  type SandboxHandle,
+  SandkeepError,
+  type SessionManager,
+  type Turn,
+  type TurnJournal,
+} from '@sandkeep/core'
 import type { TieStore } from './ties.js'
 
 /** Longest wait of a tool for the put of the graph checkpoint it runs from, ms (a guard, not a timing). */
@@ -200,14 +206,18 @@ export class ThreadSandboxes {
     const wait = waitKey(threadId, checkpointId)
     const waiter = this.#waiter(wait)
     if (!this.#pendingPuts.has(wait)) {
-      const known = this.#ties.cached(threadId, checkpointId) ?? (await this.#ties.read(threadId, checkpointId))
+      const known =
+        this.#ties.cached(threadId, checkpointId) ?? (await this.#ties.read(threadId, checkpointId))
       if (known) {
         this.#dropWaiter(wait, waiter)
         return known.checkpoint
       }
     }
     let guard: NodeJS.Timeout | undefined
-    await Promise.race([waiter.promise, new Promise<void>((resolve) => (guard = setTimeout(resolve, TIE_WAIT_MS)))])
+    await Promise.race([
+      waiter.promise,
+      new Promise<void>((resolve) => (guard = setTimeout(resolve, TIE_WAIT_MS))),
+    ])
     clearTimeout(guard)
     this.#dropWaiter(wait, waiter)
     return this.#ties.cached(threadId, checkpointId)?.checkpoint
@@ -238,7 +248,14 @@ export class ThreadSandboxes {
   #locked<T>(threadId: string, fn: (state: ThreadState) => Promise<T>): Promise<T> {
     let state = this.#threads.get(threadId)
     if (!state) {
-      state = { turn: undefined, stateTie: undefined, dirty: false, graph: undefined, lastPut: undefined, chain: Promise.resolve() }
+      state = {
+        turn: undefined,
+        stateTie: undefined,
+        dirty: false,
+        graph: undefined,
+        lastPut: undefined,
+        chain: Promise.resolve(),
+      }
       this.#threads.set(threadId, state)
     }
     const current = state

@@ -3,7 +3,11 @@
 // checkpoint. The wrapper filters these writes out of every tuple it returns, so metadata, checkpoints and
 // the graph's own writes come back exactly as stored, and `deleteThread` removes the ties with the thread.
 import type { RunnableConfig } from '@langchain/core/runnables'
-import type { BaseCheckpointSaver, CheckpointPendingWrite, CheckpointTuple } from '@langchain/langgraph-checkpoint'
+import type {
+  BaseCheckpointSaver,
+  CheckpointPendingWrite,
+  CheckpointTuple,
+} from '@langchain/langgraph-checkpoint'
 
 /** The reserved channel a tie is written on. */
 export const TIE_CHANNEL = '__sandkeep_tie__'
@@ -35,7 +39,8 @@ export function tieOf(tuple: CheckpointTuple): Tie | undefined {
   for (const write of tuple.pendingWrites ?? []) {
     if (!isTieWrite(write)) continue
     const value = write[2] as Partial<Tie> | undefined
-    if (typeof value?.seq !== 'number' || (typeof value.checkpoint !== 'string' && value.checkpoint !== null)) continue
+    if (typeof value?.seq !== 'number' || (typeof value.checkpoint !== 'string' && value.checkpoint !== null))
+      continue
     if (!newest || value.seq > newest.seq) newest = { checkpoint: value.checkpoint, seq: value.seq }
   }
   return newest
@@ -63,7 +68,12 @@ export class TieStore {
     const previous = this.#cache.get(key(threadId, checkpointId))
     const tie: Tie = { checkpoint, seq: (previous?.seq ?? 0) + 1 }
     // A task id per version: savers keep the first write of a (task, index) pair and ignore repeats.
-    await this.#inner.putWrites(rootConfig(threadId, checkpointId), [[TIE_CHANNEL, tie]], `sandkeep-tie-${tie.seq}`, '')
+    await this.#inner.putWrites(
+      rootConfig(threadId, checkpointId),
+      [[TIE_CHANNEL, tie]],
+      `sandkeep-tie-${tie.seq}`,
+      '',
+    )
     this.#cache.set(key(threadId, checkpointId), tie)
     return tie
   }
@@ -103,7 +113,8 @@ export class TieStore {
 
   /** Forgets a thread's cached ties (after `deleteThread`). */
   forget(threadId: string): void {
-    for (const cacheKey of this.#cache.keys()) if (cacheKey.startsWith(`${threadId}\u0000`)) this.#cache.delete(cacheKey)
+    for (const cacheKey of this.#cache.keys())
+      if (cacheKey.startsWith(`${threadId}\u0000`)) this.#cache.delete(cacheKey)
   }
 }
 

@@ -34,10 +34,16 @@ interface ToolSettings {
  * for a graph compiled with `saver` as its checkpointer.
  * @throws SandkeepError INVALID_ARGUMENT for bad options.
  */
-export function sandkeepTools(saver: SandkeepCheckpointSaver, options: SandkeepToolsOptions = {}): StructuredToolInterface[] {
+export function sandkeepTools(
+  saver: SandkeepCheckpointSaver,
+  options: SandkeepToolsOptions = {},
+): StructuredToolInterface[] {
   const settings = resolveOptions(options)
-  const run = <T>(name: string, config: RunnableConfig | undefined, fn: (sandbox: ThreadSandbox) => Promise<T>) =>
-    inSandbox(saver, name, config, fn)
+  const run = <T>(
+    name: string,
+    config: RunnableConfig | undefined,
+    fn: (sandbox: ThreadSandbox) => Promise<T>,
+  ) => inSandbox(saver, name, config, fn)
   const record = async (sandbox: ThreadSandbox, step: JournalStep) => {
     if (settings.journal === 'all') await sandbox.journal.record(step)
   }
@@ -56,7 +62,7 @@ export function sandkeepTools(saver: SandkeepCheckpointSaver, options: SandkeepT
         }),
       {
         name: 'run_code',
-        description: 'Runs Python in the sandbox\'s persistent interpreter (variables stay between calls).',
+        description: "Runs Python in the sandbox's persistent interpreter (variables stay between calls).",
         schema: z.object({ code: z.string().describe('Python code') }),
       },
     ),
@@ -65,7 +71,11 @@ export function sandkeepTools(saver: SandkeepCheckpointSaver, options: SandkeepT
         run('run_command', config, async (sandbox) => {
           const result = await sandbox.sandbox.runCommand(command, { timeoutMs: settings.timeoutMs })
           if (result.exitCode === 0) await record(sandbox, { kind: 'command', command })
-          return formatParts(settings, { exitCode: String(result.exitCode), stdout: result.stdout, stderr: result.stderr })
+          return formatParts(settings, {
+            exitCode: String(result.exitCode),
+            stdout: result.stdout,
+            stderr: result.stderr,
+          })
         }),
       {
         name: 'run_command',
@@ -75,7 +85,9 @@ export function sandkeepTools(saver: SandkeepCheckpointSaver, options: SandkeepT
     ),
     tool(
       ({ path }, config) =>
-        run('read_file', config, async (sandbox) => cut(await sandbox.sandbox.readFile(path), settings.maxOutputChars)),
+        run('read_file', config, async (sandbox) =>
+          cut(await sandbox.sandbox.readFile(path), settings.maxOutputChars),
+        ),
       {
         name: 'read_file',
         description: 'Reads a text file of the sandbox.',
@@ -129,7 +141,8 @@ export function sandboxRequestOf(config: RunnableConfig | undefined) {
   if (typeof threadId !== 'string' || threadId === '') {
     throw new SandkeepError({
       code: 'INVALID_ARGUMENT',
-      message: 'sandkeep tools run inside a graph run with configurable.thread_id (the thread is the conversation).',
+      message:
+        'sandkeep tools run inside a graph run with configurable.thread_id (the thread is the conversation).',
     })
   }
   const map = configurable.checkpoint_map as Record<string, unknown> | undefined

@@ -27,7 +27,11 @@ function outcomesOf(thread: string): string[] {
 describe('an interrupt pauses the sandbox, and the resume finds it', () => {
   it('ask_human interrupts after the tools ran; Command({ resume }) goes on in the same sandbox', async () => {
     const thread = rig.newThread()
-    const saver = new SandkeepCheckpointSaver({ saver: new MemorySaver(), sessions: rig.sessions, tenant: rig.tenant })
+    const saver = new SandkeepCheckpointSaver({
+      saver: new MemorySaver(),
+      sessions: rig.sessions,
+      tenant: rig.tenant,
+    })
     const graph = buildAgent(saver)
     const outcomes = outcomesOf(thread)
     const first = await graph.invoke(
@@ -39,7 +43,10 @@ describe('an interrupt pauses the sandbox, and the resume finds it', () => {
               ['write_file', { path: `${dir}/draft.txt`, content: 'draft 1' }],
             ],
             [['ask_human', { question: 'publish the draft?' }]],
-            [['run_code', { code: 'print(y)' }], ['read_file', { path: `${dir}/draft.txt` }]],
+            [
+              ['run_code', { code: 'print(y)' }],
+              ['read_file', { path: `${dir}/draft.txt` }],
+            ],
           ]),
         ],
       },
@@ -96,7 +103,12 @@ describe.skipIf(sqliteUnavailable !== undefined)('a second process resumes the t
       host: { apiKey: rig.host.apiKey, apiUrl: rig.host.apiUrl, sandboxUrl: rig.host.sandboxUrl },
       sqlite,
       thread,
-      rounds: [[['run_code', { code: 'print(z)' }], ['read_file', { path: `${dir}/notes.txt` }]]],
+      rounds: [
+        [
+          ['run_code', { code: 'print(z)' }],
+          ['read_file', { path: `${dir}/notes.txt` }],
+        ],
+      ],
       results: 2,
     })
     expect(child.results).toEqual([expect.stringContaining('stdout: 42'), 'from the first process'])
@@ -111,7 +123,9 @@ interface ChildResult {
 
 function runChild(config: Record<string, unknown>): Promise<ChildResult> {
   const scriptPath = fileURLToPath(new URL('./helpers/second-process.mjs', import.meta.url))
-  const child = spawn(process.execPath, [scriptPath, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [scriptPath, JSON.stringify(config)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -126,7 +140,8 @@ function runChild(config: Record<string, unknown>): Promise<ChildResult> {
     child.on('close', (code) => {
       clearTimeout(guard)
       const line = stdout.trim().split('\n').at(-1) ?? ''
-      if (code !== 0 || line === '') reject(new Error(`second process exited with ${code}: ${stderr.slice(-2000)}`))
+      if (code !== 0 || line === '')
+        reject(new Error(`second process exited with ${code}: ${stderr.slice(-2000)}`))
       else resolve(JSON.parse(line) as ChildResult)
     })
   })

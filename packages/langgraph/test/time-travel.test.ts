@@ -24,7 +24,12 @@ function turn(n: number) {
 }
 
 function check() {
-  return [[['run_code', { code: 'print(x)' }], ['run_command', { command: `ls ${dir}` }]]]
+  return [
+    [
+      ['run_code', { code: 'print(x)' }],
+      ['run_command', { command: `ls ${dir}` }],
+    ],
+  ]
 }
 
 /** x and the file list the check round of a run reported. */
@@ -36,7 +41,11 @@ function checked(state: unknown) {
 describe('time travel on a real StateGraph restores the sandbox', () => {
   it('three turns, back to turn 1, a replay of turn 2, and the turn-3 branch again', async () => {
     const thread = rig.newThread()
-    const saver = new SandkeepCheckpointSaver({ saver: new MemorySaver(), sessions: rig.sessions, tenant: rig.tenant })
+    const saver = new SandkeepCheckpointSaver({
+      saver: new MemorySaver(),
+      sessions: rig.sessions,
+      tenant: rig.tenant,
+    })
     const graph = buildAgent(saver)
     const outcomes: string[] = []
     rig.sessions.on('resume-end', ({ conversationId, report }) => {
@@ -68,7 +77,8 @@ describe('time travel on a real StateGraph restores the sandbox', () => {
     // Replay turn 2 from its checkpoint before the tools ran: the sandbox goes back to the end of turn 1,
     // and the replayed tools set x = 2 and write t2 again; t3 is not there.
     const history = []
-    for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: thread } })) history.push(snapshot)
+    for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: thread } }))
+      history.push(snapshot)
     const beforeTools2 = history.find(
       (snapshot) =>
         snapshot.next.includes('tools') &&

@@ -56,7 +56,10 @@ export function buildAgent(saver) {
     .addNode('agent', async (state) => ({ messages: [await model.invoke(state.messages)] }))
     .addNode('tools', new ToolNode(tools))
     .addEdge(START, 'agent')
-    .addConditionalEdges('agent', (state) => (state.messages.at(-1)?.tool_calls?.length ? 'tools' : END), ['tools', END])
+    .addConditionalEdges('agent', (state) => (state.messages.at(-1)?.tool_calls?.length ? 'tools' : END), [
+      'tools',
+      END,
+    ])
     .addEdge('tools', 'agent')
     .compile({ checkpointer: saver })
 }

@@ -16,7 +16,9 @@ const sessions = createSessionManager({
   checkpoints: { every: 'turn', keep: 50 },
 })
 const reports = []
-sessions.on('resume-end', ({ report }) => reports.push({ outcome: report.outcome, sandboxId: report.sandboxId }))
+sessions.on('resume-end', ({ report }) =>
+  reports.push({ outcome: report.outcome, sandboxId: report.sandboxId }),
+)
 const saver = new SandkeepCheckpointSaver({
   saver: SqliteSaver.fromConnString(config.sqlite),
   sessions,
