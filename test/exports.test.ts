@@ -21,12 +21,13 @@ const entries = [
   '@sandkeep/local-e2b',
   '@sandkeep/ai-sdk',
   '@sandkeep/ai-sdk/harness',
+  '@sandkeep/langgraph',
   'sandkeep',
 ]
 
 describe('package exports', () => {
   it('every package is built', () => {
-    for (const dir of ['core', 'redis', 'e2b', 'local-e2b', 'ai-sdk', 'cli']) {
+    for (const dir of ['core', 'redis', 'e2b', 'local-e2b', 'ai-sdk', 'langgraph', 'cli']) {
       expect(
         existsSync(`${root}packages/${dir}/dist/index.js`),
         `packages/${dir} is not built: run pnpm build`,

@@ -100,5 +100,10 @@ describe('time travel on a real StateGraph restores the sandbox', () => {
     const next = await graph.invoke({ messages: [script(check())] }, saver.runConfig(thread))
     expect(checked(next)).toEqual({ x: '3', files: ['t1.txt', 't2.txt', 't3.txt'] })
     expect(outcomes.at(-1)).toBe('resumed')
+
+    // deleteThread ends the session (the sandbox is killed) along with the inner saver's checkpoints.
+    await saver.deleteThread(thread)
+    expect(await rig.sessions.getSession(thread, { tenant: rig.tenant })).toBeNull()
+    expect(await saver.getTuple({ configurable: { thread_id: thread } })).toBeUndefined()
   })
 })
