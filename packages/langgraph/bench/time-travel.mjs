@@ -42,7 +42,8 @@ const saver = new SandkeepCheckpointSaver({ saver: new MemorySaver(), sessions }
 const graph = buildAgent(saver)
 const thread = `bench-${Date.now()}`
 await graph.invoke({ messages: [step(0)] }, saver.runConfig(thread))
-const first = (await graph.getState({ configurable: { thread_id: thread } })).config.configurable.checkpoint_id
+const first = (await graph.getState({ configurable: { thread_id: thread } })).config.configurable
+  .checkpoint_id
 const continuing = []
 const travelling = []
 for (let i = 1; i <= RUNS; i += 1) {

@@ -29,6 +29,8 @@ interface ThreadState {
   lastPut: string | undefined
   /** Serializes this thread's calls. */
   chain: Promise<unknown>
+  /** Calls queued or running on `chain`. */
+  queued: number
 }
 
 interface TieWaiter {
@@ -143,6 +145,8 @@ export class ThreadSandboxes {
   endRun(threadId: string): Promise<void> {
     return this.#locked(threadId, async (state) => {
       if (state.turn) await this.#endTurn(state, true)
+      // Between runs the store knows the head, so an idle thread is forgotten (the next run reads the head).
+      if (state.queued === 1 && !state.turn) this.#threads.delete(threadId)
     })
   }
 
@@ -174,7 +178,7 @@ export class ThreadSandboxes {
     if (!end || !retie || wasDirty || state.lastPut === undefined) return
     const lastTie = this.#ties.cached(turn.conversationId, state.lastPut)
     if (lastTie && lastTie.checkpoint === previousTie) {
-      await this.#ties.write(turn.conversationId, state.lastPut, end.id)
+      await this.#ties.write(turn.conversationId, state.lastPut, end.id, true)
     }
   }
 
@@ -255,11 +259,17 @@ export class ThreadSandboxes {
         graph: undefined,
         lastPut: undefined,
         chain: Promise.resolve(),
+        queued: 0,
       }
       this.#threads.set(threadId, state)
     }
     const current = state
-    const run = current.chain.then(() => fn(current))
+    current.queued += 1
+    const run = current.chain
+      .then(() => fn(current))
+      .finally(() => {
+        current.queued -= 1
+      })
     current.chain = run.catch(() => undefined)
     return run
   }

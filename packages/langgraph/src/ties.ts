@@ -21,6 +21,8 @@ export interface Tie {
 
 /** Most parents walked to find an inherited tie (a graph checkpoint written without one). */
 const MAX_ANCESTORS = 1000
+/** Most ties cached; past it the oldest are dropped (and read again from the inner saver when needed). */
+const MAX_CACHED = 10_000
 
 /** True for a pending write that is a tie (the wrapper's own), false for the graph's writes. */
 export function isTieWrite(write: CheckpointPendingWrite): boolean {
@@ -63,9 +65,21 @@ export class TieStore {
     this.#inner = inner
   }
 
-  /** Writes the tie of a root graph checkpoint (the checkpoint must be stored already). */
-  async write(threadId: string, checkpointId: string, checkpoint: string | null): Promise<Tie> {
-    const previous = this.#cache.get(key(threadId, checkpointId))
+  /**
+   * Writes the tie of a root graph checkpoint (the checkpoint must be stored already). `retie`: the
+   * checkpoint may have a tie already (its version is read when it is not cached).
+   */
+  async write(
+    threadId: string,
+    checkpointId: string,
+    checkpoint: string | null,
+    retie = false,
+  ): Promise<Tie> {
+    let previous = this.#cache.get(key(threadId, checkpointId))
+    if (!previous && retie) {
+      const tuple = await this.#inner.getTuple(rootConfig(threadId, checkpointId))
+      previous = tuple && tieOf(tuple)
+    }
     const tie: Tie = { checkpoint, seq: (previous?.seq ?? 0) + 1 }
     // A task id per version: savers keep the first write of a (task, index) pair and ignore repeats.
     await this.#inner.putWrites(
@@ -74,14 +88,23 @@ export class TieStore {
       `sandkeep-tie-${tie.seq}`,
       '',
     )
-    this.#cache.set(key(threadId, checkpointId), tie)
+    this.#set(key(threadId, checkpointId), tie)
     return tie
   }
 
   /** Notes a tie read from a tuple, so a later re-tie gets a higher version. */
   remember(threadId: string, checkpointId: string, tie: Tie): void {
     const known = this.#cache.get(key(threadId, checkpointId))
-    if (!known || known.seq < tie.seq) this.#cache.set(key(threadId, checkpointId), tie)
+    if (!known || known.seq < tie.seq) this.#set(key(threadId, checkpointId), tie)
+  }
+
+  #set(cacheKey: string, tie: Tie): void {
+    this.#cache.delete(cacheKey)
+    this.#cache.set(cacheKey, tie)
+    for (const oldest of this.#cache.keys()) {
+      if (this.#cache.size <= MAX_CACHED) break
+      this.#cache.delete(oldest)
+    }
   }
 
   /** The cached tie, without a read. */
