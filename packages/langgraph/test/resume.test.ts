@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Command, MemorySaver } from '@langchain/langgraph'
-import { SandkeepCheckpointSaver } from '@sandkeep/langgraph'
+import { SandkeepCheckpointSaver, TIE_CHANNEL } from '@sandkeep/langgraph'
 import { afterAll, describe, expect, it } from 'vitest'
 import { buildAgent, lastToolResults, script } from './helpers/agent.mjs'
 import { REDIS_URL, useSessions } from './helpers.js'
@@ -63,6 +63,46 @@ describe('an interrupt pauses the sandbox, and the resume finds it', () => {
     expect(file).toBe('draft 1')
     expect(outcomes).toEqual(['created', 'resumed'])
     expect((await rig.sessions.getSession(thread, { tenant: rig.tenant }))?.sandboxId).toBe(paused?.sandboxId)
+  })
+})
+
+describe('the ties are kept in the inner saver, not only in memory', () => {
+  it('a fresh wrapper over the same MemorySaver time-travels with the ties it reads back', async () => {
+    const thread = rig.newThread()
+    const inner = new MemorySaver()
+    const first = new SandkeepCheckpointSaver({ saver: inner, sessions: rig.sessions, tenant: rig.tenant })
+    const graph = buildAgent(first)
+    const ends: string[] = []
+    for (const n of [1, 2]) {
+      const set = [
+        ['run_code', { code: `w = ${n}` }],
+        ['write_file', { path: `${dir}/w${n}.txt`, content: String(n) }],
+      ]
+      await graph.invoke({ messages: [script([set])] }, first.runConfig(thread))
+      const snapshot = await graph.getState({ configurable: { thread_id: thread } })
+      ends.push(snapshot.config.configurable?.checkpoint_id as string)
+    }
+    // A second wrapper (as a restarted process would have): no cached ties, no thread state.
+    const second = new SandkeepCheckpointSaver({ saver: inner, sessions: rig.sessions, tenant: rig.tenant })
+    const outcomes = outcomesOf(thread)
+    const check = [
+      ['run_code', { code: 'print(w)' }],
+      ['run_command', { command: `ls ${dir}` }],
+    ]
+    const atTurn1 = await buildAgent(second).invoke(
+      { messages: [script([check])] },
+      second.runConfig(thread, { configurable: { checkpoint_id: ends[0] } }),
+    )
+    const [code, ls] = lastToolResults(atTurn1, 2)
+    expect(code).toContain('stdout: 1')
+    expect(ls).toContain('w1.txt')
+    expect(ls).not.toContain('w2.txt')
+    expect(outcomes).toEqual(['rewound'])
+    // And the wrapper's own writes never show: the tuple has no pending write of the reserved channel.
+    const tuple = await second.getTuple({ configurable: { thread_id: thread, checkpoint_id: ends[0] } })
+    const raw = await inner.getTuple({ configurable: { thread_id: thread, checkpoint_id: ends[0] } })
+    expect(raw?.pendingWrites?.some((write) => write[1] === TIE_CHANNEL)).toBe(true)
+    expect(tuple?.pendingWrites?.some((write) => write[1] === TIE_CHANNEL)).toBe(false)
   })
 })
 
