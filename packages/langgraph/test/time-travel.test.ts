@@ -4,9 +4,9 @@
 // its past checkpoint (invoke(null, pastConfig)), and the original turn-3 branch again each find the sandbox
 // as it was at that checkpoint.
 import { MemorySaver } from '@langchain/langgraph'
-import { SandkeepCheckpointSaver } from '@sandkeep/langgraph'
+import { SandkeepCheckpointSaver, TIE_CHANNEL } from '@sandkeep/langgraph'
 import { describe, expect, it } from 'vitest'
-import { buildAgent, lastToolResults, script } from './helpers/agent.mjs'
+import { buildAgent, buildNestedAgent, lastToolResults, script } from './helpers/agent.mjs'
 import { useSessions } from './helpers.js'
 
 const rig = useSessions('lg-travel')
@@ -105,5 +105,34 @@ describe('time travel on a real StateGraph restores the sandbox', () => {
     await saver.deleteThread(thread)
     expect(await rig.sessions.getSession(thread, { tenant: rig.tenant })).toBeNull()
     expect(await saver.getTuple({ configurable: { thread_id: thread } })).toBeUndefined()
+  })
+})
+
+describe('subgraphs: only the root namespace drives branching', () => {
+  it('tools inside a subgraph run in the sandbox of the root checkpoint; time travel to a root checkpoint restores it', async () => {
+    const thread = rig.newThread()
+    const inner = new MemorySaver()
+    const saver = new SandkeepCheckpointSaver({ saver: inner, sessions: rig.sessions, tenant: rig.tenant })
+    const graph = buildNestedAgent(saver)
+    const ends: string[] = []
+    for (const n of [1, 2]) {
+      const state = await graph.invoke({ messages: [turn(n)] }, saver.runConfig(thread))
+      expect(checked(state)).toEqual({ x: String(n), files: ['t1.txt', 't2.txt'].slice(0, n) })
+      const snapshot = await graph.getState({ configurable: { thread_id: thread } })
+      ends.push(snapshot.config.configurable?.checkpoint_id as string)
+    }
+    // The subgraph's checkpoints are stored (nested namespace) and carry no tie; the root ones do.
+    const nested = []
+    for await (const tuple of inner.list({ configurable: { thread_id: thread } })) {
+      if (tuple.config.configurable?.checkpoint_ns !== '') nested.push(tuple)
+    }
+    expect(nested.length).toBeGreaterThan(0)
+    expect(nested.some((tuple) => tuple.pendingWrites?.some((write) => write[1] === TIE_CHANNEL))).toBe(false)
+
+    const atTurn1 = await graph.invoke(
+      { messages: [script(check())] },
+      saver.runConfig(thread, { configurable: { checkpoint_id: ends[0] } }),
+    )
+    expect(checked(atTurn1)).toEqual({ x: '1', files: ['t1.txt'] })
   })
 })

@@ -48,8 +48,8 @@ const askHuman = tool(({ question }) => interrupt(question), {
   schema: z.object({ question: z.string() }),
 })
 
-/** The agent graph over the saver (the sandkeep wrapper) with the sandkeep tools and `ask_human`. */
-export function buildAgent(saver) {
+/** The agent graph's builder (agent node → ToolNode → agent) with the sandkeep tools and `ask_human`. */
+function agentBuilder(saver) {
   const model = new ScriptedChatModel({})
   const tools = [...sandkeepTools(saver), askHuman]
   return new StateGraph(MessagesAnnotation)
@@ -61,6 +61,19 @@ export function buildAgent(saver) {
       END,
     ])
     .addEdge('tools', 'agent')
+}
+
+/** The agent graph over the saver (the sandkeep wrapper). */
+export function buildAgent(saver) {
+  return agentBuilder(saver).compile({ checkpointer: saver })
+}
+
+/** A root graph whose only node is the agent as a subgraph (its checkpoints in a nested namespace). */
+export function buildNestedAgent(saver) {
+  return new StateGraph(MessagesAnnotation)
+    .addNode('assistant', agentBuilder(saver).compile())
+    .addEdge(START, 'assistant')
+    .addEdge('assistant', END)
     .compile({ checkpointer: saver })
 }
 
