@@ -45,19 +45,26 @@ describe('bad input is refused before any side effect', () => {
 })
 
 describe('sandboxRequestOf', () => {
-  it('reads the root checkpoint from the task config, none with durability exit', () => {
+  it('reads the root checkpoint from the task config; with durability exit, the one the run started from', () => {
     const configurable = { thread_id: 't', checkpoint_map: { '': 'ck-root', 'sub:1': 'ck-sub' } }
     expect(sandboxRequestOf({ configurable })).toEqual({ threadId: 't', checkpointId: 'ck-root' })
     expect(sandboxRequestOf({ configurable: { ...configurable, __pregel_durability: 'exit' } })).toEqual({
       threadId: 't',
       checkpointId: undefined,
+      startedFrom: true,
     })
   })
 
   it('keeps the runConfig callbacks and adds the run-end handler', () => {
     const saver = new SandkeepCheckpointSaver({ saver: new MemorySaver(), sessions: sessions() })
     const config = saver.runConfig('t', { configurable: { checkpoint_id: 'c' }, callbacks: [] })
-    expect(config.configurable).toEqual({ checkpoint_id: 'c', thread_id: 't' })
+    expect(config.configurable).toEqual({
+      checkpoint_id: 'c',
+      thread_id: 't',
+      sandkeep_start_checkpoint_id: 'c',
+    })
+    const exit = saver.runConfig('t', { durability: 'exit' } as never)
+    expect(exit.configurable).toEqual({ thread_id: 't', __pregel_durability: 'exit' })
     expect((config.callbacks as unknown[]).length).toBe(1)
   })
 })

@@ -13,6 +13,7 @@ import {
 } from '@langchain/langgraph-checkpoint'
 import { SandkeepError, type SessionManager } from '@sandkeep/core'
 import { SandkeepRunEndHandler } from './run-end.js'
+import { START_CHECKPOINT_KEY } from './run-keys.js'
 import { type SandboxRequest, ThreadSandboxes } from './thread-sandboxes.js'
 import { TieStore, withoutTies } from './ties.js'
 
@@ -127,8 +128,14 @@ export class SandkeepCheckpointSaver extends BaseCheckpointSaver {
    * The thread's sandbox for a tool call, as it was at the graph checkpoint the call runs from (restored
    * first when the sandbox holds another state); begins the run's turn at the first call.
    */
-  sandboxFor(request: SandboxRequest) {
-    return this.#threads.sandboxFor(request)
+  async sandboxFor(request: SandboxRequest & { startedFrom?: boolean }) {
+    if (!request.startedFrom || request.checkpointId !== undefined) return this.#threads.sandboxFor(request)
+    // Durability 'exit' and no checkpoint named: the run started from the thread's latest checkpoint, which
+    // is still the latest (nothing is put before the run's end).
+    const latest = await this.inner.getTuple({
+      configurable: { thread_id: request.threadId, checkpoint_ns: '' },
+    })
+    return this.#threads.sandboxFor({ threadId: request.threadId, checkpointId: latest?.checkpoint.id })
   }
 
   /**
@@ -143,7 +150,8 @@ export class SandkeepCheckpointSaver extends BaseCheckpointSaver {
   /**
    * The config of one run of the thread: `configurable.thread_id` set, and the callback handler that ends
    * the run's turn when the run ends (normally, at an interrupt, on an error). Pass it to `invoke`/`stream`;
-   * one per run. With `checkpoint_id` (time travel), the run starts from that checkpoint.
+   * one per run. With `checkpoint_id` (time travel), the run starts from that checkpoint. Give `durability`
+   * here (not beside the returned config) so the tools know it: with `'exit'` no step is checkpointed.
    * @throws SandkeepError INVALID_ARGUMENT for an empty thread id.
    */
   runConfig(threadId: string, config: RunnableConfig = {}): RunnableConfig {
@@ -152,9 +160,20 @@ export class SandkeepCheckpointSaver extends BaseCheckpointSaver {
     const callbacks =
       Array.isArray(config.callbacks) || config.callbacks === undefined ? (config.callbacks ?? []) : undefined
     if (callbacks === undefined) throw invalid('runConfig: pass callbacks as an array of handlers to add to.')
+    const durability = (config as { durability?: unknown }).durability
     return {
       ...config,
-      configurable: { ...config.configurable, thread_id: threadId },
+      // LangGraph reads the durability from here too, and the tools see it in their config (the top-level
+      // option is not passed down to tasks): with 'exit' they must not wait for per-step puts.
+      configurable: {
+        ...config.configurable,
+        thread_id: threadId,
+        ...(durability === undefined ? {} : { __pregel_durability: durability }),
+        // Tasks get `checkpoint_id` unset; with durability 'exit' the tools need the one the run starts from.
+        ...(typeof config.configurable?.checkpoint_id === 'string'
+          ? { [START_CHECKPOINT_KEY]: config.configurable.checkpoint_id }
+          : {}),
+      },
       callbacks: [...callbacks, new SandkeepRunEndHandler(this, threadId)],
     }
   }

@@ -6,6 +6,7 @@ import type { RunnableConfig } from '@langchain/core/runnables'
 import { type StructuredToolInterface, tool } from '@langchain/core/tools'
 import { type JournalStep, SandkeepError } from '@sandkeep/core'
 import { z } from 'zod'
+import { START_CHECKPOINT_KEY } from './run-keys.js'
 import type { SandkeepCheckpointSaver } from './saver.js'
 import type { ThreadSandbox } from './thread-sandboxes.js'
 
@@ -149,8 +150,11 @@ export function sandboxRequestOf(config: RunnableConfig | undefined) {
   const fromMap = typeof map?.[''] === 'string' ? (map[''] as string) : undefined
   const exit = configurable.__pregel_durability === 'exit'
   const direct = typeof configurable.checkpoint_id === 'string' ? configurable.checkpoint_id : undefined
-  // With durability 'exit' no checkpoint is put before the run's end, so there is no tie to wait for.
-  return { threadId, checkpointId: exit ? undefined : (fromMap ?? direct) }
+  // With durability 'exit' no checkpoint is put before the run's end: the run's checkpoint ids have no tie,
+  // so the tools take the stored checkpoint the run started from (named by runConfig, else the latest).
+  if (!exit) return { threadId, checkpointId: fromMap ?? direct }
+  const start = configurable[START_CHECKPOINT_KEY]
+  return { threadId, checkpointId: typeof start === 'string' ? start : undefined, startedFrom: true }
 }
 
 async function inSandbox<T>(

@@ -136,3 +136,28 @@ describe('subgraphs: only the root namespace drives branching', () => {
     expect(checked(atTurn1)).toEqual({ x: '1', files: ['t1.txt'] })
   })
 })
+
+describe.each(['sync', 'exit'] as const)('durability %s', (durability) => {
+  it('three turns, then back to turn 1 and to the turn-3 branch, each with its own sandbox state', async () => {
+    const thread = rig.newThread()
+    const saver = new SandkeepCheckpointSaver({
+      saver: new MemorySaver(),
+      sessions: rig.sessions,
+      tenant: rig.tenant,
+    })
+    const graph = buildAgent(saver)
+    const ends: string[] = []
+    for (const n of [1, 2, 3]) {
+      const state = await graph.invoke({ messages: [turn(n)] }, saver.runConfig(thread, { durability }))
+      expect(checked(state)).toEqual({ x: String(n), files: ['t1.txt', 't2.txt', 't3.txt'].slice(0, n) })
+      const snapshot = await graph.getState({ configurable: { thread_id: thread } })
+      ends.push(snapshot.config.configurable?.checkpoint_id as string)
+    }
+    const from = (checkpoint_id: string | undefined) =>
+      saver.runConfig(thread, { configurable: { checkpoint_id }, durability })
+    const atTurn1 = await graph.invoke({ messages: [script(check())] }, from(ends[0]))
+    expect(checked(atTurn1)).toEqual({ x: '1', files: ['t1.txt'] })
+    const atTurn3 = await graph.invoke({ messages: [script(check())] }, from(ends[2]))
+    expect(checked(atTurn3)).toEqual({ x: '3', files: ['t1.txt', 't2.txt', 't3.txt'] })
+  })
+})
