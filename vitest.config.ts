@@ -22,6 +22,7 @@ const alias = [
   { find: /^@sandkeep\/ai-sdk$/, replacement: source('./packages/ai-sdk/src/index.ts') },
   { find: /^@sandkeep\/openai-agents$/, replacement: source('./packages/openai-agents/src/index.ts') },
   { find: /^@sandkeep\/mastra$/, replacement: source('./packages/mastra/src/index.ts') },
+  { find: /^@sandkeep\/langgraph$/, replacement: source('./packages/langgraph/src/index.ts') },
 ]
 
 // Where the suite's time goes (docs/benchmarks.md, "Test suite"): an integration file mostly waits on

@@ -124,6 +124,6 @@ command="${1:-demo}"
 case "$command" in
   setup) setup ;;
   demo) ensure_bubblewrap; ensure_interpreter_libraries; setup; exec node packages/cli/dist/bin.js demo "$@" ;;
-  test) ensure_bubblewrap; ensure_interpreter_libraries; ensure_redis; setup; run_tests "$@" ;;
+  test) ensure_bubblewrap; ensure_interpreter_libraries; ensure_redis; setup; bash scripts/build-better-sqlite3.sh >&2; run_tests "$@" ;;
   *) exec "$command" "$@" ;;
 esac

@@ -24,6 +24,7 @@ const entries = [
   '@sandkeep/ai-sdk/harness',
   '@sandkeep/openai-agents',
   '@sandkeep/mastra',
+  '@sandkeep/langgraph',
   'sandkeep',
 ]
 
@@ -38,6 +39,7 @@ describe('package exports', () => {
       'ai-sdk',
       'openai-agents',
       'mastra',
+      'langgraph',
       'cli',
     ]) {
       expect(

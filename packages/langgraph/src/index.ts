@@ -1,0 +1,5 @@
+export { SandkeepRunEndHandler } from './run-end.js'
+export { SandkeepCheckpointSaver, type SandkeepCheckpointSaverOptions } from './saver.js'
+export type { SandboxRequest, ThreadSandbox } from './thread-sandboxes.js'
+export { TIE_CHANNEL } from './ties.js'
+export { type SandkeepToolsOptions, sandboxRequestOf, sandkeepTools } from './tools.js'
