@@ -1,9 +1,37 @@
-// `@sandkeep/core`: every public name, each by name, so that a reader sees the whole surface here and no module
-// adds to it by accident. The kit that stores are built from is `@sandkeep/core/store`; the test doubles and
-// conformance suites are `@sandkeep/core/test`.
+// `@sandkeep/core`: every public name an app imports, each by name, so that a reader sees the whole surface
+// here and no module adds to it by accident. The kit that providers are built from is
+// `@sandkeep/core/provider`, the one stores are built from `@sandkeep/core/store`; the test doubles and
+// conformance suites are the `@sandkeep/testing` package.
 
-// Reads bounded by a byte count (for providers implementing `readFile`'s `maxBytes`)
-export { checkMaxBytes, readAtMost, readLimitError } from './bounded-read.js'
+// Moved to `@sandkeep/core/provider` and `@sandkeep/core/store`, re-exported here deprecated
+export {
+  type AcquireResult,
+  type CheckpointInput,
+  type ClaimResult,
+  type CreateForkInput,
+  checkMaxBytes,
+  type ForkSource,
+  type Lease,
+  type MidTurnCheckpointInput,
+  type MidTurnCheckpointResult,
+  type ReleaseInput,
+  type ReleaseResult,
+  type RewindInput,
+  type RewindResult,
+  readAtMost,
+  readLimitError,
+  SESSION_RECORD_SCHEMA_VERSION,
+  type SetSandboxInput,
+  SNAPSHOT_NAME_PATTERN,
+  shellQuote,
+  snapshotBaseName,
+  validateCreateSnapshotOptions,
+  validateListSnapshotsOptions,
+  validateNetworkPolicy,
+  validatePort,
+  validateSandboxId,
+  validateSnapshotId,
+} from './deprecated.js'
 // Errors
 export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './errors.js'
 // Health checks
@@ -40,7 +68,7 @@ export type {
 } from './report.js'
 // What sandkeep writes on the sandboxes it creates
 export { hashConversationId, SANDKEEP_METADATA } from './sandbox-metadata.js'
-// The provider contract
+// The provider contract (also at `@sandkeep/core/provider`, with the helpers a provider is built from)
 export type {
   CodeOutput,
   CodeResult,
@@ -89,50 +117,27 @@ export type {
   TurnOptions,
 } from './session-manager-types.js'
 // The store contract
-export {
-  type AcquireResult,
-  type Checkpoint,
-  type CheckpointInput,
-  type CheckpointSnapshot,
-  type CheckpointTree,
-  type ClaimResult,
-  type CreateForkInput,
-  type FileWitness,
-  type ForkSource,
-  type Lease,
-  type MidTurnCheckpointInput,
-  type MidTurnCheckpointResult,
-  type ReleaseInput,
-  type ReleaseResult,
-  type RewindInput,
-  type RewindResult,
-  SESSION_RECORD_SCHEMA_VERSION,
-  type SessionPage,
-  type SessionRecord,
-  type SessionRestore,
-  type SessionSandboxState,
-  type SessionStore,
-  type SetSandboxInput,
-  type TurnManifest,
+export type {
+  Checkpoint,
+  CheckpointSnapshot,
+  CheckpointTree,
+  FileWitness,
+  SessionPage,
+  SessionRecord,
+  SessionRestore,
+  SessionSandboxState,
+  SessionStore,
+  TurnManifest,
 } from './session-store.js'
-export { shellQuote } from './shell.js'
 export type { TelemetryMeter, TelemetryOption, TelemetrySpan, TelemetryTracer } from './telemetry/api.js'
 // Session keys: what a conversation id and a tenant may be
 export {
   DEFAULT_TENANT,
   MAX_CONVERSATION_ID_BYTES,
   type SessionKey,
-  SNAPSHOT_NAME_PATTERN,
-  snapshotBaseName,
   TENANT_PATTERN,
   validateConversationId,
-  validateCreateSnapshotOptions,
-  validateListSnapshotsOptions,
-  validateNetworkPolicy,
-  validatePort,
-  validateSandboxId,
   validateSessionKey,
-  validateSnapshotId,
   validateTenant,
 } from './validation.js'
 export { SANDKEEP_VERSION } from './version.js'

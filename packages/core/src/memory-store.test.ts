@@ -1,11 +1,11 @@
 import { isDeepStrictEqual } from 'node:util'
+import type { CorruptibleRecordField } from '@sandkeep/testing'
+import { sessionStoreConformance } from '@sandkeep/testing'
 import { afterEach, describe, expect, it, test } from 'vitest'
 import { SandkeepError } from './errors.js'
 import { createMemorySessionStore } from './memory-store.js'
 import type { SessionStore } from './session-store.js'
 import { memoryEntries } from './store/memory-entry.js'
-import { sessionStoreConformance } from './test/session-store-conformance.js'
-import type { CorruptibleRecordField } from './test/store-conformance/context.js'
 import type { SessionKey } from './validation.js'
 
 /** Damages the raw record of a memory session (as a bug would) and snapshots the whole entry after it. */

@@ -1,8 +1,8 @@
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
 import { SandkeepError } from './errors.js'
 import type { JournalStep } from './journal.js'
 import { MAX_REPORTED_FAILURES, replayFailedError, replaySteps } from './rehydrate.js'
-import { createMockProvider } from './test/mock-provider.js'
 
 async function sandbox(options: Parameters<typeof createMockProvider>[0] = {}) {
   const provider = createMockProvider(options)

@@ -329,7 +329,7 @@ export interface SandboxHandle<Native = unknown> {
  * A sandbox platform. `create`, `connect` and `kill` are required; the rest are capabilities the session
  * manager uses when present and reports as CAPABILITY_UNSUPPORTED when a configuration needs one that is
  * missing (for example `onTurnEnd: 'pause'` without `pause`). Run `sandboxProviderConformance` from
- * `@sandkeep/core/test` against any new implementation.
+ * `@sandkeep/testing` against any new implementation.
  */
 export interface SandboxProvider<Native = unknown> {
   /** Contract version. */

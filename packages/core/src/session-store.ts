@@ -413,7 +413,7 @@ export interface SessionPage {
 
 /**
  * Where a conversation finds its sandbox. Implementations: `createMemorySessionStore` (one process) and
- * `createRedisSessionStore` (`@sandkeep/redis`). Run `sessionStoreConformance` from `@sandkeep/core/test`
+ * `createRedisSessionStore` (`@sandkeep/redis`). Run `sessionStoreConformance` from `@sandkeep/testing`
  * against any new implementation. All methods validate their inputs before any I/O and throw
  * `SandkeepError` INVALID_ARGUMENT on bad input, STORE_UNAVAILABLE when the backend cannot be reached in a
  * bounded time, and STORE_CORRUPT (naming the key) when a stored record does not parse.

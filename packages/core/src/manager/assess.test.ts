@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
 import { codeCheck, customCheck, fileCheck, portCheck, processCheck } from '../health.js'
 import { createMemorySessionStore } from '../memory-store.js'
 import type { SandboxHandle, SandboxProvider } from '../sandbox-provider.js'
 import { createSessionManager } from '../session-manager.js'
 import type { Turn } from '../session-manager-types.js'
-import { createMockProvider } from '../test/mock-provider.js'
 import { setup } from './manager.test-support.js'
 
 describe('createSessionManager: health and rehydration', () => {

@@ -1,8 +1,8 @@
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
 import { SandkeepError } from '../errors.js'
 import { createMemorySessionStore } from '../memory-store.js'
 import { createSessionManager } from '../session-manager.js'
-import { createMockProvider } from '../test/mock-provider.js'
 import { setup } from './manager.test-support.js'
 
 describe('createSessionManager: options', () => {

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
 import { createMemorySessionStore } from '../memory-store.js'
 import { hashConversationId } from '../sandbox-metadata.js'
 import { createSessionManager } from '../session-manager.js'
-import { createMockProvider } from '../test/mock-provider.js'
 import { record, setup } from './manager.test-support.js'
 
 describe('createSessionManager: resume ladder', () => {

@@ -1,7 +1,7 @@
+import type { MockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
 import { createSessionManager } from '../session-manager.js'
 import type { SessionStore } from '../session-store.js'
-import type { MockProvider } from '../test/mock-provider.js'
 import { setup, setupOptions } from './manager.test-support.js'
 
 describe('createSessionManager: speculative connect', () => {

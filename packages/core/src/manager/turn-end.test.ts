@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto'
 import { getEventListeners } from 'node:events'
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it, vi } from 'vitest'
 import { SandkeepError } from '../errors.js'
 import { createMemorySessionStore } from '../memory-store.js'
 import { createSessionManager } from '../session-manager.js'
-import { createMockProvider } from '../test/mock-provider.js'
 import { record, setup } from './manager.test-support.js'
 
 describe('createSessionManager: turn end modes', () => {

@@ -17,6 +17,7 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base'
+import { createMockProvider, type MockProviderOptions } from '@sandkeep/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SandkeepError } from '../errors.js'
 import { setup as setupManager } from '../manager/manager.test-support.js'
@@ -25,7 +26,6 @@ import { hashConversationId } from '../sandbox-metadata.js'
 import { createSessionManager } from '../session-manager.js'
 import type { SessionManagerOptions } from '../session-manager-types.js'
 import type { SessionStore } from '../session-store.js'
-import { createMockProvider, type MockProviderOptions } from '../test/mock-provider.js'
 import { loadOpenTelemetryApi } from './api.js'
 import { createManagerTelemetry } from './index.js'
 import { noopTurnTracer } from './tracer.js'

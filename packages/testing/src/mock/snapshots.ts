@@ -1,14 +1,14 @@
 // The mock's snapshots, kept in memory like its sandboxes: createSnapshot copies a running sandbox's files
 // (and its memory when configured), createFromSnapshot starts a sandbox from the copy. Like E2B, a second
 // snapshot under a name replaces the first under the same id, and the list is newest first.
-import { SandkeepError } from '../../errors.js'
-import type { SandboxProvider, SnapshotInfo } from '../../sandbox-provider.js'
+import { SandkeepError } from '@sandkeep/core'
+import type { SandboxProvider, SnapshotInfo } from '@sandkeep/core/provider'
 import {
   validateCreateSnapshotOptions,
   validateListSnapshotsOptions,
   validateSandboxId,
   validateSnapshotId,
-} from '../../validation.js'
+} from '@sandkeep/core/provider'
 import { type MockPlatform, nextSerial, pageOf } from './platform.js'
 import { copyFiles, startSandbox } from './start.js'
 import type { MockSandbox, MockSnapshot } from './types.js'

@@ -3,9 +3,8 @@
 // delete and TTL of checkpoints; corrupt checkpoints (needs options.corruptCheckpoints). A store without
 // the optional `readCheckpoints`, `rewind` and `createFork` skips the area's tests after checking it has
 // none of the three.
-import type { JournalStep } from '../../journal.js'
-import type { Checkpoint, CheckpointSnapshot, ReleaseInput, SessionStore } from '../../session-store.js'
-import type { SessionKey } from '../../validation.js'
+import type { JournalStep, SessionKey } from '@sandkeep/core'
+import type { Checkpoint, CheckpointSnapshot, ReleaseInput, SessionStore } from '@sandkeep/core/store'
 import { defineArea, holder, LEASE, manifestFor, mapping, newKey, sleep } from './context.js'
 
 const CHECKPOINT_ID = /^ck_[A-Za-z0-9_-]{22}$/

@@ -1,5 +1,5 @@
 // Store conformance area: setSandbox: the first record, compare-and-set, fencing, lapsed and forged leases.
-import type { Lease, SessionRecord } from '../../session-store.js'
+import type { Lease, SessionRecord } from '@sandkeep/core/store'
 import { type AreaTools, defineArea, LEASE, mapping, newKey, sleep } from './context.js'
 
 /** Registers the set-sandbox area of the SessionStore conformance suite. */

@@ -1,8 +1,8 @@
 // Store conformance area: corrupt records: STORE_CORRUPT in every method, record left as is (needs
 // options.corruptRecord, and options.corruptField for the table of forbidden values).
 
-import type { Lease, SessionStore } from '../../session-store.js'
-import type { SessionKey } from '../../validation.js'
+import type { SessionKey } from '@sandkeep/core'
+import type { Lease, SessionStore } from '@sandkeep/core/store'
 import {
   type CorruptibleRecordField,
   LEASE,

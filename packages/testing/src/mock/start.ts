@@ -1,5 +1,5 @@
 // A new mock sandbox, empty or made from a snapshot: the one place `create` and `createFromSnapshot` share.
-import type { CreateSandboxOptions, SandboxHandle } from '../../sandbox-provider.js'
+import type { CreateSandboxOptions, SandboxHandle } from '@sandkeep/core/provider'
 import { handleFor } from './handle.js'
 import { type MockPlatform, nextSerial } from './platform.js'
 import type { MockSandbox, MockSnapshot } from './types.js'

@@ -1,5 +1,5 @@
 // The test-runner functions the conformance suites are written against, passed in by the caller (vitest's,
-// jest's, ...) so that importing `@sandkeep/core/test` never loads a test runner.
+// jest's, ...) so that importing `@sandkeep/testing` never loads a test runner.
 
 /** The matchers the suites use: a subset every vitest and jest `expect(...)` has. */
 export interface ConformanceMatchers {

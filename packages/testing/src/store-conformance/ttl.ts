@@ -1,5 +1,5 @@
 // Store conformance area: TTL: idle sessions forgotten, kept while used, per-call ttlMs.
-import type { SessionKey } from '../../validation.js'
+import type { SessionKey } from '@sandkeep/core'
 import { defineArea, holder, LEASE, newKey, type StoreConformanceContext, sleep } from './context.js'
 
 const idleTtl = defineArea('ttl', ({ test, expect, open, createSession }) => {

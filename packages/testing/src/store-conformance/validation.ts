@@ -1,7 +1,6 @@
 // Store conformance area: input validation: INVALID_ARGUMENT for bad input, nothing written.
-import type { JournalStep } from '../../journal.js'
-import type { Lease } from '../../session-store.js'
-import type { SessionKey } from '../../validation.js'
+import type { JournalStep, SessionKey } from '@sandkeep/core'
+import type { Lease } from '@sandkeep/core/store'
 import { defineArea, LEASE, newKey } from './context.js'
 import {
   badAcquires,

@@ -1,6 +1,6 @@
 // The mock's very small interpreter: assignments, names, literals, `+`, print(), globals().get(), with one
 // map of globals per interpreter context, so a variable set by one cell is read by a later one.
-import type { CodeResult } from '../../sandbox-provider.js'
+import type { CodeResult } from '@sandkeep/core/provider'
 
 class MockNameError extends Error {}
 

@@ -1,7 +1,7 @@
 // The mock platform's state shared by the provider and its handles: sandboxes, recorded calls, injected
 // failures and re-maps, and the entry every operation goes through (record, latency, injected failure).
-import { SandkeepError } from '../../errors.js'
-import type { SandboxInfo } from '../../sandbox-provider.js'
+import { SandkeepError } from '@sandkeep/core'
+import type { SandboxInfo } from '@sandkeep/core/provider'
 import type {
   MockOperation,
   MockProviderCall,

@@ -1,5 +1,5 @@
 // The mock provider's public types: its options, the state of a mock sandbox, the controls, recorded calls.
-import type { SandkeepError, SandkeepErrorCode } from '../../errors.js'
+import type { SandkeepError, SandkeepErrorCode } from '@sandkeep/core'
 import type {
   CodeResult,
   CommandResult,
@@ -8,7 +8,7 @@ import type {
   SandboxNetworkPolicy,
   SandboxProvider,
   SandboxState,
-} from '../../sandbox-provider.js'
+} from '@sandkeep/core/provider'
 
 /** Operations of the provider and of its handles that `failNext` and `calls` name. */
 export type MockOperation =

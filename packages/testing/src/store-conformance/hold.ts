@@ -1,6 +1,6 @@
 // Store conformance area: hold: a last holder's release that keeps its lease while it pauses the sandbox
 // (`holdIfLast`), other turns refused until `releaseHold` or the lease lapses; and `usedSandbox`.
-import type { SessionStore } from '../../session-store.js'
+import type { SessionStore } from '@sandkeep/core/store'
 import { defineArea, holder, LEASE, newKey, sleep } from './context.js'
 
 /** Whether the store keeps holds (an optional capability of the contract). */

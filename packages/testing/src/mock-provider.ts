@@ -2,8 +2,8 @@
 // can unit-test agents (and sandkeep tests its manager) without a sandbox platform. It imitates, not runs:
 // commands understand a few shell words, code a tiny expression language. Plug in `onCommand`/`onCode` for
 // more, `onProbe` to answer the session manager's fidelity probe. The parts live in ./mock/.
-import { SandkeepError } from '../errors.js'
-import { validateNetworkPolicy } from '../validation.js'
+import { SandkeepError } from '@sandkeep/core'
+import { validateNetworkPolicy } from '@sandkeep/core/provider'
 import { handleFor } from './mock/handle.js'
 import { createPlatform, infoOf, type MockPlatform, nextSerial, pageOf } from './mock/platform.js'
 import { snapshotOps } from './mock/snapshots.js'

@@ -1,6 +1,6 @@
 // The mock's very small shell: true/false/exit, echo, cat, and port probes (bash /dev/tcp) answered from the
 // background processes that mention the port.
-import type { CommandResult } from '../../sandbox-provider.js'
+import type { CommandResult } from '@sandkeep/core/provider'
 import type { MockSandbox } from './types.js'
 
 const decoder = new TextDecoder()

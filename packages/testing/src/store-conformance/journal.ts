@@ -1,5 +1,5 @@
 // Store conformance area: the journal: order, time, step and byte limits.
-import type { JournalStep } from '../../journal.js'
+import type { JournalStep } from '@sandkeep/core'
 import { defineArea, newKey } from './context.js'
 
 /** Registers the journal area of the SessionStore conformance suite. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { SandkeepError } from '../errors.js'
-import type { SandboxHandle, SandboxProvider, SnapshotKeeps } from '../sandbox-provider.js'
+import { SandkeepError } from '@sandkeep/core'
+import type { SandboxHandle, SandboxProvider, SnapshotKeeps } from '@sandkeep/core/provider'
 import { type ProviderConformanceTestApi, runnerTestApi } from './test-api.js'
 
 /** What a pause keeps on the platform under test; the suite checks exactly this after pause + connect. */

@@ -1,7 +1,5 @@
+import { SandkeepError } from '@sandkeep/core'
 import { describe, expect, it } from 'vitest'
-import { SandkeepError } from '../errors.js'
-import { MARKER_PATH, probeFidelity, SENTINEL_VARIABLE } from '../fidelity.js'
-import type { TurnManifest } from '../session-store.js'
 import { createMockProvider } from './mock-provider.js'
 import { sandboxProviderConformance } from './provider-conformance.js'
 
@@ -129,36 +127,6 @@ describe('createMockProvider controls', () => {
     expect(provider.pause).toBeUndefined()
     expect(provider.list).toBeUndefined()
     expect(typeof provider.getInfo).toBe('function')
-  })
-
-  it('answers the fidelity probe from its state, or through onProbe', async () => {
-    const manifest = (sandboxId: string): TurnManifest => ({
-      writtenAt: 0,
-      sandboxId,
-      memory: [{ language: 'python', contextId: null, variable: SENTINEL_VARIABLE, value: 's-1' }],
-      filesystem: { path: MARKER_PATH, value: 'm-1' },
-      processes: null,
-    })
-    const signal = new AbortController().signal
-    const provider = createMockProvider()
-    const sandbox = await provider.create({ metadata: {} })
-    await sandbox.runCode(`${SENTINEL_VARIABLE} = 's-1'`)
-    await sandbox.writeFile(MARKER_PATH, 'm-1')
-    const kept = await probeFidelity(sandbox, manifest(sandbox.id), signal)
-    expect(kept.survived).toMatchObject({ memory: true, filesystem: true })
-    expect(provider.callsOf('runCode')).toHaveLength(2)
-
-    const asked: unknown[] = []
-    const hooked = createMockProvider({
-      onProbe: (probe) => {
-        asked.push(probe)
-        return { sentinel: 'other', marker: null }
-      },
-    })
-    const other = await hooked.create({ metadata: {} })
-    const lost = await probeFidelity(other, manifest(other.id), signal)
-    expect(lost.survived).toMatchObject({ memory: false, filesystem: false })
-    expect(asked).toEqual([{ context: 'python:default', variable: SENTINEL_VARIABLE, path: MARKER_PATH }])
   })
 
   it('snapshots: copies that outlive their sandbox, memory only when configured, calls recorded', async () => {

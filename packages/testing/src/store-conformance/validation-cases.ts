@@ -1,6 +1,6 @@
 // The bad inputs of the validation area, one table per kind of argument: every store must refuse each with
 // INVALID_ARGUMENT before it reaches the backend.
-import type { Lease } from '../../session-store.js'
+import type { Lease } from '@sandkeep/core/store'
 
 /** Keys that are not valid session keys; `tenant` is a valid tenant to pair with bad conversation ids. */
 export const badKeys = (tenant: string): unknown[] => [

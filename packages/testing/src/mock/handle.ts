@@ -1,9 +1,9 @@
 // A mock sandbox's handle: commands and processes, code (with the fidelity probe), and files. A handle is
 // bound to the id it was made for: after a re-map the old id is gone, as on E2B.
-import { checkMaxBytes, readLimitError } from '../../bounded-read.js'
-import { SandkeepError } from '../../errors.js'
-import type { FileEntry, SandboxHandle } from '../../sandbox-provider.js'
-import { validatePort } from '../../validation.js'
+
+import { SandkeepError } from '@sandkeep/core'
+import type { FileEntry, SandboxHandle } from '@sandkeep/core/provider'
+import { checkMaxBytes, readLimitError, validatePort } from '@sandkeep/core/provider'
 import { miniInterpreter } from './interpreter.js'
 import type { MockPlatform } from './platform.js'
 import { carriedProbeOf, probeOf, runCarriedProbe, runProbe } from './probes.js'

@@ -1,7 +1,7 @@
 // Store conformance area: the store's clock. The session manager dates a turn's events on the store's clock
 // (read from a lease's `expiresAt`, which is the store's now + `leaseMs`) and makes gc's age decisions with
 // `now()`, so that a process whose own clock jumped decides nothing on it.
-import type { SessionStore } from '../../session-store.js'
+import type { SessionStore } from '@sandkeep/core/store'
 import { defineArea, holder, LEASE, newKey, type StoreConformanceContext } from './context.js'
 
 /** The store's `now`, or undefined for a store without the capability (its tests then check nothing). */

@@ -2,9 +2,16 @@
 // for the memory sentinel and the marker file: the mock recognises that cell by its tag and reads the two
 // from its structured state (a variable set by an earlier cell, a file written earlier), or asks the
 // `onProbe` hook. It never reads the cell's code: what is asked is fidelity's exported constants.
-import { MARKER_PATH, PROBE_CELL_TAG, SENTINEL_VARIABLE } from '../../fidelity.js'
-import { CARRIED_KEPT_LINE, CARRIED_LOST_ERROR, CARRIED_PROBE_TAG } from '../../fidelity-carried.js'
-import type { CodeResult } from '../../sandbox-provider.js'
+
+import type { CodeResult } from '@sandkeep/core/provider'
+import {
+  CARRIED_KEPT_LINE,
+  CARRIED_LOST_ERROR,
+  CARRIED_PROBE_TAG,
+  MARKER_PATH,
+  PROBE_CELL_TAG,
+  SENTINEL_VARIABLE,
+} from '@sandkeep/core/provider'
 import type { MockProbe, MockProbeAnswer, MockProviderOptions, MockSandbox } from './types.js'
 
 const decoder = new TextDecoder()
