@@ -1,11 +1,11 @@
 // Names that moved off `@sandkeep/core`'s root: the provider kit to `@sandkeep/core/provider`, the store's
 // method inputs and results to `@sandkeep/core/store`. The root re-exports them, marked deprecated, so code
 // written against the old root keeps working; each is the very value or type of its new entry.
-import * as bounded from './bounded-read.js'
-import type * as store from './session-store.js'
-import { SESSION_RECORD_SCHEMA_VERSION as schemaVersion } from './session-store.js'
-import * as shell from './shell.js'
-import * as validation from './validation.js'
+import * as bounded from './contract/bounded-read.js'
+import type * as store from './contract/session-store.js'
+import { SESSION_RECORD_SCHEMA_VERSION as schemaVersion } from './contract/session-store.js'
+import * as shell from './contract/shell.js'
+import * as validation from './contract/validation.js'
 
 /** @deprecated Import it from `@sandkeep/core/provider`. */
 export const checkMaxBytes: typeof bounded.checkMaxBytes = bounded.checkMaxBytes

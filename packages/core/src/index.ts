@@ -3,6 +3,110 @@
 // `@sandkeep/core/provider`, the one stores are built from `@sandkeep/core/store`; the test doubles and
 // conformance suites are the `@sandkeep/testing` package.
 
+// Errors
+export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './contract/errors.js'
+// Health checks
+export {
+  type CodeHealthCheck,
+  type CustomHealthCheck,
+  codeCheck,
+  customCheck,
+  type FileHealthCheck,
+  fileCheck,
+  type HealthCheck,
+  type HealthCheckBase,
+  type HealthCheckContext,
+  type HealthCheckResult,
+  type HealthCheckStatus,
+  type HealthRepair,
+  type PortHealthCheck,
+  type ProcessHealthCheck,
+  portCheck,
+  processCheck,
+} from './contract/health.js'
+// The journal
+export type { CodeLanguage, JournalEntry, JournalStep } from './contract/journal.js'
+export type { LogFields, LogLevel, SandkeepLogger } from './contract/logger-types.js'
+// Reports
+export type {
+  RehydrateFailures,
+  RestoreReport,
+  ResumeOutcome,
+  ResumeReport,
+  TurnEndReport,
+} from './contract/report.js'
+// What sandkeep writes on the sandboxes it creates
+export { hashConversationId, SANDKEEP_METADATA } from './contract/sandbox-metadata.js'
+// The provider contract (also at `@sandkeep/core/provider`, with the helpers a provider is built from)
+export type {
+  CodeOutput,
+  CodeResult,
+  CommandResult,
+  ConnectSandboxOptions,
+  CreateCapability,
+  CreateSandboxOptions,
+  CreateSnapshotOptions,
+  FileEntry,
+  PortEndpoint,
+  PortEndpointOptions,
+  ProcessInfo,
+  ReadFileOptions,
+  RunCodeOptions,
+  RunCommandOptions,
+  SandboxCreateNetwork,
+  SandboxHandle,
+  SandboxInfo,
+  SandboxLifecycle,
+  SandboxNetworkPolicy,
+  SandboxProvider,
+  SandboxState,
+  SnapshotInfo,
+  SnapshotKeeps,
+} from './contract/sandbox-provider.js'
+export type {
+  CheckpointsOption,
+  CloseOptions,
+  CloseResult,
+  ForkOptions,
+  ForkResult,
+  GcOptions,
+  GcResult,
+  OnTurnEnd,
+  RestoreOptions,
+  RestoreResult,
+  RewindOptions,
+  RewindResultReport,
+  SessionManager,
+  SessionManagerEvents,
+  SessionManagerOptions,
+  Turn,
+  TurnJournal,
+  TurnOptions,
+} from './contract/session-manager-types.js'
+// The store contract
+export type {
+  Checkpoint,
+  CheckpointSnapshot,
+  CheckpointTree,
+  FileWitness,
+  SessionPage,
+  SessionRecord,
+  SessionRestore,
+  SessionSandboxState,
+  SessionStore,
+  TurnManifest,
+} from './contract/session-store.js'
+// Session keys: what a conversation id and a tenant may be
+export {
+  DEFAULT_TENANT,
+  MAX_CONVERSATION_ID_BYTES,
+  type SessionKey,
+  TENANT_PATTERN,
+  validateConversationId,
+  validateSessionKey,
+  validateTenant,
+} from './contract/validation.js'
+export { SANDKEEP_VERSION } from './contract/version.js'
 // Moved to `@sandkeep/core/provider` and `@sandkeep/core/store`, re-exported here deprecated
 export {
   type AcquireResult,
@@ -32,112 +136,8 @@ export {
   validateSandboxId,
   validateSnapshotId,
 } from './deprecated.js'
-// Errors
-export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './errors.js'
-// Health checks
-export {
-  type CodeHealthCheck,
-  type CustomHealthCheck,
-  codeCheck,
-  customCheck,
-  type FileHealthCheck,
-  fileCheck,
-  type HealthCheck,
-  type HealthCheckBase,
-  type HealthCheckContext,
-  type HealthCheckResult,
-  type HealthCheckStatus,
-  type HealthRepair,
-  type PortHealthCheck,
-  type ProcessHealthCheck,
-  portCheck,
-  processCheck,
-} from './health.js'
-// The journal
-export type { CodeLanguage, JournalEntry, JournalStep } from './journal.js'
-export type { LogFields, LogLevel, SandkeepLogger } from './logger-types.js'
-// The in-memory store
-export { createMemorySessionStore, type MemorySessionStoreOptions } from './memory-store.js'
-// Reports
-export type {
-  RehydrateFailures,
-  RestoreReport,
-  ResumeOutcome,
-  ResumeReport,
-  TurnEndReport,
-} from './report.js'
-// What sandkeep writes on the sandboxes it creates
-export { hashConversationId, SANDKEEP_METADATA } from './sandbox-metadata.js'
-// The provider contract (also at `@sandkeep/core/provider`, with the helpers a provider is built from)
-export type {
-  CodeOutput,
-  CodeResult,
-  CommandResult,
-  ConnectSandboxOptions,
-  CreateCapability,
-  CreateSandboxOptions,
-  CreateSnapshotOptions,
-  FileEntry,
-  PortEndpoint,
-  PortEndpointOptions,
-  ProcessInfo,
-  ReadFileOptions,
-  RunCodeOptions,
-  RunCommandOptions,
-  SandboxCreateNetwork,
-  SandboxHandle,
-  SandboxInfo,
-  SandboxLifecycle,
-  SandboxNetworkPolicy,
-  SandboxProvider,
-  SandboxState,
-  SnapshotInfo,
-  SnapshotKeeps,
-} from './sandbox-provider.js'
 // The session manager
-export { createSessionManager } from './session-manager.js'
-export type {
-  CheckpointsOption,
-  CloseOptions,
-  CloseResult,
-  ForkOptions,
-  ForkResult,
-  GcOptions,
-  GcResult,
-  OnTurnEnd,
-  RestoreOptions,
-  RestoreResult,
-  RewindOptions,
-  RewindResultReport,
-  SessionManager,
-  SessionManagerEvents,
-  SessionManagerOptions,
-  Turn,
-  TurnJournal,
-  TurnOptions,
-} from './session-manager-types.js'
-// The store contract
-export type {
-  Checkpoint,
-  CheckpointSnapshot,
-  CheckpointTree,
-  FileWitness,
-  SessionPage,
-  SessionRecord,
-  SessionRestore,
-  SessionSandboxState,
-  SessionStore,
-  TurnManifest,
-} from './session-store.js'
+export { createSessionManager } from './manager/session-manager.js'
+// The in-memory store
+export { createMemorySessionStore, type MemorySessionStoreOptions } from './store/memory-store.js'
 export type { TelemetryMeter, TelemetryOption, TelemetrySpan, TelemetryTracer } from './telemetry/api.js'
-// Session keys: what a conversation id and a tenant may be
-export {
-  DEFAULT_TENANT,
-  MAX_CONVERSATION_ID_BYTES,
-  type SessionKey,
-  TENANT_PATTERN,
-  validateConversationId,
-  validateSessionKey,
-  validateTenant,
-} from './validation.js'
-export { SANDKEEP_VERSION } from './version.js'

@@ -3,16 +3,16 @@
 // same words, bounded reads for `readFile`'s `maxBytes`, shell quoting, and the probe's wire words that a
 // fake provider answers. Then run `sandboxProviderConformance` from `@sandkeep/testing` against it.
 
-// Reads bounded by a byte count (for `readFile`'s `maxBytes`)
-export { checkMaxBytes, readAtMost, readLimitError } from './bounded-read.js'
-// Errors
-export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './errors.js'
-export { MARKER_PATH, SENTINEL_VARIABLE } from './fidelity.js'
+export { MARKER_PATH, SENTINEL_VARIABLE } from './assessment/fidelity.js'
 // The probe's wire words: what a fake provider reads in, and answers to, sandkeep's fidelity probe cells
-export { CARRIED_KEPT_LINE, CARRIED_LOST_ERROR, CARRIED_PROBE_TAG } from './fidelity-carried.js'
-export { PROBE_CELL_TAG } from './fidelity-cell.js'
+export { CARRIED_KEPT_LINE, CARRIED_LOST_ERROR, CARRIED_PROBE_TAG } from './assessment/fidelity-carried.js'
+export { PROBE_CELL_TAG } from './assessment/fidelity-cell.js'
+// Reads bounded by a byte count (for `readFile`'s `maxBytes`)
+export { checkMaxBytes, readAtMost, readLimitError } from './contract/bounded-read.js'
+// Errors
+export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './contract/errors.js'
 // What sandkeep writes on the sandboxes it creates
-export { hashConversationId, SANDKEEP_METADATA } from './sandbox-metadata.js'
+export { hashConversationId, SANDKEEP_METADATA } from './contract/sandbox-metadata.js'
 // The provider contract
 export type {
   CodeOutput,
@@ -38,8 +38,8 @@ export type {
   SandboxState,
   SnapshotInfo,
   SnapshotKeeps,
-} from './sandbox-provider.js'
-export { shellQuote } from './shell.js'
+} from './contract/sandbox-provider.js'
+export { shellQuote } from './contract/shell.js'
 // Input checks
 export {
   SNAPSHOT_NAME_PATTERN,
@@ -50,4 +50,4 @@ export {
   validatePort,
   validateSandboxId,
   validateSnapshotId,
-} from './validation.js'
+} from './contract/validation.js'

@@ -1,5 +1,5 @@
-import type { TurnEndReport } from '../report.js'
-import type { SessionKey } from '../validation.js'
+import type { TurnEndReport } from '../contract/report.js'
+import type { SessionKey } from '../contract/validation.js'
 
 // Tenants verified per sandbox id in this process; bounded so a long-lived server does not grow without end.
 const CACHE_LIMIT = 10_000

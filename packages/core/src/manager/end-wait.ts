@@ -2,10 +2,10 @@
 // went out before the pause, so the next message can arrive while the sandbox is still being paused, and
 // that turn must not resume (or use) a sandbox that is half-paused. Here: the holds of this process's turn
 // ends, and the next turn's wait for them or for another process's.
-import { SandkeepError } from '../errors.js'
-import { sleep } from '../retry.js'
-import type { AcquireResult } from '../session-store.js'
-import type { SessionKey } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import { sleep } from '../contract/retry.js'
+import type { AcquireResult } from '../contract/session-store.js'
+import type { SessionKey } from '../contract/validation.js'
 import { type SessionCaches, sessionCacheKey } from './caches.js'
 import type { ManagerContext } from './context.js'
 

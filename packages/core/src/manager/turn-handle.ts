@@ -1,5 +1,5 @@
-import { SandkeepError } from '../errors.js'
-import type { UsedContext } from '../fidelity.js'
+import type { UsedContext } from '../assessment/fidelity.js'
+import { SandkeepError } from '../contract/errors.js'
 import type {
   CodeResult,
   PortEndpoint,
@@ -8,8 +8,8 @@ import type {
   RunCodeOptions,
   SandboxHandle,
   SandboxProvider,
-} from '../sandbox-provider.js'
-import type { SessionKey } from '../validation.js'
+} from '../contract/sandbox-provider.js'
+import type { SessionKey } from '../contract/validation.js'
 
 /** What the user's handle needs of its turn, and nothing more. */
 export interface HandleTurn {

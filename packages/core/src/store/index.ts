@@ -2,8 +2,8 @@
 // third-party stores take their input checks, record parsing, limits, list cursor and errors from here, so
 // every store refuses the same inputs with the same words. Then run `sessionStoreConformance` from
 // `@sandkeep/testing` against the store.
-export { SandkeepError } from '../errors.js'
-export type { JournalEntry, JournalStep } from '../journal.js'
+export { SandkeepError } from '../contract/errors.js'
+export type { JournalEntry, JournalStep } from '../contract/journal.js'
 // The store contract: the interface, its records, and its methods' inputs and results
 export {
   type AcquireResult,
@@ -30,7 +30,7 @@ export {
   type SessionStore,
   type SetSandboxInput,
   type TurnManifest,
-} from '../session-store.js'
+} from '../contract/session-store.js'
 export {
   BIDI_CONTROLS,
   CHECKPOINT_ID_PATTERN,
@@ -44,7 +44,7 @@ export {
   validateSandboxId,
   validateSessionKey,
   validateTenant,
-} from '../validation.js'
+} from '../contract/validation.js'
 export {
   type CheckedCreateForkInput,
   type CheckedRewindInput,

@@ -1,11 +1,11 @@
-import { SandkeepError } from './errors.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { JournalStep } from '../contract/journal.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
 import type { UsedContext } from './fidelity.js'
-import type { JournalStep } from './journal.js'
-import type { SandboxHandle } from './sandbox-provider.js'
 
 // The journal-step validator lives in the store kit (one set of rules for `turn.journal.record`, bootstrap
 // steps and every store); re-exported here for the manager's imports.
-export { journalFilePathProblem, MAX_JOURNAL_STEP_BYTES, validateJournalStep } from './store/index.js'
+export { journalFilePathProblem, MAX_JOURNAL_STEP_BYTES, validateJournalStep } from '../store/index.js'
 
 /** One step that failed at replay. */
 export interface ReplayFailure {

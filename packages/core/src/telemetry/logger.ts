@@ -2,10 +2,10 @@
 // repairs, replays, end, pause, errors) to a logger the app passes. Fields are picked one by one from the
 // events, never copied wholesale, so nothing the events carry beyond ids, outcomes and timings (an error's
 // cause, a record's manifest, an option) reaches the log.
-import { SandkeepError } from './errors.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { LogFields, LogLevel } from '../contract/logger-types.js'
+import type { SessionManagerEvents } from '../contract/session-manager-types.js'
 import type { EventHub } from './events.js'
-import type { LogFields, LogLevel } from './logger-types.js'
-import type { SessionManagerEvents } from './session-manager-types.js'
 
 /** The manager's `logger` option as it resolved: where to write and from which level. */
 export interface ResolvedLogger {

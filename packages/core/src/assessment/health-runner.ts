@@ -1,14 +1,14 @@
-import { SandkeepError } from './errors.js'
+import { SandkeepError } from '../contract/errors.js'
 import type {
   HealthCheck,
   HealthCheckContext,
   HealthCheckResult,
   HealthRepair,
   PortHealthCheck,
-} from './health.js'
-import { sleep } from './retry.js'
-import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
-import { shellQuote } from './shell.js'
+} from '../contract/health.js'
+import { sleep } from '../contract/retry.js'
+import type { ProcessInfo, SandboxHandle } from '../contract/sandbox-provider.js'
+import { shellQuote } from '../contract/shell.js'
 
 /** Default time allowed for one probe (and again for its repair), ms. */
 const DEFAULT_CHECK_TIMEOUT_MS = 10_000

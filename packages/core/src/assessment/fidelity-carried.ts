@@ -2,10 +2,11 @@
 // the first line of the user's own cell, so that a resume where nothing was lost costs no round trip of its
 // own. When something was lost the line raises before any of the user's code ran, and the turn probes,
 // repairs and runs the cell again, as if it had never been sent.
+
+import type { HealthCheckResult } from '../contract/health.js'
+import type { CodeResult, RunCodeOptions, SandboxHandle } from '../contract/sandbox-provider.js'
+import type { TurnManifest } from '../contract/session-store.js'
 import type { FidelityOutcome } from './fidelity.js'
-import type { HealthCheckResult } from './health.js'
-import type { CodeResult, RunCodeOptions, SandboxHandle } from './sandbox-provider.js'
-import type { TurnManifest } from './session-store.js'
 
 /** Marks the carried probe's line: the rest of that line is its parameters as JSON (the mock reads them). */
 export const CARRIED_PROBE_TAG = '# sandkeep:carried-probe '

@@ -1,5 +1,5 @@
-import type { CodeLanguage } from './journal.js'
-import type { SandboxHandle } from './sandbox-provider.js'
+import type { CodeLanguage } from '../contract/journal.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
 
 /** Fields every health check shares. */
 export interface HealthCheckBase {

@@ -1,7 +1,7 @@
 import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
+import type { TurnManifest } from '../contract/session-store.js'
 import { MARKER_PATH, probeFidelity, SENTINEL_VARIABLE } from './fidelity.js'
-import type { TurnManifest } from './session-store.js'
 
 // The mock provider (`@sandkeep/testing`) answers the manager's real fidelity probe, from its own state or
 // through its `onProbe` hook: the tests of the manager that run on the mock depend on it.

@@ -3,8 +3,8 @@
 // never end). Used to tell whether files sandkeep saw written are still there as written (the filesystem
 // probe, when the marker is missing) and whether a journal file step would replace a file (the replay).
 import { createHash } from 'node:crypto'
-import type { SandboxHandle } from './sandbox-provider.js'
-import { shellQuote } from './shell.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
+import { shellQuote } from '../contract/shell.js'
 
 /**
  * Content compared by its digest is at most this many bytes: a file holding more differs from it, whatever

@@ -1,11 +1,11 @@
 // The manifest a turn end writes for the next turn's fidelity probes (see fidelity.ts).
 import { randomBytes } from 'node:crypto'
-import { SandkeepError } from './errors.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { CodeLanguage } from '../contract/journal.js'
+import type { ProcessInfo, SandboxHandle } from '../contract/sandbox-provider.js'
+import type { FileWitness, TurnManifest } from '../contract/session-store.js'
+import { MAX_MANIFEST_WITNESSES } from '../store/limits.js'
 import { MARKER_PATH, SENTINEL_VARIABLE, type UsedContext } from './fidelity.js'
-import type { CodeLanguage } from './journal.js'
-import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
-import type { FileWitness, TurnManifest } from './session-store.js'
-import { MAX_MANIFEST_WITNESSES } from './store/limits.js'
 
 function setSentinelCode(language: CodeLanguage, value: string): string {
   const literal = JSON.stringify(value)

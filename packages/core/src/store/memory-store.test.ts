@@ -2,11 +2,11 @@ import { isDeepStrictEqual } from 'node:util'
 import type { CorruptibleRecordField } from '@sandkeep/testing'
 import { sessionStoreConformance } from '@sandkeep/testing'
 import { afterEach, describe, expect, it, test } from 'vitest'
-import { SandkeepError } from './errors.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { SessionStore } from '../contract/session-store.js'
+import type { SessionKey } from '../contract/validation.js'
+import { memoryEntries } from './memory-entry.js'
 import { createMemorySessionStore } from './memory-store.js'
-import type { SessionStore } from './session-store.js'
-import { memoryEntries } from './store/memory-entry.js'
-import type { SessionKey } from './validation.js'
 
 /** Damages the raw record of a memory session (as a bug would) and snapshots the whole entry after it. */
 function damageMemoryRecord(store: SessionStore, key: SessionKey, damage: (record: object) => void) {

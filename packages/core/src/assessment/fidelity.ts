@@ -1,15 +1,15 @@
 // Built-in fidelity probes: what did the pause keep? Each compares the sandbox with the manifest the
 // previous turn wrote at its end: a sentinel value in every interpreter context it used (memory), a marker
 // file (filesystem), and the list of background processes (processes).
-import { SandkeepError } from './errors.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { HealthCheckResult } from '../contract/health.js'
+import type { CodeLanguage } from '../contract/journal.js'
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../contract/retry.js'
+import type { ProcessInfo, SandboxHandle } from '../contract/sandbox-provider.js'
+import type { FileWitness, TurnManifest } from '../contract/session-store.js'
+import { shellQuote } from '../contract/shell.js'
 import { isPlatformError, type ProbeCellAnswer, probeCall, runProbeCell } from './fidelity-cell.js'
 import { fileDigests } from './file-digests.js'
-import type { HealthCheckResult } from './health.js'
-import type { CodeLanguage } from './journal.js'
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js'
-import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
-import type { FileWitness, TurnManifest } from './session-store.js'
-import { shellQuote } from './shell.js'
 
 /** Global variable that holds the memory sentinel in each interpreter context. */
 export const SENTINEL_VARIABLE = '__sandkeep_sentinel__'

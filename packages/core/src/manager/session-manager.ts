@@ -1,13 +1,13 @@
-import { logManagerEvents, resolveLogger } from './logger.js'
-import { beginTurn, withTurn } from './manager/begin.js'
-import { fork, listCheckpoints, restore, rewind } from './manager/branching.js'
-import { ManagerCloser } from './manager/close.js'
-import { createManagerContext } from './manager/context.js'
-import { gc } from './manager/gc.js'
-import { endSession, getSession, listSessions } from './manager/sessions.js'
-import { hashConversationId } from './sandbox-metadata.js'
-import type { SessionManager, SessionManagerOptions } from './session-manager-types.js'
-import { sessionAttributes } from './telemetry/tracer.js'
+import { hashConversationId } from '../contract/sandbox-metadata.js'
+import type { SessionManager, SessionManagerOptions } from '../contract/session-manager-types.js'
+import { logManagerEvents, resolveLogger } from '../telemetry/logger.js'
+import { sessionAttributes } from '../telemetry/tracer.js'
+import { beginTurn, withTurn } from './begin.js'
+import { fork, listCheckpoints, restore, rewind } from './branching.js'
+import { ManagerCloser } from './close.js'
+import { createManagerContext } from './context.js'
+import { gc } from './gc.js'
+import { endSession, getSession, listSessions } from './sessions.js'
 
 /**
  * Creates the session manager: turns that resume a conversation's sandbox, check what survived the pause,

@@ -1,7 +1,7 @@
 import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
-import { SandkeepError } from './errors.js'
-import type { JournalStep } from './journal.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { JournalStep } from '../contract/journal.js'
 import { MAX_REPORTED_FAILURES, replayFailedError, replaySteps } from './rehydrate.js'
 
 async function sandbox(options: Parameters<typeof createMockProvider>[0] = {}) {

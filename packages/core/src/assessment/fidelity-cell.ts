@@ -1,9 +1,9 @@
 // The combined probe cell: one Python cell that reads the memory sentinel and the marker file together, and the
 // retry rule every probe call follows (a platform hiccup is "unknown", never "lost").
-import { SandkeepError } from './errors.js'
-import { type RetryPolicy, retryProviderCall } from './retry.js'
-import type { SandboxHandle } from './sandbox-provider.js'
-import type { TurnManifest } from './session-store.js'
+import { SandkeepError } from '../contract/errors.js'
+import { type RetryPolicy, retryProviderCall } from '../contract/retry.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
+import type { TurnManifest } from '../contract/session-store.js'
 
 /** First line of the combined probe cell; the rest of the line is its parameters as JSON. */
 export const PROBE_CELL_TAG = '# sandkeep:probe '

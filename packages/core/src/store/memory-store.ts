@@ -1,5 +1,5 @@
-import type { JournalEntry, JournalStep } from './journal.js'
-import type { NamesEveryOption } from './option-names.js'
+import type { JournalEntry, JournalStep } from '../contract/journal.js'
+import type { NamesEveryOption } from '../contract/option-names.js'
 import type {
   AcquireResult,
   Checkpoint,
@@ -16,7 +16,7 @@ import type {
   SessionRecord,
   SessionStore,
   SetSandboxInput,
-} from './session-store.js'
+} from '../contract/session-store.js'
 import {
   checkAcquireOptions,
   checkCheckpointTarget,
@@ -59,7 +59,7 @@ import {
   storeClosed,
   utf8Bytes,
   validateTenant,
-} from './store/index.js'
+} from './index.js'
 import {
   applyState,
   branchJournal,
@@ -73,8 +73,8 @@ import {
   recordCheckpoint,
   recordTurnEnd,
   touch,
-} from './store/memory-entry.js'
-import { isPlainObject } from './store/shape.js'
+} from './memory-entry.js'
+import { isPlainObject } from './shape.js'
 
 /** Options of {@link createMemorySessionStore}. */
 export interface MemorySessionStoreOptions {

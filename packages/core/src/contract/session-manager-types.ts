@@ -1,3 +1,4 @@
+import type { TelemetryOption } from '../telemetry/api.js'
 import type { HealthCheck } from './health.js'
 import type { JournalStep } from './journal.js'
 import type { SandkeepLogger } from './logger-types.js'
@@ -9,7 +10,6 @@ import type {
   SandboxProvider,
 } from './sandbox-provider.js'
 import type { Checkpoint, CheckpointTree, SessionPage, SessionRecord, SessionStore } from './session-store.js'
-import type { TelemetryOption } from './telemetry/api.js'
 
 /** What happens to the sandbox when the last turn holding it ends. */
 export type OnTurnEnd = 'pause' | 'auto-pause' | 'keep' | 'kill'

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { SandkeepError } from './errors.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { ProcessInfo, SandboxHandle } from '../contract/sandbox-provider.js'
+import type { TurnManifest } from '../contract/session-store.js'
 import { PROBE_CELL_TAG, probeFidelity } from './fidelity.js'
-import type { ProcessInfo, SandboxHandle } from './sandbox-provider.js'
-import type { TurnManifest } from './session-store.js'
 
 // A sandbox that only answers the process list: memory and files are not recorded in these manifests.
 function sandboxWith(processes: ProcessInfo[]): SandboxHandle {
