@@ -8,12 +8,13 @@ const source = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 // rebuild. The built `exports` maps are checked separately by test/exports.test.ts in a plain Node process.
 const alias = [
   { find: /^@sandkeep\/core\/store$/, replacement: source('./packages/core/src/store/index.ts') },
-  { find: /^@sandkeep\/core\/test$/, replacement: source('./packages/core/src/test/index.ts') },
-  {
-    find: /^@sandkeep\/core\/test\/mock-provider$/,
-    replacement: source('./packages/core/src/test/mock-provider.ts'),
-  },
+  { find: /^@sandkeep\/core\/provider$/, replacement: source('./packages/core/src/provider.ts') },
   { find: /^@sandkeep\/core$/, replacement: source('./packages/core/src/index.ts') },
+  {
+    find: /^@sandkeep\/testing\/mock-provider$/,
+    replacement: source('./packages/testing/src/mock-provider.ts'),
+  },
+  { find: /^@sandkeep\/testing$/, replacement: source('./packages/testing/src/index.ts') },
   { find: /^@sandkeep\/redis$/, replacement: source('./packages/redis/src/index.ts') },
   { find: /^@sandkeep\/e2b$/, replacement: source('./packages/e2b/src/index.ts') },
   { find: /^@sandkeep\/local-e2b$/, replacement: source('./packages/local-e2b/src/index.ts') },

@@ -13,9 +13,10 @@ const run = promisify(execFile)
 // built `exports` maps are what is tested. `pnpm build` runs before the tests in .ci/run.
 const entries = [
   '@sandkeep/core',
+  '@sandkeep/core/provider',
   '@sandkeep/core/store',
-  '@sandkeep/core/test',
-  '@sandkeep/core/test/mock-provider',
+  '@sandkeep/testing',
+  '@sandkeep/testing/mock-provider',
   '@sandkeep/redis',
   '@sandkeep/e2b',
   '@sandkeep/local-e2b',
@@ -32,6 +33,7 @@ describe('package exports', () => {
   it('every package is built', () => {
     for (const dir of [
       'core',
+      'testing',
       'redis',
       'e2b',
       'local-e2b',
@@ -195,6 +197,57 @@ describe('package exports', () => {
       ].sort(),
     )
   })
+  // The provider kit moved to @sandkeep/core/provider and the store's method types to /store; the root keeps
+  // the old names (deprecated) as the very same values, so code written against the root still works.
+  it('core names the provider kit at /provider, and the root re-exports the moved names unchanged', async () => {
+    const script = [
+      "const core = await import('@sandkeep/core')",
+      "const provider = await import('@sandkeep/core/provider')",
+      "const store = await import('@sandkeep/core/store')",
+      'const moved = Object.keys(provider).filter((name) => name in core)',
+      'console.log(JSON.stringify({',
+      '  provider: Object.keys(provider),',
+      '  same: moved.filter((name) => core[name] === provider[name]),',
+      '  moved,',
+      '  schema: [core.SESSION_RECORD_SCHEMA_VERSION, store.SESSION_RECORD_SCHEMA_VERSION],',
+      '}))',
+    ].join('\n')
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
+    const result: { provider: string[]; same: string[]; moved: string[]; schema: number[] } =
+      JSON.parse(stdout)
+    expect(result.provider.sort()).toEqual(
+      [
+        'CARRIED_KEPT_LINE',
+        'CARRIED_LOST_ERROR',
+        'CARRIED_PROBE_TAG',
+        'MARKER_PATH',
+        'PROBE_CELL_TAG',
+        'SANDKEEP_METADATA',
+        'SENTINEL_VARIABLE',
+        'SNAPSHOT_NAME_PATTERN',
+        'SandkeepError',
+        'SandkeepErrorCode',
+        'checkMaxBytes',
+        'hashConversationId',
+        'readAtMost',
+        'readLimitError',
+        'shellQuote',
+        'snapshotBaseName',
+        'validateCreateSnapshotOptions',
+        'validateListSnapshotsOptions',
+        'validateNetworkPolicy',
+        'validatePort',
+        'validateSandboxId',
+        'validateSnapshotId',
+      ].sort(),
+    )
+    // every name both entries have is one value: the probe's wire words are at /provider only
+    expect(result.same).toEqual(result.moved)
+    expect(result.moved).toContain('readAtMost')
+    expect(result.moved).not.toContain('MARKER_PATH')
+    expect(result.schema).toEqual([1, 1])
+  })
+
   it('the harness provider has its own entry, which loads no @ai-sdk/harness module', async () => {
     // Every module the import resolves, by a resolve hook: @ai-sdk/harness is an optional peer, for types.
     const script = [

@@ -3,5 +3,5 @@ import { tsdownBase } from '../../tsdown.base.ts'
 
 export default defineConfig({
   ...tsdownBase,
-  entry: ['src/index.ts', 'src/store/index.ts', 'src/test/index.ts', 'src/test/mock-provider.ts'],
+  entry: ['src/index.ts', 'src/provider.ts', 'src/store/index.ts'],
 })

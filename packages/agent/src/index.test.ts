@@ -7,7 +7,7 @@ import {
   SandkeepError,
   type SessionManager,
 } from '@sandkeep/core'
-import { createMockProvider, type MockProvider } from '@sandkeep/core/test'
+import { createMockProvider, type MockProvider } from '@sandkeep/testing'
 import { beforeEach, describe, expect, it } from 'vitest'
 import {
   createSandboxSession,

@@ -7,8 +7,8 @@ import { context } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { summary, table } from '../../../bench/stats.mjs'
+import { createMockProvider } from '../../testing/dist/mock-provider.js'
 import { createMemorySessionStore, createSessionManager } from '../dist/index.js'
-import { createMockProvider } from '../dist/test/mock-provider.js'
 
 const rounds = Number(process.env.ROUNDS ?? 3000)
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())

@@ -1,12 +1,12 @@
-// `@sandkeep/core`: every public name, each by name, so that a reader sees the whole surface here and no module
-// adds to it by accident. The kit that stores are built from is `@sandkeep/core/store`; the test doubles and
-// conformance suites are `@sandkeep/core/test`.
+// `@sandkeep/core`: every public name an app imports, each by name, so that a reader sees the whole surface
+// here and no module adds to it by accident. The kit that providers are built from is
+// `@sandkeep/core/provider`, the one stores are built from `@sandkeep/core/store`; the test doubles and
+// conformance suites are the `@sandkeep/testing` package.
 
+// The one TURN_ENDED error and the one way to join abort signals (for adapters over a turn)
+export { mergeAbortSignals } from './contract/abort-signals.js'
 // Errors
-export { mergeAbortSignals } from './abort-signals.js'
-// Reads bounded by a byte count (for providers implementing `readFile`'s `maxBytes`)
-export { checkMaxBytes, readAtMost, readLimitError } from './bounded-read.js'
-export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './errors.js'
+export { SandkeepError, SandkeepErrorCode, type SandkeepErrorOptions } from './contract/errors.js'
 // Health checks
 export {
   type CodeHealthCheck,
@@ -25,12 +25,10 @@ export {
   type ProcessHealthCheck,
   portCheck,
   processCheck,
-} from './health.js'
+} from './contract/health.js'
 // The journal
-export type { CodeLanguage, JournalEntry, JournalStep } from './journal.js'
-export type { LogFields, LogLevel, SandkeepLogger } from './logger-types.js'
-// The in-memory store
-export { createMemorySessionStore, type MemorySessionStoreOptions } from './memory-store.js'
+export type { CodeLanguage, JournalEntry, JournalStep } from './contract/journal.js'
+export type { LogFields, LogLevel, SandkeepLogger } from './contract/logger-types.js'
 // Reports
 export type {
   RehydrateFailures,
@@ -38,10 +36,10 @@ export type {
   ResumeOutcome,
   ResumeReport,
   TurnEndReport,
-} from './report.js'
+} from './contract/report.js'
 // What sandkeep writes on the sandboxes it creates
-export { hashConversationId, SANDKEEP_METADATA } from './sandbox-metadata.js'
-// The provider contract
+export { hashConversationId, SANDKEEP_METADATA } from './contract/sandbox-metadata.js'
+// The provider contract (also at `@sandkeep/core/provider`, with the helpers a provider is built from)
 export type {
   CodeOutput,
   CodeResult,
@@ -66,9 +64,7 @@ export type {
   SandboxState,
   SnapshotInfo,
   SnapshotKeeps,
-} from './sandbox-provider.js'
-// The session manager
-export { createSessionManager } from './session-manager.js'
+} from './contract/sandbox-provider.js'
 export type {
   CheckpointsOption,
   CloseOptions,
@@ -88,17 +84,39 @@ export type {
   Turn,
   TurnJournal,
   TurnOptions,
-} from './session-manager-types.js'
+} from './contract/session-manager-types.js'
 // The store contract
+export type {
+  Checkpoint,
+  CheckpointSnapshot,
+  CheckpointTree,
+  FileWitness,
+  SessionPage,
+  SessionRecord,
+  SessionRestore,
+  SessionSandboxState,
+  SessionStore,
+  TurnManifest,
+} from './contract/session-store.js'
+export { type TurnEndedScope, turnEndedError } from './contract/turn-ended.js'
+// Session keys: what a conversation id and a tenant may be
+export {
+  DEFAULT_TENANT,
+  MAX_CONVERSATION_ID_BYTES,
+  type SessionKey,
+  TENANT_PATTERN,
+  validateConversationId,
+  validateSessionKey,
+  validateTenant,
+} from './contract/validation.js'
+export { SANDKEEP_VERSION } from './contract/version.js'
+// Moved to `@sandkeep/core/provider` and `@sandkeep/core/store`, re-exported here deprecated
 export {
   type AcquireResult,
-  type Checkpoint,
   type CheckpointInput,
-  type CheckpointSnapshot,
-  type CheckpointTree,
   type ClaimResult,
   type CreateForkInput,
-  type FileWitness,
+  checkMaxBytes,
   type ForkSource,
   type Lease,
   type MidTurnCheckpointInput,
@@ -107,34 +125,22 @@ export {
   type ReleaseResult,
   type RewindInput,
   type RewindResult,
+  readAtMost,
+  readLimitError,
   SESSION_RECORD_SCHEMA_VERSION,
-  type SessionPage,
-  type SessionRecord,
-  type SessionRestore,
-  type SessionSandboxState,
-  type SessionStore,
   type SetSandboxInput,
-  type TurnManifest,
-} from './session-store.js'
-export { shellQuote } from './shell.js'
-export type { TelemetryMeter, TelemetryOption, TelemetrySpan, TelemetryTracer } from './telemetry/api.js'
-export { type TurnEndedScope, turnEndedError } from './turn-ended.js'
-// Session keys: what a conversation id and a tenant may be
-export {
-  DEFAULT_TENANT,
-  MAX_CONVERSATION_ID_BYTES,
-  type SessionKey,
   SNAPSHOT_NAME_PATTERN,
+  shellQuote,
   snapshotBaseName,
-  TENANT_PATTERN,
-  validateConversationId,
   validateCreateSnapshotOptions,
   validateListSnapshotsOptions,
   validateNetworkPolicy,
   validatePort,
   validateSandboxId,
-  validateSessionKey,
   validateSnapshotId,
-  validateTenant,
-} from './validation.js'
-export { SANDKEEP_VERSION } from './version.js'
+} from './deprecated.js'
+// The session manager
+export { createSessionManager } from './manager/session-manager.js'
+// The in-memory store
+export { createMemorySessionStore, type MemorySessionStoreOptions } from './store/memory-store.js'
+export type { TelemetryMeter, TelemetryOption, TelemetrySpan, TelemetryTracer } from './telemetry/api.js'

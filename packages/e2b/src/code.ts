@@ -1,6 +1,6 @@
 // Code cells through the code interpreter's `/execute`, read by ./execute.ts (linear, capped, abortable),
 // and its results as sandkeep's provider-neutral CodeOutput (no SDK class leaks out).
-import { type CodeResult, type RunCodeOptions, SandkeepError } from '@sandkeep/core'
+import { type CodeResult, type RunCodeOptions, SandkeepError } from '@sandkeep/core/provider'
 import { DEFAULT_TIMEOUT_MS } from './commands.js'
 import { type ErrorContext, withE2BErrors } from './errors.js'
 import { type ExecutingSandbox, executeCell } from './execute.js'

@@ -7,7 +7,7 @@ import {
   type RunCommandOptions,
   type SandboxHandle,
   SandkeepError,
-} from '@sandkeep/core'
+} from '@sandkeep/core/provider'
 import { type ErrorContext, withE2BErrors } from './errors.js'
 import type { OutputLimits } from './options.js'
 import { createCappedText } from './output.js'

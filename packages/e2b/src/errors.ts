@@ -1,6 +1,6 @@
 // SDK errors become SandkeepErrors here, at the provider boundary, so that the session manager decides on
 // codes (retry, recreate, throw) and never on an SDK's class names. The original error stays as `cause`.
-import { SandkeepError, type SandkeepErrorCode } from '@sandkeep/core'
+import { SandkeepError, type SandkeepErrorCode } from '@sandkeep/core/provider'
 
 /** What the failing call was about, for the error's fields and message. */
 export interface ErrorContext {

@@ -5,7 +5,7 @@
 // each chunk once, keeps at most `maxOutputChars` of each stream (a line longer than it is never held
 // whole), and can be aborted.
 import { Sandbox } from '@e2b/code-interpreter'
-import { type CodeOutput, SandkeepError } from '@sandkeep/core'
+import { type CodeOutput, SandkeepError } from '@sandkeep/core/provider'
 import { NotFoundError, SandboxError, TimeoutError } from 'e2b'
 import { type CappedText, capText } from './output.js'
 

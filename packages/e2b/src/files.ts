@@ -7,7 +7,7 @@ import {
   readAtMost,
   readLimitError,
   type SandboxHandle,
-} from '@sandkeep/core'
+} from '@sandkeep/core/provider'
 import { type ErrorContext, withE2BErrors } from './errors.js'
 
 type FileCapabilities = Pick<

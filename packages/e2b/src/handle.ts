@@ -1,7 +1,7 @@
 // The provider-neutral SandboxHandle over one SDK `Sandbox`; its capabilities live in commands.ts,
 // code.ts, files.ts and ports.ts.
 import type { Sandbox } from '@e2b/code-interpreter'
-import type { SandboxHandle } from '@sandkeep/core'
+import type { SandboxHandle } from '@sandkeep/core/provider'
 import { runCode } from './code.js'
 import { commandCapabilities } from './commands.js'
 import type { ErrorContext } from './errors.js'

@@ -9,7 +9,7 @@ import {
   type SandboxProvider,
   SandkeepError,
   validateSandboxId,
-} from '@sandkeep/core'
+} from '@sandkeep/core/provider'
 import { type ErrorContext, withE2BErrors } from './errors.js'
 import { ExecutingSandbox } from './execute.js'
 import { handleFor } from './handle.js'

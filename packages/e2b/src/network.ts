@@ -9,7 +9,7 @@ import {
   SandkeepError,
   validateNetworkPolicy,
   validateSandboxId,
-} from '@sandkeep/core'
+} from '@sandkeep/core/provider'
 import { fromE2BError, withE2BErrors } from './errors.js'
 import { type Connection, requestOptions } from './options.js'
 

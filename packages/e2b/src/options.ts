@@ -1,4 +1,4 @@
-import { SandkeepError, type SnapshotKeeps } from '@sandkeep/core'
+import { SandkeepError, type SnapshotKeeps } from '@sandkeep/core/provider'
 import { DEFAULT_MAX_OUTPUT_CHARS } from './output.js'
 
 /** Options of {@link createE2BProvider}. Each connection option falls back to the SDK's environment variable. */

@@ -1,5 +1,5 @@
 import type { Sandbox } from '@e2b/code-interpreter'
-import { SandkeepError } from '@sandkeep/core'
+import { SandkeepError } from '@sandkeep/core/provider'
 import { describe, expect, it } from 'vitest'
 import { portEndpointOf } from './ports.js'
 

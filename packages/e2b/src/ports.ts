@@ -5,7 +5,7 @@
 // curl send to loopback but Node's resolver does not. There the routed URL is what works for a program, and
 // the host name is the preview a person opens.
 import type { Sandbox } from '@e2b/code-interpreter'
-import { type PortEndpoint, type SandboxHandle, validatePort } from '@sandkeep/core'
+import { type PortEndpoint, type SandboxHandle, validatePort } from '@sandkeep/core/provider'
 import { ConnectionConfig } from 'e2b'
 import type { Connection } from './options.js'
 

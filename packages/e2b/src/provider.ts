@@ -3,7 +3,7 @@
 // files.ts, ports.ts) is the SandboxHandle over one SDK sandbox, and errors.ts converts every SDK error at
 // the boundary.
 import type { Sandbox } from '@e2b/code-interpreter'
-import type { SandboxProvider } from '@sandkeep/core'
+import type { SandboxProvider } from '@sandkeep/core/provider'
 import { lifecycleCalls } from './lifecycle.js'
 import { networkCalls } from './network.js'
 import {

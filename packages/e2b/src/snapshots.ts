@@ -10,7 +10,7 @@ import {
   validateListSnapshotsOptions,
   validateSandboxId,
   validateSnapshotId,
-} from '@sandkeep/core'
+} from '@sandkeep/core/provider'
 import { withE2BErrors } from './errors.js'
 import { createSandbox } from './lifecycle.js'
 import { type Connection, type OutputLimits, requestOptions } from './options.js'

@@ -1,13 +1,14 @@
 // The E2B provider against a real local-e2b host through the unmodified SDK, once per pause fidelity (with
 // local-e2b's snapshots, which keep files only), and
 // against the real E2B only when asked for (SANDKEEP_E2B_LIVE=1 and E2B_API_KEY).
-import { sandboxProviderConformance } from '@sandkeep/core/test'
+
 import {
   type LocalE2BHost,
   PAUSE_MODE_METADATA_KEY,
   type PauseMode,
   startLocalE2B,
 } from '@sandkeep/local-e2b'
+import { sandboxProviderConformance } from '@sandkeep/testing'
 import { afterAll } from 'vitest'
 import { createE2BProvider } from '../src/index.js'
 

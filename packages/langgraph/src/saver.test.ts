@@ -1,6 +1,6 @@
 import { MemorySaver } from '@langchain/langgraph-checkpoint'
 import { createMemorySessionStore, createSessionManager, SandkeepError } from '@sandkeep/core'
-import { createMockProvider } from '@sandkeep/core/test'
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
 import { SandkeepCheckpointSaver } from './saver.js'
 import { sandboxRequestOf, sandkeepTools } from './tools.js'

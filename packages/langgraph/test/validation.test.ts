@@ -4,8 +4,8 @@
 import { MemorySaver } from '@langchain/langgraph-checkpoint'
 import { validate } from '@langchain/langgraph-checkpoint-validation'
 import { createMemorySessionStore, createSessionManager } from '@sandkeep/core'
-import { createMockProvider } from '@sandkeep/core/test'
 import { SandkeepCheckpointSaver } from '@sandkeep/langgraph'
+import { createMockProvider } from '@sandkeep/testing'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { sqliteUnavailable } from './sqlite.js'
 

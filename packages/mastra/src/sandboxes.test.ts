@@ -1,6 +1,6 @@
 import { RequestContext } from '@mastra/core/request-context'
 import { createMemorySessionStore, createSessionManager, SandkeepError } from '@sandkeep/core'
-import { createMockProvider } from '@sandkeep/core/test/mock-provider'
+import { createMockProvider } from '@sandkeep/testing/mock-provider'
 import { describe, expect, it } from 'vitest'
 import { SandkeepMastraSandbox } from './sandbox.js'
 import { createSandkeepSandboxes, threadOf } from './sandboxes.js'

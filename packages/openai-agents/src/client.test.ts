@@ -1,6 +1,6 @@
 import { Manifest } from '@openai/agents-core/sandbox'
 import { createMemorySessionStore, createSessionManager, SandkeepError } from '@sandkeep/core'
-import { createMockProvider } from '@sandkeep/core/test'
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
 import { createSandkeepSandboxClient } from './client.js'
 import { manifestSteps, unrecordedSteps, withClientRoot } from './manifest.js'

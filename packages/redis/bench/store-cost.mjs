@@ -17,6 +17,7 @@
 // STORE_COST_SECONDS (throughput phase, default 4).
 import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { existsSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { cpus, loadavg } from 'node:os'
 import { resolve } from 'node:path'
@@ -93,9 +94,11 @@ async function startRedis() {
 /** The built core (manager, mock provider) and redis store of the checkout at `root`. */
 async function loadTree(root, name) {
   const at = (path) => import(pathToFileURL(resolve(root, path)).href)
+  // The mock provider is @sandkeep/testing's; a baseline from before that package has it in core.
+  const testing = existsSync(resolve(root, 'packages/testing/dist/mock-provider.js'))
   const [core, mock, redis] = await Promise.all([
     at('packages/core/dist/index.js'),
-    at('packages/core/dist/test/mock-provider.js'),
+    at(testing ? 'packages/testing/dist/mock-provider.js' : 'packages/core/dist/test/mock-provider.js'),
     at('packages/redis/dist/index.js'),
   ])
   return { name, core, mock, redis }

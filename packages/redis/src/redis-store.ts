@@ -16,7 +16,7 @@ import type {
   SessionRecord,
   SessionStore,
   SetSandboxInput,
-} from '@sandkeep/core'
+} from '@sandkeep/core/store'
 import {
   checkAcquireOptions,
   checkCheckpointTarget,

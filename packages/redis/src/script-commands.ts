@@ -10,7 +10,7 @@ import type {
   SessionRecord,
   SessionSandboxState,
   SetSandboxInput,
-} from '@sandkeep/core'
+} from '@sandkeep/core/store'
 import {
   type CheckedAcquireOptions,
   type CheckedCreateForkInput,

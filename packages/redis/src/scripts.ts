@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { SandkeepError } from '@sandkeep/core'
+import { SandkeepError } from '@sandkeep/core/store'
 
 /** The scripts the store runs, by file name (without `.lua`). */
 export const SCRIPT_FILES = [

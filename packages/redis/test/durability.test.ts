@@ -1,5 +1,5 @@
 import { createSessionManager } from '@sandkeep/core'
-import { createMockProvider } from '@sandkeep/core/test'
+import { createMockProvider } from '@sandkeep/testing'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore } from '../src/index.js'

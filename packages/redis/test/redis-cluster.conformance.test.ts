@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { sessionStoreConformance } from '@sandkeep/core/test'
+import { sessionStoreConformance } from '@sandkeep/testing'
 import { Cluster } from 'ioredis'
 import { Cluster as Cluster6 } from 'ioredis6'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

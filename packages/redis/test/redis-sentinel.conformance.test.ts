@@ -1,4 +1,4 @@
-import { sessionStoreConformance } from '@sandkeep/core/test'
+import { sessionStoreConformance } from '@sandkeep/testing'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore, sessionKeys } from '../src/index.js'

@@ -1,4 +1,4 @@
-import { sessionStoreConformance } from '@sandkeep/core/test'
+import { sessionStoreConformance } from '@sandkeep/testing'
 import { Redis } from 'ioredis'
 import { afterAll } from 'vitest'
 import { createRedisSessionStore } from '../src/index.js'

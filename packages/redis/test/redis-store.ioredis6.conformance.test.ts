@@ -1,4 +1,4 @@
-import { sessionStoreConformance } from '@sandkeep/core/test'
+import { sessionStoreConformance } from '@sandkeep/testing'
 import { Redis } from 'ioredis'
 import { Redis as Redis6, type RedisOptions as RedisOptions6 } from 'ioredis6'
 import { afterAll, describe, expect, it } from 'vitest'

@@ -1,4 +1,4 @@
-import { sessionStoreConformance } from '@sandkeep/core/test'
+import { sessionStoreConformance } from '@sandkeep/testing'
 import RedisMock from 'ioredis-mock'
 import { createRedisSessionStore } from '../src/index.js'
 import { corruptCheckpointsWith, corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'

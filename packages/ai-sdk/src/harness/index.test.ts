@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createMemorySessionStore, createSessionManager, SandkeepError } from '@sandkeep/core'
-import { createMockProvider, type MockProviderOptions } from '@sandkeep/core/test'
+import { createMockProvider, type MockProviderOptions } from '@sandkeep/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createSandkeepHarnessProvider, type SandkeepHarnessProviderOptions } from './index.js'
 

@@ -7,7 +7,7 @@ import {
   type SessionManager,
   type SessionStore,
 } from '@sandkeep/core'
-import { createMockProvider, type MockProvider } from '@sandkeep/core/test'
+import { createMockProvider, type MockProvider } from '@sandkeep/testing'
 import { readUIMessageStream, stepCountIs, type UIMessage } from 'ai'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { type ScriptStep, scriptedModel, toolResultsIn } from '../mock-model.test-support.js'

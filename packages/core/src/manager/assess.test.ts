@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto'
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
-import { codeCheck, customCheck, fileCheck, portCheck, processCheck } from '../health.js'
-import { createMemorySessionStore } from '../memory-store.js'
-import type { SandboxHandle, SandboxProvider } from '../sandbox-provider.js'
-import { createSessionManager } from '../session-manager.js'
-import type { Turn } from '../session-manager-types.js'
-import { createMockProvider } from '../test/mock-provider.js'
+import { codeCheck, customCheck, fileCheck, portCheck, processCheck } from '../contract/health.js'
+import type { SandboxHandle, SandboxProvider } from '../contract/sandbox-provider.js'
+import type { Turn } from '../contract/session-manager-types.js'
+import { createMemorySessionStore } from '../store/memory-store.js'
 import { setup } from './manager.test-support.js'
+import { createSessionManager } from './session-manager.js'
 
 describe('createSessionManager: health and rehydration', () => {
   it('detects lost memory, replays the journal before the body and marks it repaired', async () => {

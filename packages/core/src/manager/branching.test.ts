@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { SandkeepError } from '../errors.js'
-import { createMemorySessionStore } from '../memory-store.js'
-import type { Turn } from '../session-manager-types.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { Turn } from '../contract/session-manager-types.js'
+import { createMemorySessionStore } from '../store/memory-store.js'
 import { snapshotName } from './checkpoints.js'
 import { record, setup } from './manager.test-support.js'
 

@@ -2,22 +2,22 @@
 // any branch, or that branches into a new conversation. All are store writes only (a pending restore on the
 // record); the session's next turn carries the restore out with the resume ladder, under its own lease, like
 // any creation. Nothing here deletes a checkpoint: retention (the store's pruning at each checkpoint) does.
-import { SandkeepError } from '../errors.js'
-import { sleep } from '../retry.js'
+import { SandkeepError } from '../contract/errors.js'
+import { sleep } from '../contract/retry.js'
 import type {
   ForkOptions,
   ForkResult,
   RestoreOptions,
   RestoreResult,
   RewindOptions,
-} from '../session-manager-types.js'
+} from '../contract/session-manager-types.js'
 import type {
   CheckpointTree,
   ForkSource,
   RewindResult,
   SessionRecord,
   SessionStore,
-} from '../session-store.js'
+} from '../contract/session-store.js'
 import {
   invalidArgument,
   rejectUnknownOptions,
@@ -25,7 +25,7 @@ import {
   validateCheckpointId,
   validateInteger,
   validateSessionKey,
-} from '../validation.js'
+} from '../contract/validation.js'
 import { BUSY_RETRY, backoffMs } from './backoff.js'
 import { deleteReleasedSnapshots, headOf } from './checkpoints.js'
 import type { ManagerContext } from './context.js'

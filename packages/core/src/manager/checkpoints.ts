@@ -1,10 +1,10 @@
 // Checkpoints: the platform snapshot a turn end takes for its checkpoint, the name that ties a snapshot to its
 // session (so gc can tell a leaked one), and the deletion of snapshots no kept checkpoint refers to any more.
 import { createHash, randomBytes } from 'node:crypto'
-import { SandkeepError } from '../errors.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
-import type { Checkpoint, CheckpointInput, SessionRecord } from '../session-store.js'
-import { type SessionKey, snapshotBaseName } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
+import type { Checkpoint, CheckpointInput, SessionRecord } from '../contract/session-store.js'
+import { type SessionKey, snapshotBaseName } from '../contract/validation.js'
 import type { ManagerContext } from './context.js'
 import { providerHasSnapshots } from './options.js'
 

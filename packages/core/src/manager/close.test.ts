@@ -1,9 +1,9 @@
 import { setImmediate as tick } from 'node:timers/promises'
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
-import type { LogFields, LogLevel } from '../logger-types.js'
-import { createMemorySessionStore } from '../memory-store.js'
-import { createSessionManager } from '../session-manager.js'
-import { createMockProvider } from '../test/mock-provider.js'
+import type { LogFields, LogLevel } from '../contract/logger-types.js'
+import { createMemorySessionStore } from '../store/memory-store.js'
+import { createSessionManager } from './session-manager.js'
 
 /** A mock provider whose pause waits for `release()`, and says when one started. */
 function gatedPause() {

@@ -3,12 +3,12 @@
 // a checkpoint — and then closes what the manager holds: its event subscriptions and, unless told to keep
 // it, the store it was given (an app makes one store per manager; a store shared with another manager is
 // kept with `keepStore: true`).
-import { SandkeepError } from '../errors.js'
-import type { ResolvedLogger } from '../logger.js'
-import { errorFields } from '../logger.js'
-import { sleep } from '../retry.js'
-import type { CloseOptions, CloseResult } from '../session-manager-types.js'
-import { rejectUnknownOptions, validateInteger } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import { sleep } from '../contract/retry.js'
+import type { CloseOptions, CloseResult } from '../contract/session-manager-types.js'
+import { rejectUnknownOptions, validateInteger } from '../contract/validation.js'
+import type { ResolvedLogger } from '../telemetry/logger.js'
+import { errorFields } from '../telemetry/logger.js'
 import type { ManagerContext } from './context.js'
 
 const CLOSE_OPTION_NAMES = ['timeoutMs', 'keepStore'] as const

@@ -1,8 +1,8 @@
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
-import { createMemorySessionStore } from '../memory-store.js'
-import { createSessionManager } from '../session-manager.js'
-import type { OnTurnEnd } from '../session-manager-types.js'
-import { createMockProvider } from '../test/mock-provider.js'
+import type { OnTurnEnd } from '../contract/session-manager-types.js'
+import { createMemorySessionStore } from '../store/memory-store.js'
+import { createSessionManager } from './session-manager.js'
 
 /** A mock provider that says it honours the given create options (the mock records whatever it is given). */
 function providerWith(...capabilities: ('lifecycle' | 'network' | 'secure')[]) {

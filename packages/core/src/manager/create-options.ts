@@ -1,7 +1,7 @@
-import { SANDKEEP_METADATA, sessionMetadata } from '../sandbox-metadata.js'
-import type { CreateSandboxOptions } from '../sandbox-provider.js'
-import type { SessionKey } from '../validation.js'
-import { SANDKEEP_VERSION } from '../version.js'
+import { SANDKEEP_METADATA, sessionMetadata } from '../contract/sandbox-metadata.js'
+import type { CreateSandboxOptions } from '../contract/sandbox-provider.js'
+import type { SessionKey } from '../contract/validation.js'
+import { SANDKEEP_VERSION } from '../contract/version.js'
 import type { ResolvedOptions } from './options.js'
 
 /**

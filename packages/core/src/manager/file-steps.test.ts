@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import type { JournalStep } from '../journal.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
+import type { JournalStep } from '../contract/journal.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
 import { filesToLeave } from './file-steps.js'
 
 const sha = (text: string) => createHash('sha256').update(text).digest('hex')

@@ -1,6 +1,6 @@
-import { contentDigest, fileDigests } from '../file-digests.js'
-import type { JournalStep } from '../journal.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
+import { contentDigest, fileDigests } from '../assessment/file-digests.js'
+import type { JournalStep } from '../contract/journal.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
 
 /** The paths whose journal file steps a replay into a resumed sandbox leaves out. */
 export interface FilesToLeave {

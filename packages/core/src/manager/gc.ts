@@ -1,8 +1,8 @@
-import { SandkeepError } from '../errors.js'
-import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
-import type { GcOptions, GcResult } from '../session-manager-types.js'
-import type { Checkpoint, SessionRecord } from '../session-store.js'
-import { invalidArgument, rejectUnknownOptions, validateTenant } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import { SANDKEEP_METADATA } from '../contract/sandbox-metadata.js'
+import type { GcOptions, GcResult } from '../contract/session-manager-types.js'
+import type { Checkpoint, SessionRecord } from '../contract/session-store.js'
+import { invalidArgument, rejectUnknownOptions, validateTenant } from '../contract/validation.js'
 import {
   deleteReleasedSnapshots,
   parseSnapshotName,

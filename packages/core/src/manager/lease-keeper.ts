@@ -1,6 +1,6 @@
-import { SandkeepError } from '../errors.js'
-import type { Lease, SessionStore } from '../session-store.js'
-import type { SessionKey } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { Lease, SessionStore } from '../contract/session-store.js'
+import type { SessionKey } from '../contract/validation.js'
 import type { ResolvedOptions } from './options.js'
 
 /** What the lease keeper needs of the manager, and nothing more: renewing a lease, reporting a failure. */

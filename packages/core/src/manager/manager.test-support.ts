@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { createMemorySessionStore } from '../memory-store.js'
-import { createSessionManager } from '../session-manager.js'
-import type { SessionManagerEvents, SessionManagerOptions } from '../session-manager-types.js'
-import type { SessionStore } from '../session-store.js'
-import { createMockProvider, type MockProvider, type MockProviderOptions } from '../test/mock-provider.js'
+import { createMockProvider, type MockProvider, type MockProviderOptions } from '@sandkeep/testing'
+import type { SessionManagerEvents, SessionManagerOptions } from '../contract/session-manager-types.js'
+import type { SessionStore } from '../contract/session-store.js'
+import { createMemorySessionStore } from '../store/memory-store.js'
+import { createSessionManager } from './session-manager.js'
 
 // Fixtures shared by the manager's unit tests (manager/*.test.ts): a manager over the memory store and the
 // mock provider, with fast retries, and a recorder of its events.

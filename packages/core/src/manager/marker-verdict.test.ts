@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { FidelityOutcome } from '../fidelity.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
-import type { TurnManifest } from '../session-store.js'
+import type { FidelityOutcome } from '../assessment/fidelity.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
+import type { TurnManifest } from '../contract/session-store.js'
 import { reviseMarkerLoss } from './marker-verdict.js'
 
 const manifest = {

@@ -5,11 +5,11 @@
 // marker's own directory is still there (a disk reset to the template's has no `.sandkeep`). Then the marker
 // is written back at once and the probe says what happened; with neither, the files are taken as lost, and
 // the message says on what evidence.
-import type { FidelityOutcome } from '../fidelity.js'
-import { MARKER_PATH } from '../fidelity.js'
-import type { HealthCheckResult } from '../health.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
-import type { TurnManifest } from '../session-store.js'
+import type { FidelityOutcome } from '../assessment/fidelity.js'
+import { MARKER_PATH } from '../assessment/fidelity.js'
+import type { HealthCheckResult } from '../contract/health.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
+import type { TurnManifest } from '../contract/session-store.js'
 
 const MARKER_DIRECTORY = MARKER_PATH.slice(0, MARKER_PATH.lastIndexOf('/'))
 

@@ -1,9 +1,9 @@
 // `turn.checkpoint()`: a checkpoint taken while the turn goes on (a loop that checkpoints each step). The
 // snapshot is taken as a turn end takes one; the store records it fenced by the turn's lease, as the
 // session's new head, and the steps journaled since the previous checkpoint become its part of the branch.
-import { SandkeepError } from '../errors.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
-import type { Checkpoint, TurnManifest } from '../session-store.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
+import type { Checkpoint, TurnManifest } from '../contract/session-store.js'
 import { deleteReleasedSnapshots, snapshotCheckpoint } from './checkpoints.js'
 import type { TurnScope } from './scope.js'
 

@@ -1,9 +1,9 @@
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
-import { SandkeepError } from '../errors.js'
-import { createMemorySessionStore } from '../memory-store.js'
-import { createSessionManager } from '../session-manager.js'
-import { createMockProvider } from '../test/mock-provider.js'
+import { SandkeepError } from '../contract/errors.js'
+import { createMemorySessionStore } from '../store/memory-store.js'
 import { setup } from './manager.test-support.js'
+import { createSessionManager } from './session-manager.js'
 
 describe('createSessionManager: options', () => {
   it('rejects bad ids and options before any I/O', async () => {

@@ -1,29 +1,29 @@
-import { SandkeepError } from '../errors.js'
-import type { HealthCheck } from '../health.js'
-import type { NamesEveryOption } from '../option-names.js'
-import { validateJournalStep } from '../rehydrate.js'
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../retry.js'
-import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
+import { validateJournalStep } from '../assessment/rehydrate.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { HealthCheck } from '../contract/health.js'
+import type { NamesEveryOption } from '../contract/option-names.js'
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../contract/retry.js'
+import { SANDKEEP_METADATA } from '../contract/sandbox-metadata.js'
 import type {
   CreateCapability,
   SandboxCreateNetwork,
   SandboxLifecycle,
   SandboxProvider,
-} from '../sandbox-provider.js'
+} from '../contract/sandbox-provider.js'
 import type {
   CheckpointsOption,
   OnTurnEnd,
   SessionManagerOptions,
   TurnOptions,
-} from '../session-manager-types.js'
-import type { SessionStore } from '../session-store.js'
+} from '../contract/session-manager-types.js'
+import type { SessionStore } from '../contract/session-store.js'
 import {
   invalidArgument,
   rejectUnknownOptions,
   validateInteger,
   validateNetworkPolicy,
   validateTenant,
-} from '../validation.js'
+} from '../contract/validation.js'
 
 /** Every option name of createSessionManager. */
 const SESSION_MANAGER_OPTION_NAMES = [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createSessionManager } from '../session-manager.js'
 import { record, setup, setupOptions } from './manager.test-support.js'
+import { createSessionManager } from './session-manager.js'
 
 /** Lets pending promise callbacks and I/O callbacks run, `rounds` times. */
 async function settle(rounds = 20): Promise<void> {

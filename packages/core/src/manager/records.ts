@@ -1,6 +1,6 @@
-import { SandkeepError } from '../errors.js'
-import type { SessionRecord } from '../session-store.js'
-import { type SessionKey, validateSandboxId } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { SessionRecord } from '../contract/session-store.js'
+import { type SessionKey, validateSandboxId } from '../contract/validation.js'
 
 /**
  * A record the store returned, checked before it is acted on: one whose fields do not hold what they must

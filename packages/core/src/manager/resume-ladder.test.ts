@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
-import { createMemorySessionStore } from '../memory-store.js'
-import { hashConversationId } from '../sandbox-metadata.js'
-import { createSessionManager } from '../session-manager.js'
-import { createMockProvider } from '../test/mock-provider.js'
+import { hashConversationId } from '../contract/sandbox-metadata.js'
+import { createMemorySessionStore } from '../store/memory-store.js'
 import { record, setup } from './manager.test-support.js'
+import { createSessionManager } from './session-manager.js'
 
 describe('createSessionManager: resume ladder', () => {
   it('retries transient connect failures (502 twice, 409 transitioning) and counts them', async () => {

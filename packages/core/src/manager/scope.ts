@@ -1,5 +1,5 @@
-import type { Lease } from '../session-store.js'
-import type { SessionKey } from '../validation.js'
+import type { Lease } from '../contract/session-store.js'
+import type { SessionKey } from '../contract/validation.js'
 import type { ManagerContext } from './context.js'
 
 /**

@@ -1,8 +1,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { SandkeepError } from '../errors.js'
-import type { AcquireResult } from '../session-store.js'
-import type { SessionKey } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { AcquireResult } from '../contract/session-store.js'
+import type { SessionKey } from '../contract/validation.js'
 import { SessionState } from './session-state.js'
 
 const key: SessionKey = { tenant: 't1', conversationId: 'c1' }

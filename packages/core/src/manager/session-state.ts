@@ -1,8 +1,8 @@
-import { SandkeepError } from '../errors.js'
-import type { TurnEndReport } from '../report.js'
-import { sleep } from '../retry.js'
-import type { AcquireResult, SessionRecord } from '../session-store.js'
-import type { SessionKey } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { TurnEndReport } from '../contract/report.js'
+import { sleep } from '../contract/retry.js'
+import type { AcquireResult, SessionRecord } from '../contract/session-store.js'
+import type { SessionKey } from '../contract/validation.js'
 import { BUSY_RETRY, backoffMs, CREATION_POLL } from './backoff.js'
 
 // Entries per cache (verified tenants, last turns); bounded so a long-lived server does not grow without end.

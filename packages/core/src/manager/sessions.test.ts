@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest'
-import { createMemorySessionStore } from '../memory-store.js'
+import { createMemorySessionStore } from '../store/memory-store.js'
 import { setup } from './manager.test-support.js'
 
 describe('createSessionManager: sessions', () => {

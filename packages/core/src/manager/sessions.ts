@@ -1,5 +1,5 @@
-import type { SessionRecord } from '../session-store.js'
-import { invalidArgument, validateInteger, validateSessionKey } from '../validation.js'
+import type { SessionRecord } from '../contract/session-store.js'
+import { invalidArgument, validateInteger, validateSessionKey } from '../contract/validation.js'
 import { deleteReleasedSnapshots } from './checkpoints.js'
 import type { ManagerContext } from './context.js'
 import { providerHasSnapshots, tenantOption } from './options.js'

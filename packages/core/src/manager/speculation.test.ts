@@ -1,8 +1,8 @@
+import type { MockProvider } from '@sandkeep/testing'
 import { describe, expect, it } from 'vitest'
-import { createSessionManager } from '../session-manager.js'
-import type { SessionStore } from '../session-store.js'
-import type { MockProvider } from '../test/mock-provider.js'
+import type { SessionStore } from '../contract/session-store.js'
 import { setup, setupOptions } from './manager.test-support.js'
+import { createSessionManager } from './session-manager.js'
 
 describe('createSessionManager: speculative connect', () => {
   /** Counts the connect calls already made each time the store's acquire is called. */

@@ -1,8 +1,8 @@
-import { SandkeepError } from '../errors.js'
-import type { TurnEndReport } from '../report.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
-import type { SessionRecord } from '../session-store.js'
-import type { SessionKey } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { TurnEndReport } from '../contract/report.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
+import type { SessionRecord } from '../contract/session-store.js'
+import type { SessionKey } from '../contract/validation.js'
 import type { ManagerContext } from './context.js'
 
 /** How a speculative connect settled: never a rejection, so an unused one cannot surface as unhandled. */

@@ -1,6 +1,6 @@
-import { SandkeepError } from '../errors.js'
-import { SANDKEEP_METADATA } from '../sandbox-metadata.js'
-import type { SessionKey } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import { SANDKEEP_METADATA } from '../contract/sandbox-metadata.js'
+import type { SessionKey } from '../contract/validation.js'
 import type { ManagerContext } from './context.js'
 
 /**

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { SandkeepError } from '../errors.js'
-import { createMemorySessionStore } from '../memory-store.js'
-import type { Turn } from '../session-manager-types.js'
-import type { Checkpoint } from '../session-store.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { Turn } from '../contract/session-manager-types.js'
+import type { Checkpoint } from '../contract/session-store.js'
+import { createMemorySessionStore } from '../store/memory-store.js'
 import { setup } from './manager.test-support.js'
 
 // The checkpoint tree as the manager drives it (issue 31): restore to any kept checkpoint of any branch,

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto'
 import { getEventListeners } from 'node:events'
+import { createMockProvider } from '@sandkeep/testing'
 import { describe, expect, it, vi } from 'vitest'
-import { SandkeepError } from '../errors.js'
-import { createMemorySessionStore } from '../memory-store.js'
-import { createSessionManager } from '../session-manager.js'
-import { createMockProvider } from '../test/mock-provider.js'
+import { SandkeepError } from '../contract/errors.js'
+import { createMemorySessionStore } from '../store/memory-store.js'
 import { record, setup } from './manager.test-support.js'
+import { createSessionManager } from './session-manager.js'
 
 describe('createSessionManager: turn end modes', () => {
   it('auto-pause sets the idle timeout with pause-on-timeout at creation and makes no pause call', async () => {

@@ -1,10 +1,15 @@
-import { SandkeepError } from '../errors.js'
-import { writeManifest } from '../fidelity-manifest.js'
-import type { TurnEndReport } from '../report.js'
-import { toSandkeepError } from '../retry.js'
-import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
-import type { OnTurnEnd } from '../session-manager-types.js'
-import type { Checkpoint, SessionRecord, SessionSandboxState, TurnManifest } from '../session-store.js'
+import { writeManifest } from '../assessment/fidelity-manifest.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { TurnEndReport } from '../contract/report.js'
+import { toSandkeepError } from '../contract/retry.js'
+import type { ProcessInfo, SandboxHandle } from '../contract/sandbox-provider.js'
+import type { OnTurnEnd } from '../contract/session-manager-types.js'
+import type {
+  Checkpoint,
+  SessionRecord,
+  SessionSandboxState,
+  TurnManifest,
+} from '../contract/session-store.js'
 import { sessionAttributes } from '../telemetry/tracer.js'
 import {
   deleteReleasedSnapshots,

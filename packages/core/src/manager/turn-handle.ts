@@ -1,4 +1,4 @@
-import { SandkeepError } from '../errors.js'
+import { SandkeepError } from '../contract/errors.js'
 import type {
   CodeResult,
   PortEndpoint,
@@ -7,8 +7,8 @@ import type {
   RunCodeOptions,
   SandboxHandle,
   SandboxProvider,
-} from '../sandbox-provider.js'
-import type { SessionKey } from '../validation.js'
+} from '../contract/sandbox-provider.js'
+import type { SessionKey } from '../contract/validation.js'
 import type { TurnLedger } from './turn-ledger.js'
 
 /** What the user's handle needs of its turn, and nothing more. */

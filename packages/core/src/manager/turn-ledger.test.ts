@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { contentDigest } from '../file-digests.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
+import { contentDigest } from '../assessment/file-digests.js'
+import type { SandboxHandle } from '../contract/sandbox-provider.js'
 import type { Assessed } from './assess.js'
 import type { ResumeAttempt } from './resume-attempt.js'
 import { TurnLedger } from './turn-ledger.js'

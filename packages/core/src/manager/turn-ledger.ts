@@ -1,8 +1,8 @@
-import type { UsedContext } from '../fidelity.js'
-import type { VerifiedState } from '../fidelity-manifest.js'
-import { contentDigest } from '../file-digests.js'
-import type { ProcessInfo, SandboxHandle } from '../sandbox-provider.js'
-import type { FileWitness } from '../session-store.js'
+import type { UsedContext } from '../assessment/fidelity.js'
+import type { VerifiedState } from '../assessment/fidelity-manifest.js'
+import { contentDigest } from '../assessment/file-digests.js'
+import type { ProcessInfo, SandboxHandle } from '../contract/sandbox-provider.js'
+import type { FileWitness } from '../contract/session-store.js'
 import type { Assessed, AssessmentNotes } from './assess.js'
 import type { ResumeAttempt } from './resume-attempt.js'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { hashConversationId } from '../sandbox-metadata.js'
+import { hashConversationId } from '../contract/sandbox-metadata.js'
 import { record, setup } from './manager.test-support.js'
 
 describe('createSessionManager: turn lifecycle', () => {

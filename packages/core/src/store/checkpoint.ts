@@ -2,8 +2,8 @@
 // `rewind` and `createFork` (run before any I/O), the strict reading of stored checkpoints and of a record's
 // pending `restore` (STORE_CORRUPT, never repaired), and the two errors of branching.
 import { randomBytes } from 'node:crypto'
-import { SandkeepError } from '../errors.js'
-import type { JournalStep } from '../journal.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { JournalStep } from '../contract/journal.js'
 import type {
   Checkpoint,
   CheckpointInput,
@@ -12,7 +12,7 @@ import type {
   RewindInput,
   SessionRestore,
   TurnManifest,
-} from '../session-store.js'
+} from '../contract/session-store.js'
 import {
   CHECKPOINT_ID_PATTERN,
   CONTROL_CHARACTERS,
@@ -24,7 +24,7 @@ import {
   validateInteger,
   validateSandboxId,
   validateSnapshotId,
-} from '../validation.js'
+} from '../contract/validation.js'
 import { corruptRecordError, type JournalLimits, journalFull } from './errors.js'
 import { checkJournalStep, serializeJournalEntry } from './journal-step.js'
 import { checkTtlMs, MAX_PROVIDER_ID_BYTES, MAX_TEMPLATE_BYTES, utf8Bytes } from './limits.js'

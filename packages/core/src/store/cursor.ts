@@ -1,5 +1,5 @@
 // The `list` cursor: an opaque encoding of the last position returned, and the listing order.
-import { invalidArgument } from '../validation.js'
+import { invalidArgument } from '../contract/validation.js'
 
 /** A list position: sessions strictly after (`score`, `member`) in descending order. */
 export interface ListPosition {

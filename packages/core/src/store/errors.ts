@@ -1,7 +1,7 @@
 // The errors every store throws with one wording: a lost lease, a full journal, a corrupt record, a closed
 // store. Argument errors come from ../validation.ts (`invalidArgument`, `rejectUnknownOptions`).
-import { SandkeepError } from '../errors.js'
-import type { SessionKey } from '../validation.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { SessionKey } from '../contract/validation.js'
 
 /**
  * LEASE_LOST for `key`: the lease lapsed, was fenced off by a newer one, or another holder changed the

@@ -1,8 +1,36 @@
 // `@sandkeep/core/store`: the kit a SessionStore is built from. The memory store, the Redis store and
 // third-party stores take their input checks, record parsing, limits, list cursor and errors from here, so
 // every store refuses the same inputs with the same words. Then run `sessionStoreConformance` from
-// `@sandkeep/core/test` against the store.
-export { SandkeepError } from '../errors.js'
+// `@sandkeep/testing` against the store.
+export { SandkeepError } from '../contract/errors.js'
+export type { JournalEntry, JournalStep } from '../contract/journal.js'
+// The store contract: the interface, its records, and its methods' inputs and results
+export {
+  type AcquireResult,
+  type Checkpoint,
+  type CheckpointInput,
+  type CheckpointSnapshot,
+  type CheckpointTree,
+  type ClaimResult,
+  type CreateForkInput,
+  type FileWitness,
+  type ForkSource,
+  type Lease,
+  type MidTurnCheckpointInput,
+  type MidTurnCheckpointResult,
+  type ReleaseInput,
+  type ReleaseResult,
+  type RewindInput,
+  type RewindResult,
+  SESSION_RECORD_SCHEMA_VERSION,
+  type SessionPage,
+  type SessionRecord,
+  type SessionRestore,
+  type SessionSandboxState,
+  type SessionStore,
+  type SetSandboxInput,
+  type TurnManifest,
+} from '../contract/session-store.js'
 export {
   BIDI_CONTROLS,
   CHECKPOINT_ID_PATTERN,
@@ -16,7 +44,7 @@ export {
   validateSandboxId,
   validateSessionKey,
   validateTenant,
-} from '../validation.js'
+} from '../contract/validation.js'
 export {
   type CheckedCreateForkInput,
   type CheckedRewindInput,

@@ -6,7 +6,7 @@ import type {
   SessionSandboxState,
   SetSandboxInput,
   TurnManifest,
-} from '../session-store.js'
+} from '../contract/session-store.js'
 import {
   CONTROL_CHARACTERS,
   invalidArgument,
@@ -15,7 +15,7 @@ import {
   validateInteger,
   validateSandboxId,
   validateSessionKey,
-} from '../validation.js'
+} from '../contract/validation.js'
 import { checkCheckpointInput } from './checkpoint.js'
 import {
   checkTtlMs,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { validateJournalStep as fromRehydrate } from '../rehydrate.js'
+import { validateJournalStep as fromRehydrate } from '../assessment/rehydrate.js'
 import {
   checkJournalStep,
   journalFilePathProblem,

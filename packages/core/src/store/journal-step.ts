@@ -1,8 +1,8 @@
 // The one journal-step validator: `turn.journal.record`, the manager's bootstrap steps and both stores'
 // `appendJournal` refuse exactly the same steps (it was two validators with different rules).
 import { posix } from 'node:path'
-import type { JournalEntry, JournalStep } from '../journal.js'
-import { invalidArgument, rejectUnknownOptions } from '../validation.js'
+import type { JournalEntry, JournalStep } from '../contract/journal.js'
+import { invalidArgument, rejectUnknownOptions } from '../contract/validation.js'
 import { corruptRecordError } from './errors.js'
 import { MAX_JOURNAL_STEP_BYTES, utf8Bytes } from './limits.js'
 import { isPlainObject } from './shape.js'

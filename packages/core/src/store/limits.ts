@@ -1,7 +1,7 @@
 // The stores' limits and defaults, and the check of the options every store factory shares.
 
-import type { SessionKey } from '../validation.js'
-import { invalidArgument, rejectUnknownOptions, validateInteger } from '../validation.js'
+import type { SessionKey } from '../contract/validation.js'
+import { invalidArgument, rejectUnknownOptions, validateInteger } from '../contract/validation.js'
 import { type JournalLimits, type JournalUsage, journalFull } from './errors.js'
 
 /** Default session TTL of the stores: 30 days, meant to match a platform's retention of paused sandboxes. */

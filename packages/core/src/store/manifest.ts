@@ -1,6 +1,6 @@
 // The turn manifest a store keeps: checked deeply on the way in, and again when a stored one is read.
-import type { FileWitness, TurnManifest } from '../session-store.js'
-import { invalidArgument, validateInteger, validateSandboxId } from '../validation.js'
+import type { FileWitness, TurnManifest } from '../contract/session-store.js'
+import { invalidArgument, validateInteger, validateSandboxId } from '../contract/validation.js'
 import { MAX_MANIFEST_BYTES, MAX_MANIFEST_WITNESSES, utf8Bytes } from './limits.js'
 import { isPlainObject } from './shape.js'
 

@@ -5,9 +5,9 @@ import type {
   SessionRecord,
   SessionSandboxState,
   SessionStore,
-} from '../session-store.js'
-import { SESSION_RECORD_SCHEMA_VERSION } from '../session-store.js'
-import type { SessionKey } from '../validation.js'
+} from '../contract/session-store.js'
+import { SESSION_RECORD_SCHEMA_VERSION } from '../contract/session-store.js'
+import type { SessionKey } from '../contract/validation.js'
 import { MAX_PRUNED_IDS_REMEMBERED } from './checkpoint.js'
 import type { CheckedReleaseInput } from './input.js'
 

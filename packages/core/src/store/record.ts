@@ -6,8 +6,8 @@ import {
   type SessionRecord,
   type SessionSandboxState,
   type TurnManifest,
-} from '../session-store.js'
-import { CHECKPOINT_ID_PATTERN, CONTROL_CHARACTERS, validateSandboxId } from '../validation.js'
+} from '../contract/session-store.js'
+import { CHECKPOINT_ID_PATTERN, CONTROL_CHARACTERS, validateSandboxId } from '../contract/validation.js'
 import { parseStoredRestore } from './checkpoint.js'
 import { corruptRecordError } from './errors.js'
 import { SANDBOX_STATES } from './input.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { SandkeepError } from '../errors.js'
+import { SandkeepError } from '../contract/errors.js'
 import {
   checkJournalRoom,
   checkStoreLimits,

@@ -1,5 +1,5 @@
-import { SandkeepError } from '../errors.js'
-import type { NamesEveryOption } from '../option-names.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { NamesEveryOption } from '../contract/option-names.js'
 
 /** Attribute values sandkeep sets on spans and measurements. */
 export type TelemetryAttributes = Record<string, string | number | boolean>

@@ -1,5 +1,5 @@
-import type { SessionStore } from '../session-store.js'
-import { SANDKEEP_VERSION } from '../version.js'
+import type { SessionStore } from '../contract/session-store.js'
+import { SANDKEEP_VERSION } from '../contract/version.js'
 import {
   isRealProvider,
   loadOpenTelemetryApi,

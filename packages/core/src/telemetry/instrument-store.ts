@@ -1,4 +1,10 @@
-import type { AcquireResult, Lease, ReleaseInput, ReleaseResult, SessionStore } from '../session-store.js'
+import type {
+  AcquireResult,
+  Lease,
+  ReleaseInput,
+  ReleaseResult,
+  SessionStore,
+} from '../contract/session-store.js'
 import type { SandkeepMetrics } from './metrics.js'
 import { failSpan, sessionAttributes, type Tracing } from './tracer.js'
 

@@ -1,4 +1,4 @@
-import type { ResumeReport, TurnEndReport } from '../report.js'
+import type { ResumeReport, TurnEndReport } from '../contract/report.js'
 import type { TelemetryMeter } from './api.js'
 
 /** Sandkeep's instruments on one meter. */

@@ -1,8 +1,8 @@
-import { SandkeepError } from '../errors.js'
-import type { HealthCheckResult } from '../health.js'
-import type { ResumeReport } from '../report.js'
-import { hashConversationId } from '../sandbox-metadata.js'
-import type { SessionManagerEvents } from '../session-manager-types.js'
+import { SandkeepError } from '../contract/errors.js'
+import type { HealthCheckResult } from '../contract/health.js'
+import type { ResumeReport } from '../contract/report.js'
+import { hashConversationId } from '../contract/sandbox-metadata.js'
+import type { SessionManagerEvents } from '../contract/session-manager-types.js'
 import type {
   OpenTelemetryApi,
   TelemetryAttributes,
