@@ -24,9 +24,10 @@ describe('the store clock on ioredis-mock', () => {
       const before = Date.now()
       const clock = await storeClockMs(mock)
       const after = Date.now()
-      // The origin is read once, to the millisecond: a few ms either side of the wall clock's bracket.
-      expect(clock).toBeGreaterThanOrEqual(before - 5)
-      expect(clock).toBeLessThanOrEqual(after + 5)
+      // The origin is read once, to the millisecond (a loaded machine may delay one of its two reads a
+      // little): the wall clock's bracket, with a margin far below a second.
+      expect(clock).toBeGreaterThanOrEqual(before - 100)
+      expect(clock).toBeLessThanOrEqual(after + 100)
       readings.push(clock)
     }
     for (let i = 1; i < readings.length; i++)
