@@ -61,6 +61,8 @@ export default defineConfig({
           testTimeout: 60_000,
           hookTimeout: 60_000,
           maxWorkers: integrationWorkers,
+          // For the files whose tests run side by side (describe.concurrent, e.g. the CLI demo's replays).
+          maxConcurrency: 4,
           sequence: { groupOrder: 1 },
         },
       },

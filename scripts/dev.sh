@@ -102,7 +102,7 @@ ensure_interpreter_libraries() {
 # Runs vitest and ends with one plain summary line ("tests: N passed, N failed, N skipped") that any CI can read.
 run_tests() {
   local report status
-  echo "dev.sh: running the test suite; the whole suite takes 15–20 minutes on 2 cores (pass a file or pattern to run less)" >&2
+  echo "dev.sh: running the test suite; the whole suite takes 13–20 minutes on 2 cores (pass a file or pattern to run less)" >&2
   report="$(mktemp -t sandkeep-vitest.XXXXXX.json)"
   set +e
   pnpm test --reporter=default --reporter=json --outputFile.json="$report" "$@"

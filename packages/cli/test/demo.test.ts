@@ -7,6 +7,10 @@ import { assertBuilt, cleanEnv, parseJsonLines, runCli, startCli, waitFor } from
 beforeAll(assertBuilt)
 // Each test replays five turns in a child process; a loaded 2-core machine needs the slack.
 vi.setConfig({ testTimeout: 180_000 })
+// Every replay is its own CLI process with its own host, state directory and conversation (the Redis one its
+// own prefix), so they run side by side (up to the project's maxConcurrency): much of a replay waits on
+// sandboxes, pauses and idles rather than on a core. One after another the file took 157 s at load 13–15;
+// four at a time 89 s at the same load.
 
 type Line = ReturnType<typeof parseJsonLines>[number]
 interface Report {
@@ -48,7 +52,7 @@ function expectAllPassed(run: { code: number | null; lines: Line[]; stderr: stri
   expect(run.code).toBe(0)
 }
 
-describe('sandkeep demo (human output)', () => {
+describe.concurrent('sandkeep demo (human output)', () => {
   it('replays the five turns on embedded defaults, exit 0, showing state surviving, without ANSI codes', async () => {
     const result = await runCli(['demo', '--idle', '200ms'])
     expect(result.code, result.stdout + result.stderr).toBe(0)
@@ -81,7 +85,7 @@ describe('sandkeep demo (human output)', () => {
   })
 })
 
-describe('sandkeep demo --json', () => {
+describe.concurrent('sandkeep demo --json', () => {
   it('prints one JSON object per line with the documented types, in order', async () => {
     const run = await demoJson()
     expectAllPassed(run)
@@ -114,7 +118,7 @@ describe('sandkeep demo --json', () => {
   })
 })
 
-describe('sandkeep demo --pause-mode', () => {
+describe.concurrent('sandkeep demo --pause-mode', () => {
   it('filesystem: memory is lost at every pause and rebuilt from the journal; every turn still passes', async () => {
     const run = await demoJson('--pause-mode', 'filesystem')
     expectAllPassed(run)
@@ -152,20 +156,21 @@ describe('sandkeep demo --pause-mode', () => {
     }
     expect(notices.join('\n')).toMatch(/Background processes were restarted/)
     // A server the platform restarted may exit at once (here its script was wiped with the files): the port
-    // check stops waiting when it is gone instead of sitting out a fixed 3 s grace.
+    // check stops waiting when it is gone instead of sitting out a fixed 3 s grace. The message says which
+    // happened (a grace sat out reads "… ms after a restart"), so no bound on healthMs is needed, nor one a
+    // loaded machine could break.
     for (const turn of [4, 5]) {
       const report = turnEnd(run.lines, turn).report as Report & {
-        timings: { healthMs: number }
         checks: Array<{ name: string; message?: string }>
       }
       const server = report.checks.find((entry) => entry.name === 'totals-server')
       expect(server?.message).toMatch(/the processes restarted on resume exited; repaired/)
-      expect(report.timings.healthMs).toBeLessThan(3000)
+      expect(server?.message).not.toMatch(/ms after a restart/)
     }
   })
 })
 
-describe('sandkeep demo --fault', () => {
+describe.concurrent('sandkeep demo --fault', () => {
   it('expire-retention: the sandbox is gone after the long idle; turn 5 recreates and rehydrates it', async () => {
     const run = await demoJson('--fault', 'expire-retention')
     expectAllPassed(run)
@@ -233,7 +238,7 @@ describe('sandkeep demo --fault', () => {
   })
 })
 
-describe('sandkeep demo with failing turns', () => {
+describe.concurrent('sandkeep demo with failing turns', () => {
   const failing = fileURLToPath(new URL('./fixtures/failing.json', import.meta.url))
 
   it('exits 1 at the first turn whose output misses its expectation, and stops there', async () => {
@@ -262,7 +267,7 @@ describe('sandkeep demo with failing turns', () => {
   })
 })
 
-describe('sandkeep demo interrupted', () => {
+describe.concurrent('sandkeep demo interrupted', () => {
   it('stops at SIGINT during the long idle, cleans up, and exits 130', async () => {
     const child = startCli(['demo', '--json', '--idle', '120s'], cleanEnv())
     await waitFor(() => (child.stdout().includes('"type":"turn-end","turn":4') ? true : undefined), 120_000)
@@ -275,7 +280,7 @@ describe('sandkeep demo interrupted', () => {
   })
 })
 
-describe('sandkeep demo --transcript branching', () => {
+describe.concurrent('sandkeep demo --transcript branching', () => {
   interface Branch {
     kind: string
     conversationId: string

@@ -94,14 +94,14 @@ describe('createE2BProvider against local-e2b', () => {
     expect(result).toEqual({ exitCode: 4, stdout: 'one\n', stderr: 'two\n' })
     expect(chunks.join('')).toBe('one\n')
 
+    // A command the abort did not end would run 300 s, far past the test's timeout: that it rejects at all
+    // is the check, not how soon (a bound on the time taken is one a loaded machine can break).
     const controller = new AbortController()
-    const started = Date.now()
     setTimeout(() => controller.abort(), 300)
     const aborted = await sandbox
-      .runCommand('sleep 30', { signal: controller.signal })
+      .runCommand('sleep 300', { signal: controller.signal })
       .catch((e: unknown) => e)
     expect(aborted).toMatchObject({ code: 'ABORTED' })
-    expect(Date.now() - started).toBeLessThan(10_000)
 
     const late = await sandbox.runCommand('echo started; sleep 30', { timeoutMs: 1000 })
     expect(late.exitCode).toBe(-1)

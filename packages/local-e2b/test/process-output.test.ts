@@ -9,6 +9,12 @@ import { useTestHost, waitUntil } from './helpers.js'
 const CONCURRENCY = 50
 /** Rounds of the race loop (bounded: the loop never runs longer than this many rounds). */
 const ROUNDS = 3
+/**
+ * Rounds of fresh sandboxes: one. Fifty sandboxes at once are where the loss showed (12–25 of 50 in a single
+ * round), and each round costs 50 creations and kills; the race itself, Start before the stream has a
+ * subscriber, is run three rounds over in one shared sandbox above.
+ */
+const FRESH_ROUNDS = 1
 
 describe('command output under concurrency', () => {
   const t = useTestHost()
@@ -29,7 +35,7 @@ describe('command output under concurrency', () => {
   }, 120_000)
 
   it(`${CONCURRENCY} fresh sandboxes at once: each one's first 'echo 42' returns stdout '42\\n'`, async () => {
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < FRESH_ROUNDS; round++) {
       const sandboxes = await Promise.all(
         Array.from({ length: CONCURRENCY }, () => Sandbox.create({ ...t.opts })),
       )

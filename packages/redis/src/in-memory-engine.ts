@@ -14,17 +14,28 @@
 //   - a table filled 1..n by assignment comes back to JavaScript as null, not as an array;
 //   - TIME answers Math.round(now / 1000) seconds and the sub-second part of process.hrtime() as its
 //     microseconds, so the store clock jumped back by up to a second between two calls (a later turn
-//     "started" before an earlier one): the prelude answers TIME from os.time(), whole seconds that never
-//     go back (leases measured with it may end up to a second early: the mock's conformance run stretches
-//     its short leases accordingly);
+//     "started" before an earlier one): the prelude answers TIME from a clock that never goes back and
+//     counts microseconds, the wall time read once when this module loads plus Node's monotonic
+//     process.uptime() since (fengari's os.clock() under Node). Before, it answered os.time(), whole
+//     seconds, and a lease could end up to a second early;
 //   - `cjson` is missing, and ZADD's GT flag is refused (the scripts' fallback covers that once pcall
 //     reports the error as Redis does).
 // Real Redis never sees this prelude: it would refuse the global writes (and need none of it).
+
+// The store clock's origin in seconds: the wall time at which process.uptime() read 0. Read once, so the
+// clock (this plus os.clock()) moves only with the monotonic uptime, whatever the wall clock does after.
+const CLOCK_ORIGIN_S = (Date.now() / 1000 - process.uptime()).toFixed(6)
 
 /** Lua run before each script on an in-memory client (ioredis-mock). */
 export const IN_MEMORY_PRELUDE = `
 local sandkeep_call, sandkeep_pcall = redis.call, redis.pcall
 local sandkeep_tonumber, sandkeep_format = tonumber, string.format
+-- TIME as Redis answers it, { seconds, microseconds }, from a clock that never goes back.
+local function sandkeep_time()
+  local now = ${CLOCK_ORIGIN_S} + os.clock()
+  local seconds = math.floor(now)
+  return { sandkeep_format('%.0f', seconds), sandkeep_format('%.0f', math.floor((now - seconds) * 1000000)) }
+end
 tonumber = function(...)
   local number = sandkeep_tonumber(...)
   if number then return number + 0.0 end
@@ -56,7 +67,7 @@ local function sandkeep_status(name, value)
   return value
 end
 redis.call = function(name, ...)
-  if string.upper(name) == 'TIME' then return { sandkeep_format('%.0f', os.time()), '0' } end
+  if string.upper(name) == 'TIME' then return sandkeep_time() end
   return sandkeep_status(name, sandkeep_reply(sandkeep_call(name, ...)))
 end
 redis.pcall = function(name, ...)
