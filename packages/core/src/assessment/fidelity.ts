@@ -1,6 +1,7 @@
 // Built-in fidelity probes: what did the pause keep? Each compares the sandbox with the manifest the
 // previous turn wrote at its end: a sentinel value in every interpreter context it used (memory), a marker
 // file (filesystem), and the list of background processes (processes).
+import { mergeAbortSignals } from '../contract/abort-signals.js'
 import { SandkeepError } from '../contract/errors.js'
 import type { HealthCheckResult } from '../contract/health.js'
 import type { CodeLanguage } from '../contract/journal.js'
@@ -90,7 +91,7 @@ export async function probeFidelity(
   const readByEnvd: MarkerRead = async () => {
     const path = manifest.filesystem!.path
     const timeout = AbortSignal.timeout(MARKER_READ_TIMEOUT_MS)
-    const bounded = AbortSignal.any([signal, timeout])
+    const bounded = mergeAbortSignals(signal, timeout)
     try {
       return await probeCall(() => sandbox.readFile(path, { signal: bounded }), retry, bounded)
     } catch (error) {

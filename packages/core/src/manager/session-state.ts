@@ -1,3 +1,4 @@
+import { mergeAbortSignals } from '../contract/abort-signals.js'
 import { SandkeepError } from '../contract/errors.js'
 import type { TurnEndReport } from '../contract/report.js'
 import { sleep } from '../contract/retry.js'
@@ -205,7 +206,7 @@ export class SessionState {
     waiters.add(woken.resolve)
     const stop = new AbortController()
     try {
-      const stopped = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal
+      const stopped = mergeAbortSignals(stop.signal, signal)
       await Promise.race([sleep(ms, stopped, 'reject'), woken.promise])
     } finally {
       stop.abort()
@@ -257,7 +258,7 @@ async function waitForSettled(
     const left = deadline - performance.now()
     if (left <= 0) throw stillHeld(key, limits.waitMs)
     const stop = new AbortController()
-    const stopped = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal
+    const stopped = mergeAbortSignals(stop.signal, signal)
     await Promise.race([Promise.all(pending), sleep(left, stopped, 'resolve')])
     stop.abort()
     if (signal?.aborted) throw signal.reason

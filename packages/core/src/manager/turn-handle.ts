@@ -1,3 +1,4 @@
+import { mergeAbortSignals } from '../contract/abort-signals.js'
 import { SandkeepError } from '../contract/errors.js'
 import type {
   CodeResult,
@@ -39,7 +40,7 @@ export interface HandleTurn {
 /** Adds the turn's abort signal to a call's own one. */
 function withSignal<O extends { signal?: AbortSignal }>(turn: HandleTurn, options: O | undefined): O {
   const own = options?.signal
-  const signal = own ? AbortSignal.any([own, turn.signal]) : turn.signal
+  const signal = mergeAbortSignals(turn.signal, own)
   return { ...(options ?? ({} as O)), signal }
 }
 
