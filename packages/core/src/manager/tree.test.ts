@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { SandkeepError } from '../errors.js'
 import { createMemorySessionStore } from '../memory-store.js'
@@ -216,6 +217,29 @@ describe('turn.checkpoint()', () => {
     expect(end).toMatchObject({ turn: 1, parentId: step.id, from: 'turn-end', journalLength: 4 })
     await sessions.restore(id, { checkpoint: step.id })
     expect(await nextTurnSees(sessions, id)).toMatchObject({ x: '1', file: '1' })
+  })
+
+  it('records the sandbox as it is at the call, not the manifest the turn began from; a restore verifies against it', async () => {
+    const { sessions, id } = setup({ checkpoints })
+    await turnSetting(sessions, id, 1)
+    const turn = await sessions.beginTurn(id)
+    const begunFrom = (await sessions.listCheckpoints(id)).checkpoints[0]!.manifest
+    await setX(turn, 2)
+    const step = await turn.checkpoint()
+    const manifest = step.manifest!
+    expect(manifest.sandboxId).toBe(turn.sandbox.id)
+    expect(manifest).not.toEqual(begunFrom)
+    // The file witness is the content written before the call, as a turn end would record it.
+    const witness = manifest.filesystem!.witnesses!.find((w) => w.path === '/home/user/x.txt')
+    expect(witness!.sha256).toBe(createHash('sha256').update('2').digest('hex'))
+    expect(manifest.memory).not.toBeNull()
+    await setX(turn, 3)
+    await turn.end()
+    await sessions.restore(id, { checkpoint: step.id })
+    const seen = await nextTurnSees(sessions, id)
+    expect(seen).toMatchObject({ x: '2', file: '2' })
+    // Probed against the fresh manifest: the snapshot's files are found as recorded.
+    expect(seen.report!.survived.filesystem).toBe(true)
   })
 
   it('needs the checkpoints option', async () => {

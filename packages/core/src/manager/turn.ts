@@ -1,6 +1,7 @@
 import { SandkeepError } from '../errors.js'
 import type { UsedContext } from '../fidelity.js'
 import { carryPlan } from '../fidelity-carried.js'
+import { writeManifest } from '../fidelity-manifest.js'
 import { contentDigest } from '../file-digests.js'
 import type { JournalStep } from '../journal.js'
 import { validateJournalStep } from '../rehydrate.js'
@@ -8,7 +9,7 @@ import type { ResumeReport, TurnEndReport } from '../report.js'
 import { toSandkeepError } from '../retry.js'
 import type { CodeResult, RunCodeOptions, SandboxHandle } from '../sandbox-provider.js'
 import type { Turn, TurnJournal } from '../session-manager-types.js'
-import type { AcquireResult, Checkpoint, FileWitness } from '../session-store.js'
+import type { AcquireResult, Checkpoint, FileWitness, TurnManifest } from '../session-store.js'
 import type { SessionKey } from '../validation.js'
 import { type Assessed, assess, type FirstCodeCall } from './assess.js'
 import type { LastTurn } from './caches.js'
@@ -169,9 +170,33 @@ export class TurnImpl implements Turn {
     this.#assertLive()
     const handle = await this.ready()
     this.#assertLive()
-    return midTurnCheckpoint(this.#scope, this.#handle ?? handle, {
-      manifest: this.#start.acquired.record?.manifest ?? null,
-    })
+    const current = this.#handle ?? handle
+    return midTurnCheckpoint(this.#scope, current, { manifest: () => this.#manifestNow(current) })
+  }
+
+  /**
+   * The manifest of the sandbox as it is now (with fidelity probes on), for a mid-turn checkpoint; null when
+   * the probes are off or the manifest could not be written (reported as phase `manifest`): a restore to it
+   * then rebuilds memory from the journal.
+   */
+  async #manifestNow(handle: SandboxHandle): Promise<TurnManifest | null> {
+    const assessed = this.#assessed
+    const { ctx, key } = this.#start
+    if (!assessed || !ctx.config.fidelityProbes) return null
+    try {
+      return await writeManifest(
+        handle,
+        this.#contexts,
+        assessed.manifestBase,
+        assessed.verified,
+        this.#keeper.signal,
+        undefined,
+        this.#written,
+      )
+    } catch (cause) {
+      ctx.emitError('manifest', cause, key)
+      return null
+    }
   }
 
   get endReport(): TurnEndReport | undefined {
