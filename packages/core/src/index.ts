@@ -32,6 +32,7 @@ export type { LogFields, LogLevel, SandkeepLogger } from './logger-types.js'
 export { createMemorySessionStore, type MemorySessionStoreOptions } from './memory-store.js'
 // Reports
 export type {
+  JournalOnlyCheckpoint,
   RehydrateFailures,
   RestoreReport,
   ResumeOutcome,
@@ -65,6 +66,7 @@ export type {
   SandboxState,
   SnapshotInfo,
   SnapshotKeeps,
+  TakenSnapshot,
 } from './sandbox-provider.js'
 // The session manager
 export { createSessionManager } from './session-manager.js'
@@ -113,6 +115,8 @@ export {
   type SessionSandboxState,
   type SessionStore,
   type SetSandboxInput,
+  type TenantSnapshot,
+  type TenantSnapshotUsage,
   type TurnManifest,
 } from './session-store.js'
 export { shellQuote } from './shell.js'

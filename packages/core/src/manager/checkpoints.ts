@@ -2,11 +2,18 @@
 // session (so gc can tell a leaked one), and the deletion of snapshots no kept checkpoint refers to any more.
 import { createHash, randomBytes } from 'node:crypto'
 import { SandkeepError } from '../errors.js'
-import type { SandboxHandle } from '../sandbox-provider.js'
-import type { Checkpoint, CheckpointInput, SessionRecord } from '../session-store.js'
+import type { JournalOnlyCheckpoint } from '../report.js'
+import type { SandboxHandle, TakenSnapshot } from '../sandbox-provider.js'
+import type {
+  Checkpoint,
+  CheckpointInput,
+  SessionRecord,
+  TenantSnapshot,
+  TenantSnapshotUsage,
+} from '../session-store.js'
 import { type SessionKey, snapshotBaseName } from '../validation.js'
 import type { ManagerContext } from './context.js'
-import { providerHasSnapshots } from './options.js'
+import { providerHasSnapshots, type TenantLimits } from './options.js'
 
 /** Every checkpoint snapshot's name starts with this. */
 export const SNAPSHOT_NAME_PREFIX = 'sandkeep-'
@@ -36,6 +43,8 @@ export interface TakenCheckpoint {
   ms: number
   /** The snapshot was taken for this checkpoint (not one it shares with the previous checkpoint). */
   fresh: boolean
+  /** Recorded without a snapshot because a limit was reached, and what the tenant is told. */
+  journalOnly?: JournalOnlyCheckpoint
 }
 
 /**
@@ -55,35 +64,122 @@ export async function snapshotCheckpoint(
   const { provider } = ctx
   const input = { sandboxId: handle.id, snapshot: null, keep: settings.keep }
   if (!settings.snapshots || !providerHasSnapshots(provider)) return { input, ms: 0, fresh: false }
-  if (
-    settings.tenantLimits &&
-    (await tenantSnapshotCount(ctx, key.tenant)) >= settings.tenantLimits.snapshots
-  ) {
-    fail(
-      'checkpoint-limit',
-      new SandkeepError({
-        code: 'QUOTA_EXCEEDED',
-        message: `Tenant '${key.tenant}' holds ${settings.tenantLimits.snapshots} checkpoint snapshot(s), its limit (checkpoints.tenantLimits.snapshots): this checkpoint was recorded without a snapshot (a restore to it replays the journal). End sessions or lower keep to make room.`,
-        tenant: key.tenant,
-        conversationId: key.conversationId,
-      }),
-    )
-    return { input, ms: 0, fresh: false }
+  const limited = (journalOnly: JournalOnlyCheckpoint, ms = 0): TakenCheckpoint => {
+    fail('checkpoint-limit', limitError(key, journalOnly.message))
+    return { input, ms, fresh: false, journalOnly }
+  }
+  let usage: TenantSnapshotUsage | undefined
+  if (settings.tenantLimits) {
+    usage = await tenantSnapshotUsage(ctx, key.tenant)
+    const reached = limitReached(key.tenant, settings.tenantLimits, usage, 0)
+    if (reached) return limited(reached)
   }
   const started = performance.now()
+  let taken: TakenSnapshot
   try {
     const name = snapshotName(key, at)
-    const { snapshotId } = await ctx.call(() => provider.createSnapshot(handle.id, { name }))
-    const keeps = { ...provider.snapshotKeeps }
-    return {
-      input: { ...input, snapshot: { snapshotId, keeps } },
-      ms: performance.now() - started,
-      fresh: true,
-    }
+    taken = await ctx.call(() => provider.createSnapshot(handle.id, { name }))
   } catch (cause) {
+    const ms = performance.now() - started
+    if (SandkeepError.hasCode(cause, 'QUOTA_EXCEEDED')) return limited(platformQuota(cause), ms)
     fail('checkpoint', cause)
-    return { input, ms: performance.now() - started, fresh: false }
+    return { input, ms, fresh: false }
   }
+  const bytes = knownBytes(taken.bytes)
+  const over =
+    usage && settings.tenantLimits && limitReached(key.tenant, settings.tenantLimits, usage, bytes ?? 0, true)
+  if (over) {
+    // This snapshot took the tenant past its bytes: it goes at once, and the checkpoint is journal-only.
+    await ctx
+      .call(() => provider.deleteSnapshot(taken.snapshotId))
+      .catch((e: unknown) => fail('delete-snapshot', e))
+    return limited(over, performance.now() - started)
+  }
+  await noteInLedger(ctx, key.tenant, { snapshotId: taken.snapshotId, bytes }, fail)
+  const keeps = { ...provider.snapshotKeeps }
+  return {
+    input: { ...input, snapshot: { snapshotId: taken.snapshotId, keeps } },
+    ms: performance.now() - started,
+    fresh: true,
+  }
+}
+
+/** A provider's `bytes`, when it is a byte count. */
+function knownBytes(bytes: unknown): number | null {
+  return typeof bytes === 'number' && Number.isSafeInteger(bytes) && bytes >= 0 ? bytes : null
+}
+
+/**
+ * The tenant limit `usage` reaches: before a snapshot (`added` 0), one at or past its limit; after one
+ * (`after`), the bytes limit the snapshot's `added` bytes passed.
+ */
+function limitReached(
+  tenant: string,
+  limits: TenantLimits,
+  usage: TenantSnapshotUsage,
+  added: number,
+  after = false,
+): JournalOnlyCheckpoint | undefined {
+  const journalOnly =
+    'this checkpoint was recorded without a snapshot (a restore to it replays the journal). End sessions or lower keep to make room.'
+  if (!after && usage.snapshots >= limits.snapshots) {
+    return {
+      limit: 'tenant-snapshots',
+      message: `Tenant '${tenant}' holds ${usage.snapshots} checkpoint snapshot(s), its limit is ${limits.snapshots} (checkpoints.tenantLimits.snapshots): ${journalOnly}`,
+    }
+  }
+  const bytes = usage.bytes + added
+  if (after ? bytes > limits.maxSnapshotBytes : bytes >= limits.maxSnapshotBytes) {
+    return {
+      limit: 'tenant-snapshot-bytes',
+      message: `Tenant '${tenant}' checkpoint snapshots take ${bytes} bytes${after ? ' with this one' : ''}, its limit is ${limits.maxSnapshotBytes} (checkpoints.tenantLimits.maxSnapshotBytes): ${journalOnly}`,
+    }
+  }
+  return undefined
+}
+
+/** The platform's snapshot quota is full: shared by every tenant of the API key, so no tenant's doing alone. */
+function platformQuota(cause: unknown): JournalOnlyCheckpoint {
+  const detail = cause instanceof Error ? cause.message : String(cause)
+  return {
+    limit: 'platform-quota',
+    message: `The platform's snapshot quota (shared by every tenant of this API key) is full: this checkpoint was recorded without a snapshot (a restore to it replays the journal); not retried. Set checkpoints.tenantLimits so that no tenant can fill it. (${detail})`,
+  }
+}
+
+function limitError(key: SessionKey, message: string): SandkeepError {
+  return new SandkeepError({
+    code: 'QUOTA_EXCEEDED',
+    message,
+    tenant: key.tenant,
+    conversationId: key.conversationId,
+  })
+}
+
+/** Notes a new snapshot in the tenant's ledger (stores that keep one); a failure is reported, never thrown. */
+async function noteInLedger(
+  ctx: ManagerContext,
+  tenant: string,
+  snapshot: TenantSnapshot,
+  fail: (phase: string, cause: unknown) => void,
+): Promise<void> {
+  if (typeof ctx.store.noteTenantSnapshot !== 'function') return
+  await ctx.store
+    .noteTenantSnapshot(tenant, snapshot)
+    .catch((cause: unknown) => fail('snapshot-ledger', cause))
+}
+
+/** Removes deleted snapshots from the tenant's ledger (stores that keep one); a failure is reported. */
+export async function forgetInLedger(
+  ctx: ManagerContext,
+  tenant: string,
+  snapshotIds: readonly string[],
+  key?: SessionKey,
+): Promise<void> {
+  if (snapshotIds.length === 0 || typeof ctx.store.forgetTenantSnapshots !== 'function') return
+  await ctx.store
+    .forgetTenantSnapshots(tenant, snapshotIds)
+    .catch((cause: unknown) => ctx.emitError('snapshot-ledger', cause, key))
 }
 
 /**
@@ -137,20 +233,28 @@ export async function deleteReleasedSnapshots(
     return []
   }
   const deleted: string[] = []
+  const gone: string[] = []
   for (const snapshotId of ids) {
     if (stillUsed.has(snapshotId)) continue
     try {
       await ctx.call(() => provider.deleteSnapshot(snapshotId))
       deleted.push(snapshotId)
     } catch (error) {
-      ctx.emitError('delete-snapshot', error, key)
+      if (SandkeepError.hasCode(error, 'SNAPSHOT_NOT_FOUND')) gone.push(snapshotId)
+      else ctx.emitError('delete-snapshot', error, key)
     }
   }
+  await forgetInLedger(ctx, key.tenant, [...deleted, ...gone], key)
   return deleted
 }
 
-/** The distinct snapshots the kept checkpoints of a tenant's sessions hold, read from the store. */
-async function tenantSnapshotCount(ctx: ManagerContext, tenant: string): Promise<number> {
+/**
+ * What the tenant's snapshots take: the store's ledger in one read; for a store without one, the distinct
+ * snapshots the kept checkpoints of every session of the tenant hold (a read per session, count only).
+ */
+async function tenantSnapshotUsage(ctx: ManagerContext, tenant: string): Promise<TenantSnapshotUsage> {
+  if (typeof ctx.store.readTenantSnapshotUsage === 'function')
+    return ctx.store.readTenantSnapshotUsage(tenant)
   const snapshots = new Set<string>()
   let cursor: string | undefined
   do {
@@ -163,7 +267,7 @@ async function tenantSnapshotCount(ctx: ManagerContext, tenant: string): Promise
     }
     cursor = page.cursor
   } while (cursor)
-  return snapshots.size
+  return { snapshots: snapshots.size, bytes: 0, unknownBytes: snapshots.size }
 }
 
 /** The record's head; for a record written before checkpoint trees, its newest checkpoint. */

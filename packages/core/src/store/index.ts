@@ -99,3 +99,10 @@ export {
 } from './limits.js'
 export { checkManifest } from './manifest.js'
 export { checkRecordValues, conversationHash, parseRecordFields } from './record.js'
+export {
+  checkForgottenSnapshots,
+  checkTenantSnapshot,
+  encodeSnapshotBytes,
+  MAX_FORGOTTEN_SNAPSHOTS,
+  totalSnapshotUsage,
+} from './tenant-snapshots.js'
