@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { SandkeepError } from '../errors.js'
 import { createMemorySessionStore } from '../memory-store.js'
 import type { Turn } from '../session-manager-types.js'
-import type { Checkpoint } from '../session-store.js'
+import type { Checkpoint, SessionStore } from '../session-store.js'
 import { setup } from './manager.test-support.js'
 
 // The checkpoint tree as the manager drives it (issue 31): restore to any kept checkpoint of any branch,
@@ -317,5 +317,116 @@ describe('per-tenant checkpoint limits (issue 30.10)', () => {
     expect((await next.sandbox.runCode('x')).text).toBe('3')
     await next.end()
     expect(provider.snapshots.size).toBeGreaterThan(0)
+  })
+})
+
+describe('per-tenant checkpoint bytes, the ledger, a full platform quota (issue 30.10)', () => {
+  /** A turn that writes `bytes` bytes to a file of its own, journaled. */
+  async function turnWriting(
+    sessions: ReturnType<typeof setup>['sessions'],
+    id: string,
+    n: number,
+    tenant: string,
+  ) {
+    const turn = await sessions.beginTurn(id, { tenant })
+    const content = String(n).repeat(1000)
+    await turn.sandbox.writeFile(`/home/user/big-${n}.txt`, content)
+    await turn.journal.record({ kind: 'file', path: `/home/user/big-${n}.txt`, content })
+    return turn.end()
+  }
+
+  it('past maxSnapshotBytes the snapshot that passed it is deleted and the checkpoint is journal-only; the report says which limit', async () => {
+    const { sessions, provider, store, id } = setup({
+      checkpoints: { every: 'turn', keep: 10, tenantLimits: { maxSnapshotBytes: 2500 } },
+    })
+    const errors: Array<{ phase: string; error: unknown }> = []
+    sessions.on('error', (payload) => errors.push(payload))
+    const first = await turnWriting(sessions, id, 1, 'heavy')
+    expect(first.checkpoint!.snapshot).not.toBeNull()
+    expect(first.journalOnly).toBeUndefined()
+    const used = await store.readTenantSnapshotUsage!('heavy')
+    expect(used).toMatchObject({ snapshots: 1, unknownBytes: 0 })
+    expect(used.bytes).toBeGreaterThanOrEqual(1000)
+    // The second snapshot holds both files: past 2500 bytes with the first one.
+    const second = await turnWriting(sessions, id, 2, 'heavy')
+    expect(second.checkpoint!.snapshot).toBeNull()
+    expect(second.journalOnly).toMatchObject({
+      limit: 'tenant-snapshot-bytes',
+      message: expect.stringMatching(/Tenant 'heavy'.*maxSnapshotBytes.*without a snapshot/),
+    })
+    expect(errors.map((e) => [e.phase, (e.error as SandkeepError).code])).toEqual([
+      ['checkpoint-limit', 'QUOTA_EXCEEDED'],
+    ])
+    expect(provider.snapshots.size).toBe(1)
+    expect(await store.readTenantSnapshotUsage!('heavy')).toEqual(used)
+    // Another tenant is not touched.
+    expect((await turnWriting(sessions, `${id}-light`, 1, 'light')).checkpoint!.snapshot).not.toBeNull()
+    // The journal-only checkpoint still restores its state.
+    await sessions.restore(id, { checkpoint: second.checkpoint!.id, tenant: 'heavy' })
+    const next = await sessions.beginTurn(id, { tenant: 'heavy' })
+    expect(await next.sandbox.readFile('/home/user/big-2.txt')).toBe('2'.repeat(1000))
+    await next.end()
+  })
+
+  it('reads the tenant’s usage once per turn end, whatever its number of sessions (no read per session)', async () => {
+    const inner = createMemorySessionStore()
+    const counts = { usage: 0, list: 0, readCheckpoints: 0 }
+    const store: SessionStore = {
+      ...inner,
+      list: (...args) => {
+        counts.list += 1
+        return inner.list(...args)
+      },
+      readCheckpoints: (...args) => {
+        counts.readCheckpoints += 1
+        return inner.readCheckpoints!(...args)
+      },
+      readTenantSnapshotUsage: (tenant) => {
+        counts.usage += 1
+        return inner.readTenantSnapshotUsage!(tenant)
+      },
+    }
+    const { sessions, id } = setup({
+      store,
+      checkpoints: { every: 'turn', keep: 10, tenantLimits: { snapshots: 100 } },
+    })
+    for (const n of [1, 2, 3, 4]) await turnWriting(sessions, `${id}-${n}`, n, 'many')
+    Object.assign(counts, { usage: 0, list: 0, readCheckpoints: 0 })
+    const end = await turnWriting(sessions, `${id}-1`, 5, 'many')
+    expect(end.checkpoint!.snapshot).not.toBeNull()
+    expect(counts).toMatchObject({ usage: 1, list: 0 })
+    expect(counts.readCheckpoints).toBeLessThanOrEqual(1)
+    expect(await inner.readTenantSnapshotUsage!('many')).toMatchObject({ snapshots: 5 })
+  })
+
+  it('the ledger forgets the snapshots pruning and endSession delete', async () => {
+    const { sessions, store, provider, id } = setup({
+      checkpoints: { every: 'turn', keep: 1, tenantLimits: { snapshots: 2 } },
+    })
+    for (const n of [1, 2, 3, 4]) {
+      const end = await turnWriting(sessions, id, n, 'pruned')
+      // keep 1: each turn end prunes the one before, so the tenant never reaches its 2 snapshots.
+      expect(end.checkpoint!.snapshot).not.toBeNull()
+    }
+    expect(await store.readTenantSnapshotUsage!('pruned')).toMatchObject({ snapshots: 1 })
+    expect(provider.snapshots.size).toBe(1)
+    await sessions.endSession(id, { tenant: 'pruned' })
+    expect(await store.readTenantSnapshotUsage!('pruned')).toEqual({
+      snapshots: 0,
+      bytes: 0,
+      unknownBytes: 0,
+    })
+  })
+
+  it('a full platform quota makes the checkpoint journal-only at once: one createSnapshot, not retried, and says so', async () => {
+    const { sessions, provider, id } = setup({ checkpoints })
+    provider.failNext('createSnapshot', 'QUOTA_EXCEEDED', { message: 'snapshot quota exceeded' })
+    const end = await turnWriting(sessions, id, 1, 'victim')
+    expect(provider.callsOf('createSnapshot')).toHaveLength(1)
+    expect(end.checkpoint!.snapshot).toBeNull()
+    expect(end.journalOnly).toMatchObject({
+      limit: 'platform-quota',
+      message: expect.stringMatching(/shared by every tenant of this API key.*not retried/),
+    })
   })
 })
