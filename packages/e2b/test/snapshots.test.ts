@@ -132,6 +132,21 @@ describe('E2B provider snapshots on local-e2b', () => {
     await expect(provider.createSnapshot!(sandbox.id)).rejects.toMatchObject({ code: 'SANDBOX_NOT_FOUND' })
   })
 
+  it('reports what each snapshot added to the host’s disk; content shared with an earlier snapshot counts once', async () => {
+    const provider = providerOn(host)
+    const sandbox = await source()
+    await sandbox.writeFile('/home/user/big.bin', 'x'.repeat(256 * 1024))
+    const first = await provider.createSnapshot!(sandbox.id)
+    const second = await provider.createSnapshot!(sandbox.id)
+    const events = host.events.list({ type: 'snapshot-create' })
+    const bytesOf = (id: string) => events.find((e) => e.detail.snapshotId === id)?.detail.bytes
+    expect(first.bytes).toBe(bytesOf(first.snapshotId))
+    expect(first.bytes).toBeGreaterThanOrEqual(256 * 1024)
+    // The unchanged file is stored once: the second snapshot adds only its manifest.
+    expect(second.bytes).toBe(bytesOf(second.snapshotId))
+    expect(second.bytes).toBeLessThan(64 * 1024)
+  })
+
   it("past the host's snapshot quota (507) is QUOTA_EXCEEDED at once, not retried as a rate limit", async () => {
     const limited = await startLocalE2B({ logger: () => {}, maxSnapshots: 1 })
     try {

@@ -422,7 +422,12 @@ export class SnapshotService {
     }
   }
 
-  /** `POST /sandboxes/{id}/snapshots {name?}` → 201 `{snapshotID, names}`. */
+  /**
+   * `POST /sandboxes/{id}/snapshots {name?}` → 201 `{snapshotID, names, sizeBytes}`. `sizeBytes` (this host's
+   * addition; E2B answers without it) is what the snapshot added to the host's disk: with content storage its
+   * manifest and the blobs no earlier snapshot of the team stored (a blob shared with earlier snapshots was
+   * counted by the one that stored it), else the copy's allocated size. It counts toward `maxSnapshotBytes`.
+   */
   async #create(sandboxId: string, body: Json, response: ServerResponse): Promise<void> {
     const { store, team, events } = this.#options
     const name = parseSnapshotName(body.name)
@@ -503,7 +508,11 @@ export class SnapshotService {
       })
     })
     if (!created) throw new HttpError(500, 'the snapshot was not kept')
-    sendJson(response, 201, { snapshotID: snapshotIdOf(created), names: snapshotNamesOf(created) })
+    sendJson(response, 201, {
+      snapshotID: snapshotIdOf(created),
+      names: snapshotNamesOf(created),
+      sizeBytes: created.bytes,
+    })
   }
 
   /** `GET /snapshots?sandboxID&name&limit&nextToken` → the team's snapshots, newest first, paged. */
