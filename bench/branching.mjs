@@ -67,7 +67,12 @@ async function measureTreeRestores(managers, ids, toTurn, rounds) {
     // X: the first turn after P (its own file and cell journaled); Y: a turn after a rewind to P (its cell
     // not journaled, so its journal is P's).
     const [x, y] = [...children].sort((a, b) => b.journalLength - a.journalLength)
-    places[variant] = { parent: parent.id, x: x.id, y: y.id, lengths: [x, y, parent].map((c) => c.journalLength) }
+    places[variant] = {
+      parent: parent.id,
+      x: x.id,
+      y: y.id,
+      lengths: [x, y, parent].map((c) => c.journalLength),
+    }
   }
   for (let r = 0; r < rounds; r++) {
     for (const variant of r % 2 === 0 ? ['snapshot', 'journal'] : ['journal', 'snapshot']) {
@@ -79,13 +84,15 @@ async function measureTreeRestores(managers, ids, toTurn, rounds) {
       ]) {
         const sessions = managers[variant]
         const restored = await sessions.restore(ids[variant], { checkpoint })
-        if (restored.source !== variant) throw new Error(`expected a ${variant} restore, got ${restored.source}`)
+        if (restored.source !== variant)
+          throw new Error(`expected a ${variant} restore, got ${restored.source}`)
         const started = performance.now()
         const turn = await sessions.beginTurn(ids[variant])
         const answer = await turn.sandbox.runCode(`v${toTurn}`)
         const took = performance.now() - started
         const expected = String((toTurn * 1000 * (toTurn * 1000 - 1)) / 2)
-        if (answer.text !== expected) throw new Error(`${variant} ${where} restore lost v${toTurn}: ${answer.text}`)
+        if (answer.text !== expected)
+          throw new Error(`${variant} ${where} restore lost v${toTurn}: ${answer.text}`)
         ready[`${where}${variant === 'snapshot' ? 'Snapshot' : 'Journal'}`].push(took)
         await turn.end()
       }

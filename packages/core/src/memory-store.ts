@@ -679,8 +679,8 @@ class MemorySessions {
   noteTenantSnapshot(tenantInput: unknown, snapshotInput: unknown): void {
     this.assertOpen()
     const { tenant, snapshot } = checkTenantSnapshot(tenantInput, snapshotInput)
-    let ledger = this.ledgers.get(tenant)
-    if (!ledger) this.ledgers.set(tenant, (ledger = new Map()))
+    const ledger = this.ledgers.get(tenant) ?? new Map<string, string>()
+    this.ledgers.set(tenant, ledger)
     ledger.set(snapshot.snapshotId, encodeSnapshotBytes(snapshot.bytes))
   }
 

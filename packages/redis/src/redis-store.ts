@@ -16,7 +16,6 @@ import type {
   SessionRecord,
   SessionStore,
   SetSandboxInput,
-  TenantSnapshot,
   TenantSnapshotUsage,
 } from '@sandkeep/core'
 import {
