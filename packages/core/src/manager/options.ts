@@ -211,11 +211,23 @@ function resolveCheckpoints(
       message: `Store '${store.storeId}' keeps no checkpoints (readCheckpoints, rewind, createFork), which the checkpoints option needs.`,
     })
   }
-  return {
-    keep,
-    snapshots: providerHasSnapshots(provider),
-    tenantLimits: resolveTenantLimits(value.tenantLimits),
+  const tenantLimits = resolveTenantLimits(value.tenantLimits)
+  if (tenantLimits && tenantLimits.maxSnapshotBytes !== Number.POSITIVE_INFINITY && !storeHasLedger(store)) {
+    throw new SandkeepError({
+      code: 'CAPABILITY_UNSUPPORTED',
+      message: `Store '${store.storeId}' keeps no tenant snapshot ledger (noteTenantSnapshot, forgetTenantSnapshots, readTenantSnapshotUsage), which checkpoints.tenantLimits.maxSnapshotBytes needs.`,
+    })
   }
+  return { keep, snapshots: providerHasSnapshots(provider), tenantLimits }
+}
+
+/** The store keeps the tenant snapshot ledger the per-tenant limits read. */
+function storeHasLedger(store: SessionStore): boolean {
+  return (
+    typeof store.noteTenantSnapshot === 'function' &&
+    typeof store.forgetTenantSnapshots === 'function' &&
+    typeof store.readTenantSnapshotUsage === 'function'
+  )
 }
 
 function resolveTenantLimits(value: CheckpointsOption['tenantLimits']): ResolvedCheckpoints['tenantLimits'] {

@@ -418,6 +418,44 @@ describe('per-tenant checkpoint bytes, the ledger, a full platform quota (issue 
     })
   })
 
+  it('refuses bad limits, and maxSnapshotBytes on a store without the ledger, before any side effect', () => {
+    const make =
+      (tenantLimits: unknown, store = createMemorySessionStore()) =>
+      () =>
+        setup({ store, checkpoints: { every: 'turn', keep: 10, tenantLimits } as never })
+    for (const bad of [{ maxSnapshotBytes: -1 }, { maxSnapshotBytes: 1.5 }, { bytes: 10 }, 'lots']) {
+      expect(make(bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+    }
+    const {
+      noteTenantSnapshot: _n,
+      forgetTenantSnapshots: _f,
+      readTenantSnapshotUsage: _r,
+      ...withoutLedger
+    } = createMemorySessionStore()
+    expect(make({ maxSnapshotBytes: 1000 }, withoutLedger as SessionStore)).toThrow(
+      expect.objectContaining({ code: 'CAPABILITY_UNSUPPORTED', message: expect.stringMatching(/ledger/) }),
+    )
+    // The count limit alone works without the ledger (counted from the sessions' checkpoints).
+    expect(make({ snapshots: 3 }, withoutLedger as SessionStore)).not.toThrow()
+  })
+
+  it('on a store without the ledger the count limit still holds, counted from the tenant’s sessions', async () => {
+    const {
+      noteTenantSnapshot: _n,
+      forgetTenantSnapshots: _f,
+      readTenantSnapshotUsage: _r,
+      ...withoutLedger
+    } = createMemorySessionStore()
+    const { sessions, id } = setup({
+      store: withoutLedger as SessionStore,
+      checkpoints: { every: 'turn', keep: 10, tenantLimits: { snapshots: 2 } },
+    })
+    const ends = []
+    for (const n of [1, 2, 3]) ends.push(await turnWriting(sessions, `${id}-${n % 2}`, n, 'old-store'))
+    expect(ends.map((e) => e.checkpoint!.snapshot !== null)).toEqual([true, true, false])
+    expect(ends[2]!.journalOnly).toMatchObject({ limit: 'tenant-snapshots' })
+  })
+
   it('a full platform quota makes the checkpoint journal-only at once: one createSnapshot, not retried, and says so', async () => {
     const { sessions, provider, id } = setup({ checkpoints })
     provider.failNext('createSnapshot', 'QUOTA_EXCEEDED', { message: 'snapshot quota exceeded' })
