@@ -70,8 +70,13 @@ export async function snapshotCheckpoint(
   }
   let usage: TenantSnapshotUsage | undefined
   if (settings.tenantLimits) {
-    usage = await tenantSnapshotUsage(ctx, key.tenant)
-    const reached = limitReached(key.tenant, settings.tenantLimits, usage, 0)
+    // A usage the store cannot say (reported) does not cost the checkpoint its snapshot: the limit is
+    // checked again at the next one.
+    usage = await tenantSnapshotUsage(ctx, key.tenant).catch((cause: unknown) => {
+      fail('checkpoint-limit', cause)
+      return undefined
+    })
+    const reached = usage && limitReached(key.tenant, settings.tenantLimits, usage, 0)
     if (reached) return limited(reached)
   }
   const started = performance.now()

@@ -456,6 +456,26 @@ describe('per-tenant checkpoint bytes, the ledger, a full platform quota (issue 
     expect(ends[2]!.journalOnly).toMatchObject({ limit: 'tenant-snapshots' })
   })
 
+  it('a usage the store cannot read is reported and the snapshot is still taken (the turn end never throws)', async () => {
+    const inner = createMemorySessionStore()
+    const store: SessionStore = {
+      ...inner,
+      readTenantSnapshotUsage: async () => {
+        throw new SandkeepError({ code: 'STORE_UNAVAILABLE', message: 'down for the test' })
+      },
+    }
+    const { sessions, id } = setup({
+      store,
+      checkpoints: { every: 'turn', keep: 10, tenantLimits: { snapshots: 1 } },
+    })
+    const errors: string[] = []
+    sessions.on('error', (payload) => errors.push(payload.phase))
+    const end = await turnWriting(sessions, id, 1, 'unread')
+    expect(end.checkpoint!.snapshot).not.toBeNull()
+    expect(end.journalOnly).toBeUndefined()
+    expect(errors).toContain('checkpoint-limit')
+  })
+
   it('a full platform quota makes the checkpoint journal-only at once: one createSnapshot, not retried, and says so', async () => {
     const { sessions, provider, id } = setup({ checkpoints })
     provider.failNext('createSnapshot', 'QUOTA_EXCEEDED', { message: 'snapshot quota exceeded' })
