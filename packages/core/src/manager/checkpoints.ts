@@ -4,16 +4,19 @@ import { createHash, randomBytes } from 'node:crypto'
 import { SandkeepError } from '../errors.js'
 import type { JournalOnlyCheckpoint } from '../report.js'
 import type { SandboxHandle, TakenSnapshot } from '../sandbox-provider.js'
-import type {
-  Checkpoint,
-  CheckpointInput,
-  SessionRecord,
-  TenantSnapshot,
-  TenantSnapshotUsage,
-} from '../session-store.js'
+import type { Checkpoint, CheckpointInput, SessionRecord } from '../session-store.js'
 import { type SessionKey, snapshotBaseName } from '../validation.js'
 import type { ManagerContext } from './context.js'
-import { providerHasSnapshots, type TenantLimits } from './options.js'
+import { providerHasSnapshots } from './options.js'
+import {
+  forgetInLedger,
+  knownBytes,
+  limitError,
+  limitReached,
+  noteInLedger,
+  platformQuota,
+  usageBefore,
+} from './tenant-limits.js'
 
 /** Every checkpoint snapshot's name starts with this. */
 export const SNAPSHOT_NAME_PREFIX = 'sandkeep-'
@@ -68,17 +71,10 @@ export async function snapshotCheckpoint(
     fail('checkpoint-limit', limitError(key, journalOnly.message))
     return { input, ms, fresh: false, journalOnly }
   }
-  let usage: TenantSnapshotUsage | undefined
-  if (settings.tenantLimits) {
-    // A usage the store cannot say (reported) does not cost the checkpoint its snapshot: the limit is
-    // checked again at the next one.
-    usage = await tenantSnapshotUsage(ctx, key.tenant).catch((cause: unknown) => {
-      fail('checkpoint-limit', cause)
-      return undefined
-    })
-    const reached = usage && limitReached(key.tenant, settings.tenantLimits, usage, 0)
-    if (reached) return limited(reached)
-  }
+  const limits = settings.tenantLimits
+  const usage = limits ? await usageBefore(ctx, key.tenant, fail) : undefined
+  const reached = limits && usage && limitReached(key.tenant, limits, usage, 0)
+  if (reached) return limited(reached)
   const started = performance.now()
   let taken: TakenSnapshot
   try {
@@ -91,8 +87,7 @@ export async function snapshotCheckpoint(
     return { input, ms, fresh: false }
   }
   const bytes = knownBytes(taken.bytes)
-  const over =
-    usage && settings.tenantLimits && limitReached(key.tenant, settings.tenantLimits, usage, bytes ?? 0, true)
+  const over = limits && usage && limitReached(key.tenant, limits, usage, bytes ?? 0, true)
   if (over) {
     // This snapshot took the tenant past its bytes: it goes at once, and the checkpoint is journal-only.
     await ctx
@@ -107,84 +102,6 @@ export async function snapshotCheckpoint(
     ms: performance.now() - started,
     fresh: true,
   }
-}
-
-/** A provider's `bytes`, when it is a byte count. */
-function knownBytes(bytes: unknown): number | null {
-  return typeof bytes === 'number' && Number.isSafeInteger(bytes) && bytes >= 0 ? bytes : null
-}
-
-/**
- * The tenant limit `usage` reaches: before a snapshot (`added` 0), one at or past its limit; after one
- * (`after`), the bytes limit the snapshot's `added` bytes passed.
- */
-function limitReached(
-  tenant: string,
-  limits: TenantLimits,
-  usage: TenantSnapshotUsage,
-  added: number,
-  after = false,
-): JournalOnlyCheckpoint | undefined {
-  const journalOnly =
-    'this checkpoint was recorded without a snapshot (a restore to it replays the journal). End sessions or lower keep to make room.'
-  if (!after && usage.snapshots >= limits.snapshots) {
-    return {
-      limit: 'tenant-snapshots',
-      message: `Tenant '${tenant}' holds ${usage.snapshots} checkpoint snapshot(s), its limit is ${limits.snapshots} (checkpoints.tenantLimits.snapshots): ${journalOnly}`,
-    }
-  }
-  const bytes = usage.bytes + added
-  if (after ? bytes > limits.maxSnapshotBytes : bytes >= limits.maxSnapshotBytes) {
-    return {
-      limit: 'tenant-snapshot-bytes',
-      message: `Tenant '${tenant}' checkpoint snapshots take ${bytes} bytes${after ? ' with this one' : ''}, its limit is ${limits.maxSnapshotBytes} (checkpoints.tenantLimits.maxSnapshotBytes): ${journalOnly}`,
-    }
-  }
-  return undefined
-}
-
-/** The platform's snapshot quota is full: shared by every tenant of the API key, so no tenant's doing alone. */
-function platformQuota(cause: unknown): JournalOnlyCheckpoint {
-  const detail = cause instanceof Error ? cause.message : String(cause)
-  return {
-    limit: 'platform-quota',
-    message: `The platform's snapshot quota (shared by every tenant of this API key) is full: this checkpoint was recorded without a snapshot (a restore to it replays the journal); not retried. Set checkpoints.tenantLimits so that no tenant can fill it. (${detail})`,
-  }
-}
-
-function limitError(key: SessionKey, message: string): SandkeepError {
-  return new SandkeepError({
-    code: 'QUOTA_EXCEEDED',
-    message,
-    tenant: key.tenant,
-    conversationId: key.conversationId,
-  })
-}
-
-/** Notes a new snapshot in the tenant's ledger (stores that keep one); a failure is reported, never thrown. */
-async function noteInLedger(
-  ctx: ManagerContext,
-  tenant: string,
-  snapshot: TenantSnapshot,
-  fail: (phase: string, cause: unknown) => void,
-): Promise<void> {
-  if (typeof ctx.store.noteTenantSnapshot !== 'function') return
-  await ctx.store
-    .noteTenantSnapshot(tenant, snapshot)
-    .catch((cause: unknown) => fail('snapshot-ledger', cause))
-}
-
-/** Removes deleted snapshots from the tenant's ledger (stores that keep one); a failure is reported. */
-export async function forgetInLedger(
-  ctx: ManagerContext,
-  tenant: string,
-  snapshotIds: readonly string[],
-  key?: SessionKey,
-): Promise<void> {
-  if (snapshotIds.length === 0 || typeof ctx.store.forgetTenantSnapshots !== 'function') return
-  await ctx.store
-    .forgetTenantSnapshots(tenant, snapshotIds)
-    .catch((cause: unknown) => ctx.emitError('snapshot-ledger', cause, key))
 }
 
 /**
@@ -251,28 +168,6 @@ export async function deleteReleasedSnapshots(
   }
   await forgetInLedger(ctx, key.tenant, [...deleted, ...gone], key)
   return deleted
-}
-
-/**
- * What the tenant's snapshots take: the store's ledger in one read; for a store without one, the distinct
- * snapshots the kept checkpoints of every session of the tenant hold (a read per session, count only).
- */
-async function tenantSnapshotUsage(ctx: ManagerContext, tenant: string): Promise<TenantSnapshotUsage> {
-  if (typeof ctx.store.readTenantSnapshotUsage === 'function')
-    return ctx.store.readTenantSnapshotUsage(tenant)
-  const snapshots = new Set<string>()
-  let cursor: string | undefined
-  do {
-    const page = await ctx.store.list(tenant, { limit: 1000, ...(cursor ? { cursor } : {}) })
-    for (const session of page.sessions) {
-      const key = { tenant, conversationId: session.conversationId }
-      for (const checkpoint of await ctx.store.readCheckpoints!(key)) {
-        if (checkpoint.snapshot) snapshots.add(checkpoint.snapshot.snapshotId)
-      }
-    }
-    cursor = page.cursor
-  } while (cursor)
-  return { snapshots: snapshots.size, bytes: 0, unknownBytes: snapshots.size }
 }
 
 /** The record's head; for a record written before checkpoint trees, its newest checkpoint. */

@@ -5,13 +5,13 @@ import type { Checkpoint, SessionRecord } from '../session-store.js'
 import { invalidArgument, rejectUnknownOptions, validateTenant } from '../validation.js'
 import {
   deleteReleasedSnapshots,
-  forgetInLedger,
   parseSnapshotName,
   SNAPSHOT_NAME_PREFIX,
   sessionTag,
 } from './checkpoints.js'
 import type { ManagerContext } from './context.js'
 import { providerHasSnapshots } from './options.js'
+import { forgetInLedger } from './tenant-limits.js'
 
 /** A sandbox sandkeep made, found by its metadata. */
 interface Found {
