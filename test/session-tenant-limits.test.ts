@@ -121,7 +121,34 @@ describe('a full host snapshot quota on Redis and local-e2b', () => {
       })
       expect(end.error).toMatchObject({ code: 'QUOTA_EXCEEDED' })
     } finally {
-      await counted.close()
+      await counted.close({ keepStore: true })
+    }
+  })
+})
+
+describe('a 429 quota answer on Redis and local-e2b', () => {
+  const rig = useRig({ pauseMode: 'memory' }, { checkpoints: { every: 'turn', keep: 10 } })
+
+  it('a 429 that says the quota is full (with Retry-After) is one request and a journal-only checkpoint, not a retry loop', async () => {
+    const { sessions, host } = rig()
+    const id = conversation()
+    const turn = await sessions.beginTurn(id, { tenant: rig().tenant })
+    await heavyTurn(turn, 1, 16)
+    const before = host.events.list({ type: 'fault-trigger' }).length
+    host.faults.failNext('snapshot', {
+      count: 10,
+      status: 429,
+      body: { code: 429, message: 'snapshot limit reached' },
+      headers: { 'retry-after': '1' },
+      sandboxId: turn.report!.sandboxId,
+    })
+    try {
+      const end = await turn.end()
+      expect(host.events.list({ type: 'fault-trigger' }).length - before).toBe(1)
+      expect(end.checkpoint!.snapshot).toBeNull()
+      expect(end.journalOnly).toMatchObject({ limit: 'platform-quota' })
+    } finally {
+      host.faults.clear()
     }
   })
 })

@@ -24,8 +24,8 @@ type Snapshots = Pick<
 >
 
 /**
- * `POST /sandboxes/{id}/snapshots` through the SDK's API client, as `Sandbox.createSnapshot` sends it, but
- * reading the answer whole: a local-e2b host adds `sizeBytes` (what the snapshot added to its disk), which
+ * `POST /sandboxes/{id}/snapshots` through the SDK's API client, as `Sandbox.createSnapshot` sends it (less
+ * its 429 retry), reading the answer whole: a local-e2b host adds `sizeBytes` (what the snapshot added to its disk), which
  * `Sandbox.createSnapshot` drops. E2B's answer has no size: `bytes` is then absent (not known).
  */
 async function postSnapshot(
@@ -33,7 +33,10 @@ async function postSnapshot(
   sandboxId: string,
   options: CreateSnapshotOptions | undefined,
 ): Promise<TakenSnapshot> {
-  const config = new ConnectionConfig(requestOptions(connection, options?.signal))
+  // `retries: 0`: the SDK would retry a 429 on its Retry-After before we could read it, and a 429 that says
+  // the snapshot quota is full clears only when a snapshot is deleted. A plain rate limit comes back as
+  // retryable SANDBOX_UNAVAILABLE with its wait, which the session manager's retry honours.
+  const config = new ConnectionConfig({ ...requestOptions(connection, options?.signal), retries: 0 })
   const answer = await new ApiClient(config).api.POST('/sandboxes/{sandboxID}/snapshots', {
     params: { path: { sandboxID: sandboxId } },
     body: options?.name !== undefined ? { name: options.name } : {},

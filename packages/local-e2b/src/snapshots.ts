@@ -60,6 +60,8 @@ export interface SnapshotServiceOptions {
   store: SnapshotStore
   /** Boots and registers a new sandbox of `record` after `prepareDisk` placed its files (429 past the limit). */
   startSandbox: (record: SandboxRecord, prepareDisk: () => Promise<void>) => Promise<Sandbox>
+  /** Answers a snapshot request with an injected fault when one is due (`faults.failNext('snapshot')`); true then. */
+  applyFault: (sandboxId: string, response: ServerResponse) => Promise<boolean>
   /** True when the sandbox of `record` will boot on a disk image (its files then go in as the image's seed). */
   usesDiskImage: (record: SandboxRecord) => boolean
 }
@@ -214,7 +216,8 @@ export class SnapshotService {
     }
     if (resource !== 'sandboxes' || path.length !== 3 || method !== 'POST' || id === undefined) return false
     if (action === 'snapshots') {
-      await this.#create(id, await readJson(request), response)
+      const body = await readJson(request)
+      if (!(await this.#options.applyFault(id, response))) await this.#create(id, body, response)
       return true
     }
     if (action === 'fork') {
