@@ -49,6 +49,79 @@ function withoutSnapshots(provider) {
   })
 }
 
+/**
+ * Restores over the tree (issue 31 item 9): after the rewinds, the checkpoint at `toTurn` (P) has several
+ * children at `toTurn + 1`, one per rewind's turn. Two of them are X and Y. Each round restores X, then Y,
+ * then P, each followed by a turn whose first tool call is timed until it answers and whose end moves the
+ * head on: X and Y are each a sibling of the checkpoint the head's last turn started from (another branch),
+ * P the parent of that one.
+ */
+async function measureTreeRestores(managers, ids, toTurn, rounds) {
+  const ready = { siblingSnapshot: [], parentSnapshot: [], siblingJournal: [], parentJournal: [] }
+  const places = {}
+  for (const variant of ['snapshot', 'journal']) {
+    const { checkpoints } = await managers[variant].listCheckpoints(ids[variant])
+    const parent = checkpoints.find((c) => c.turn === toTurn && c.parentId !== undefined)
+    const children = checkpoints.filter((c) => c.parentId === parent?.id)
+    if (!parent || children.length < 2) throw new Error(`${variant}: no two siblings under turn ${toTurn}`)
+    // X: the first turn after P (its own file and cell journaled); Y: a turn after a rewind to P (its cell
+    // not journaled, so its journal is P's).
+    const [x, y] = [...children].sort((a, b) => b.journalLength - a.journalLength)
+    places[variant] = {
+      parent: parent.id,
+      x: x.id,
+      y: y.id,
+      lengths: [x, y, parent].map((c) => c.journalLength),
+    }
+  }
+  for (let r = 0; r < rounds; r++) {
+    for (const variant of r % 2 === 0 ? ['snapshot', 'journal'] : ['journal', 'snapshot']) {
+      const { parent, x, y } = places[variant]
+      for (const [where, checkpoint] of [
+        ['sibling', x],
+        ['sibling', y],
+        ['parent', parent],
+      ]) {
+        const sessions = managers[variant]
+        const restored = await sessions.restore(ids[variant], { checkpoint })
+        if (restored.source !== variant)
+          throw new Error(`expected a ${variant} restore, got ${restored.source}`)
+        const started = performance.now()
+        const turn = await sessions.beginTurn(ids[variant])
+        const answer = await turn.sandbox.runCode(`v${toTurn}`)
+        const took = performance.now() - started
+        const expected = String((toTurn * 1000 * (toTurn * 1000 - 1)) / 2)
+        if (answer.text !== expected)
+          throw new Error(`${variant} ${where} restore lost v${toTurn}: ${answer.text}`)
+        ready[`${where}${variant === 'snapshot' ? 'Snapshot' : 'Journal'}`].push(took)
+        await turn.end()
+      }
+    }
+  }
+  return {
+    journalLengths: places.journal.lengths,
+    stats: {
+      readySiblingSnapshot: summary(ready.siblingSnapshot),
+      readyParentSnapshot: summary(ready.parentSnapshot),
+      readySiblingJournal: summary(ready.siblingJournal),
+      readyParentJournal: summary(ready.parentJournal),
+    },
+  }
+}
+
+function treeTable(stats, toTurn) {
+  const row = (label, s) => [label, ms(s.p50), ms(s.p95), String(s.n)]
+  return `\n${table(
+    ['restore over the tree, then the first tool call', 'ready p50', 'ready p95', 'n'],
+    [
+      row(`to a sibling (turn ${toTurn + 1}, other branch), snapshot`, stats.readySiblingSnapshot),
+      row(`to the parent (turn ${toTurn}), snapshot`, stats.readyParentSnapshot),
+      row(`to a sibling (turn ${toTurn + 1}, other branch), journal`, stats.readySiblingJournal),
+      row(`to the parent (turn ${toTurn}), journal`, stats.readyParentJournal),
+    ],
+  )}`
+}
+
 /** Bytes the directory takes on disk (allocated, as the host counts its snapshots). */
 function diskBytes(path) {
   return Number(execFileSync('du', ['-s', '--block-size=1', path], { encoding: 'utf8' }).split('\t')[0])
@@ -114,7 +187,10 @@ export async function runBranching({ turns = 20, rewinds = 8, log = console.log 
       }
     }
 
+    const tree = await measureTreeRestores(managers, ids, toTurn, rewinds)
+
     const stats = {
+      ...tree.stats,
       endOff: summary(endMs.off),
       endSnapshot: summary(endMs.snapshot),
       endJournal: summary(endMs.journal),
@@ -179,6 +255,10 @@ export async function runBranching({ turns = 20, rewinds = 8, log = console.log 
     )
     log(
       `\njournal replay / snapshot restore at p50: ${ratio(stats.readyJournal.p50, stats.readySnapshot.p50)} (journal of ${toTurn * 2} steps, ${toTurn} files of ${FILE_BYTES / 1024} KiB). ${turns} turns per variant, ${rewinds} rewinds per variant, round-robin; isolation ${host.isolation}.`,
+    )
+    log(treeTable(stats, toTurn))
+    log(
+      `\njournal entries of the two siblings and the parent: ${tree.journalLengths.join(', ')}; ${rewinds} rounds of sibling, sibling, parent per variant.`,
     )
     return {
       turns,

@@ -4,6 +4,7 @@
 // back to the journal; a process killed between making the restored sandbox and mapping it leaves the session
 // rewound (never half) and a sandbox gc kills; bad input is refused with every Redis key as it was.
 import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { createSessionManager, type ResumeReport, type SessionManagerEvents, type Turn } from '@sandkeep/core'
 import { Sandbox } from 'e2b'
@@ -213,6 +214,37 @@ describe('rewind and fork on Redis and local-e2b (snapshots keep files only)', (
     )
     expect(await rig().store.get(key)).toMatchObject({ restore: null, turnCount: 2 })
   }, 120_000)
+
+  it('turn.checkpoint() records the sandbox as it is at the call; a restore to it probes against that', async () => {
+    const { sessions } = rig()
+    const id = conversation()
+    const first = await sessions.beginTurn(id, options())
+    await work(first, '/home/user/a.txt', 1)
+    await first.end()
+    const second = await sessions.beginTurn(id, options())
+    await work(second, '/home/user/b.txt', 2)
+    const step = await second.checkpoint()
+    await work(second, '/home/user/b.txt', 3)
+    await second.end()
+    // The manifest is the one written for this call, naming b.txt as it was then, not turn 1's.
+    expect(step.manifest).toMatchObject({ sandboxId: second.report!.sandboxId })
+    const witnesses = step.manifest!.filesystem!.witnesses!
+    expect(witnesses.find((w) => w.path === '/home/user/b.txt')?.sha256).toBe(
+      createHash('sha256').update('written at x=2').digest('hex'),
+    )
+    await sessions.restore(id, { checkpoint: step.id, ...options() })
+    const third = await sessions.beginTurn(id, options())
+    try {
+      expect(third.report).toMatchObject({
+        restored: { source: 'snapshot' },
+        survived: { filesystem: true },
+      })
+      expect(await third.sandbox.readFile('/home/user/b.txt')).toBe('written at x=2')
+      expect((await third.sandbox.runCode('x')).text).toBe('2')
+    } finally {
+      await third.end()
+    }
+  })
 
   it('refuses bad rewinds and forks before writing: every Redis key is as it was', async () => {
     const { store, provider } = rig().sessions

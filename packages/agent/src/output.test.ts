@@ -119,6 +119,9 @@ describe('stateLostNotice after a rewind or a fork', () => {
   it('from a snapshot: set back to the end of turn k, files as then, memory rebuilt from the journal', () => {
     const notice = stateLostNotice(restoredBase)
     expect(notice).toMatch(/rewound: the sandbox was set back to its state at the end of turn 3/)
+    // A rewind or restore deletes nothing: the model is told the other branch is still there.
+    expect(notice).toMatch(/that branch is kept and can be restored/)
+    expect(notice).not.toMatch(/later turns did in it is gone/)
     expect(notice).toMatch(/Files and installed packages are as they were then \(restored from a snapshot\)/)
     expect(notice).toMatch(/Interpreter variables were rebuilt by re-running 2 recorded setup steps/)
     expect(notice).toMatch(/Background processes from then are not running/)

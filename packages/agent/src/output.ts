@@ -107,7 +107,7 @@ function restoredNotice(report: ResumeReport, restored: RestoreReport): string {
   const opening =
     restored.kind === 'forked'
       ? `Notice: this conversation was forked from another one: its sandbox starts from that conversation's state at ${point}.`
-      : `Notice: the conversation was rewound: the sandbox was set back to its state at ${point}, and what later turns did in it is gone.`
+      : `Notice: the conversation was rewound: the sandbox was set back to its state at ${point}, the checkpoint chosen. What the turns after it did is not in this sandbox; that branch is kept and can be restored.`
   const steps = report.rehydratedSteps
   let how: string
   if (restored.snapshotLost) {

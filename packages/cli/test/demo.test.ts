@@ -393,7 +393,9 @@ describe.concurrent('sandkeep demo --transcript branching', () => {
     ])
     expect(result.code, result.stdout + result.stderr).toBe(0)
     const out = result.stdout
-    expect(out).toContain('↺  regenerate: branching-human rewound to the end of turn 1 (nothing dropped')
+    expect(out).toContain(
+      '↺  regenerate: branching-human rewound to the end of turn 1 (nothing deleted, the later turns stay restorable on their branch',
+    )
     expect(out).toContain('↺  edit: branching-human rewound to the end of turn 1')
     expect(out).toContain('⑂  fork: branching-human-rankine starts from branching-human turn 2')
     expect(out).toContain('── turn 3/7 · main turn 2 ')

@@ -31,6 +31,7 @@ export type { CodeLanguage, JournalEntry, JournalStep } from './contract/journal
 export type { LogFields, LogLevel, SandkeepLogger } from './contract/logger-types.js'
 // Reports
 export type {
+  JournalOnlyCheckpoint,
   RehydrateFailures,
   RestoreReport,
   ResumeOutcome,
@@ -64,6 +65,7 @@ export type {
   SandboxState,
   SnapshotInfo,
   SnapshotKeeps,
+  TakenSnapshot,
 } from './contract/sandbox-provider.js'
 export type {
   CheckpointsOption,
@@ -96,6 +98,8 @@ export type {
   SessionRestore,
   SessionSandboxState,
   SessionStore,
+  TenantSnapshot,
+  TenantSnapshotUsage,
   TurnManifest,
 } from './contract/session-store.js'
 export { type TurnEndedScope, turnEndedError } from './contract/turn-ended.js'

@@ -38,6 +38,7 @@ export type {
   SandboxState,
   SnapshotInfo,
   SnapshotKeeps,
+  TakenSnapshot,
 } from './contract/sandbox-provider.js'
 export { shellQuote } from './contract/shell.js'
 // Input checks

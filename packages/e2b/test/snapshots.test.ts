@@ -132,6 +132,48 @@ describe('E2B provider snapshots on local-e2b', () => {
     await expect(provider.createSnapshot!(sandbox.id)).rejects.toMatchObject({ code: 'SANDBOX_NOT_FOUND' })
   })
 
+  it('reports what each snapshot added to the host’s disk; content shared with an earlier snapshot counts once', async () => {
+    const provider = providerOn(host)
+    const sandbox = await source()
+    await sandbox.writeFile('/home/user/big.bin', 'x'.repeat(256 * 1024))
+    const first = await provider.createSnapshot!(sandbox.id)
+    const second = await provider.createSnapshot!(sandbox.id)
+    const events = host.events.list({ type: 'snapshot-create' })
+    const bytesOf = (id: string) => events.find((e) => e.detail.snapshotId === id)?.detail.bytes
+    expect(first.bytes).toBe(bytesOf(first.snapshotId))
+    expect(first.bytes).toBeGreaterThanOrEqual(256 * 1024)
+    // The unchanged file is stored once: the second snapshot adds only its manifest.
+    expect(second.bytes).toBe(bytesOf(second.snapshotId))
+    expect(second.bytes).toBeLessThan(64 * 1024)
+  })
+
+  it('a 429 that says the snapshot quota is full is QUOTA_EXCEEDED after one request, not retried on its Retry-After', async () => {
+    const provider = providerOn(host)
+    const sandbox = await source()
+    const before = host.events.list({ type: 'fault-trigger' }).length
+    host.faults.failNext('snapshot', {
+      count: 4,
+      status: 429,
+      body: { code: 429, message: 'snapshot limit reached for this team' },
+      headers: { 'retry-after': '1' },
+      sandboxId: sandbox.id,
+    })
+    const refused = await provider.createSnapshot!(sandbox.id).catch((error: unknown) => error)
+    expect(refused).toMatchObject({ code: 'QUOTA_EXCEEDED', retryable: false })
+    // One request reached the host: the SDK's own 429 retry (3 more, 1 s apart) did not run.
+    expect(host.events.list({ type: 'fault-trigger' }).length - before).toBe(1)
+    host.faults.clear()
+  })
+
+  it('a plain rate limit (429 with Retry-After) is retryable SANDBOX_UNAVAILABLE carrying the wait', async () => {
+    const provider = providerOn(host)
+    const sandbox = await source()
+    host.faults.failNext('snapshot', { status: 429, headers: { 'retry-after': '2' }, sandboxId: sandbox.id })
+    const refused = await provider.createSnapshot!(sandbox.id).catch((error: unknown) => error)
+    expect(refused).toMatchObject({ code: 'SANDBOX_UNAVAILABLE', retryable: true, retryAfterMs: 2000 })
+    host.faults.clear()
+  })
+
   it("past the host's snapshot quota (507) is QUOTA_EXCEEDED at once, not retried as a rate limit", async () => {
     const limited = await startLocalE2B({ logger: () => {}, maxSnapshots: 1 })
     try {

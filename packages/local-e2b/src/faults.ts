@@ -10,7 +10,15 @@ import { newSandboxId, type SandboxRegistry } from './registry.js'
 import type { Sandbox } from './sandbox.js'
 
 /** Operations a fault rule can target. */
-export type FaultOperation = 'create' | 'connect' | 'pause' | 'kill' | 'setTimeout' | 'envd' | 'execute'
+export type FaultOperation =
+  | 'create'
+  | 'connect'
+  | 'pause'
+  | 'kill'
+  | 'setTimeout'
+  | 'snapshot'
+  | 'envd'
+  | 'execute'
 
 export const FAULT_OPERATIONS: readonly FaultOperation[] = [
   'create',
@@ -18,6 +26,7 @@ export const FAULT_OPERATIONS: readonly FaultOperation[] = [
   'pause',
   'kill',
   'setTimeout',
+  'snapshot',
   'envd',
   'execute',
 ]

@@ -319,6 +319,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     registry,
     store,
     startSandbox: (record, prepareDisk): Promise<Sandbox> => controlPlane.startSandbox(record, prepareDisk),
+    applyFault: (sandboxId, response) => faults.apply('snapshot', sandboxId, response),
     // As the runtime decides at boot (sandbox-runtime.ts): isolated, with disk images and a disk size.
     usesDiskImage: (record) =>
       support.isolation === 'bubblewrap' &&

@@ -60,6 +60,8 @@ export interface SnapshotServiceOptions {
   store: SnapshotStore
   /** Boots and registers a new sandbox of `record` after `prepareDisk` placed its files (429 past the limit). */
   startSandbox: (record: SandboxRecord, prepareDisk: () => Promise<void>) => Promise<Sandbox>
+  /** Answers a snapshot request with an injected fault when one is due (`faults.failNext('snapshot')`); true then. */
+  applyFault: (sandboxId: string, response: ServerResponse) => Promise<boolean>
   /** True when the sandbox of `record` will boot on a disk image (its files then go in as the image's seed). */
   usesDiskImage: (record: SandboxRecord) => boolean
 }
@@ -214,7 +216,8 @@ export class SnapshotService {
     }
     if (resource !== 'sandboxes' || path.length !== 3 || method !== 'POST' || id === undefined) return false
     if (action === 'snapshots') {
-      await this.#create(id, await readJson(request), response)
+      const body = await readJson(request)
+      if (!(await this.#options.applyFault(id, response))) await this.#create(id, body, response)
       return true
     }
     if (action === 'fork') {
@@ -422,7 +425,12 @@ export class SnapshotService {
     }
   }
 
-  /** `POST /sandboxes/{id}/snapshots {name?}` → 201 `{snapshotID, names}`. */
+  /**
+   * `POST /sandboxes/{id}/snapshots {name?}` → 201 `{snapshotID, names, sizeBytes}`. `sizeBytes` (this host's
+   * addition; E2B answers without it) is what the snapshot added to the host's disk: with content storage its
+   * manifest and the blobs no earlier snapshot of the team stored (a blob shared with earlier snapshots was
+   * counted by the one that stored it), else the copy's allocated size. It counts toward `maxSnapshotBytes`.
+   */
   async #create(sandboxId: string, body: Json, response: ServerResponse): Promise<void> {
     const { store, team, events } = this.#options
     const name = parseSnapshotName(body.name)
@@ -503,7 +511,11 @@ export class SnapshotService {
       })
     })
     if (!created) throw new HttpError(500, 'the snapshot was not kept')
-    sendJson(response, 201, { snapshotID: snapshotIdOf(created), names: snapshotNamesOf(created) })
+    sendJson(response, 201, {
+      snapshotID: snapshotIdOf(created),
+      names: snapshotNamesOf(created),
+      sizeBytes: created.bytes,
+    })
   }
 
   /** `GET /snapshots?sandboxID&name&limit&nextToken` → the team's snapshots, newest first, paged. */

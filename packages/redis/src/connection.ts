@@ -33,6 +33,12 @@ export interface RedisClient {
   del(...keys: string[]): Promise<number>
   /** ZREM. */
   zrem(key: string, ...members: string[]): Promise<number>
+  /** HSET of one field (the tenant snapshot ledger). */
+  hset(key: string, field: string, value: string): Promise<number>
+  /** HDEL. */
+  hdel(key: string, ...fields: string[]): Promise<number>
+  /** HVALS. */
+  hvals(key: string): Promise<string[]>
   /** ZREVRANGEBYSCORE with scores: a flat list (RESP2) or [member, score] pairs (RESP3 `replyMapping`). */
   zrevrangebyscore(
     key: string,

@@ -5,6 +5,7 @@
 //   <prefix>:{<tenant>:<hash>}:journal      list: journal entries
 //   <prefix>:{<tenant>:<hash>}:checkpoints  hash: kept checkpoints, three fields per turn (includes/checkpoints.lua)
 //   <prefix>:{<tenant>}:index               sorted set: the tenant's sessions by last activity
+//   <prefix>:{<tenant>}:snapshots           hash: the tenant's snapshot ledger, snapshot id → bytes or '?'
 //   <prefix>:clock                          never stored: names the Cluster node whose clock `now()` reads
 //
 // `<hash>` is a hash of the conversation id (the raw id lives only inside the record), so ids such as
@@ -80,6 +81,11 @@ export function sessionKeysByMember(prefix: string, tenant: string, member: stri
     index: tenantIndexKey(prefix, tenant),
     member,
   }
+}
+
+/** The snapshot ledger of a tenant (in the tenant's slot, like its index; never matched by `:index` scans). */
+export function tenantLedgerKey(prefix: string, tenant: string): string {
+  return `${prefix}:{${tenant}}:snapshots`
 }
 
 /** The listing index of a tenant. */

@@ -16,11 +16,13 @@ import type {
   SessionRecord,
   SessionStore,
   SetSandboxInput,
+  TenantSnapshotUsage,
 } from '@sandkeep/core/store'
 import {
   checkAcquireOptions,
   checkCheckpointTarget,
   checkCreateForkInput,
+  checkForgottenSnapshots,
   checkJournalStep,
   checkLease,
   checkListOptions,
@@ -33,10 +35,12 @@ import {
   checkSetSandboxInput,
   checkSetStateOptions,
   checkStoreKey,
+  checkTenantSnapshot,
   checkTtlMs,
   corruptRecordError,
   decodeListCursor,
   encodeListCursor,
+  encodeSnapshotBytes,
   invalidArgument,
   isAfterListPosition,
   journalFull,
@@ -50,6 +54,7 @@ import {
   sessionExists,
   sessionHeld,
   TENANT_PATTERN,
+  totalSnapshotUsage,
   validateTenant,
 } from '@sandkeep/core/store'
 import type { RedisConnection } from './connection.js'
@@ -60,6 +65,7 @@ import {
   sessionKeys,
   sessionKeysByMember,
   tenantIndexKey,
+  tenantLedgerKey,
 } from './keys.js'
 import { checkOptions, type RedisSessionStoreOptions, type RedisStoreSettings } from './options.js'
 import * as commands from './script-commands.js'
@@ -97,6 +103,9 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions = {}):
     checkpoint: (key, lease, input) => sessions.checkpoint(key, lease, input),
     readForkSource: (key, input) => sessions.readForkSource(key, input),
     listTenants: () => sessions.listTenants(),
+    noteTenantSnapshot: (tenant, snapshot) => sessions.noteTenantSnapshot(tenant, snapshot),
+    forgetTenantSnapshots: (tenant, ids) => sessions.forgetTenantSnapshots(tenant, ids),
+    readTenantSnapshotUsage: (tenant) => sessions.readTenantSnapshotUsage(tenant),
     createFork: (key, input) => sessions.createFork(key, input),
     close: () => sessions.connection.close(),
   }
@@ -476,6 +485,35 @@ class RedisSessions {
       }
     })
     return [...tenants]
+  }
+
+  /** One HSET on the tenant's ledger hash. */
+  async noteTenantSnapshot(tenantInput: unknown, snapshotInput: unknown): Promise<void> {
+    const { tenant, snapshot } = checkTenantSnapshot(tenantInput, snapshotInput)
+    const key = tenantLedgerKey(this.prefix, tenant)
+    await this.connection.roundTrip('note a tenant snapshot', key, (redis) =>
+      redis.hset(key, snapshot.snapshotId, encodeSnapshotBytes(snapshot.bytes)),
+    )
+  }
+
+  /** One HDEL on the tenant's ledger hash. */
+  async forgetTenantSnapshots(tenantInput: unknown, idsInput: unknown): Promise<void> {
+    const { tenant, snapshotIds } = checkForgottenSnapshots(tenantInput, idsInput)
+    if (snapshotIds.length === 0) return
+    const key = tenantLedgerKey(this.prefix, tenant)
+    await this.connection.roundTrip('forget tenant snapshots', key, (redis) =>
+      redis.hdel(key, ...snapshotIds),
+    )
+  }
+
+  /** One HVALS on the tenant's ledger hash, totalled here. */
+  async readTenantSnapshotUsage(tenantInput: unknown): Promise<TenantSnapshotUsage> {
+    const tenant = validateTenant(tenantInput)
+    const key = tenantLedgerKey(this.prefix, tenant)
+    const values = await this.connection.roundTrip('read the tenant snapshots', key, (redis) =>
+      redis.hvals(key),
+    )
+    return totalSnapshotUsage(values)
   }
 
   async now(): Promise<number> {

@@ -132,7 +132,7 @@ export function describeBranch(event: Extract<DemoEvent, { type: 'branch' }>, st
   }
   const dropped = event.droppedTurns?.length
     ? `dropped turn${event.droppedTurns.length === 1 ? '' : 's'} ${event.droppedTurns.join(', ')}`
-    : 'nothing dropped'
+    : 'nothing deleted, the later turns stay restorable on their branch'
   const killed = event.killedSandboxId ? `, killed ${event.killedSandboxId}` : ''
   return [
     `${style.magenta('↺')}  ${style.bold(event.kind)}: ${event.conversationId} rewound to the end of turn ${event.checkpointTurn} ${style.dim(`(${dropped}${killed}; the next turn restores ${source})`)}`,

@@ -124,6 +124,22 @@ export interface TurnEndReport {
    * `rewind` and `fork` take its `turn`). Absent when checkpoints are off or the release did not record one.
    */
   checkpoint?: Checkpoint
+  /**
+   * The checkpoint was recorded journal-only (no snapshot: a restore to it replays the branch's journal)
+   * because a limit was reached, and what the tenant is told: `tenant-snapshots` and `tenant-snapshot-bytes`
+   * are the manager's per-tenant limits (`checkpoints.tenantLimits`), `platform-quota` the platform's
+   * snapshot quota (shared by every tenant of the API key; not retried). Absent when a snapshot was taken or
+   * none was due.
+   */
+  journalOnly?: JournalOnlyCheckpoint
   /** An error the end swallowed so the turn body's outcome stands (pause failed, store down). */
   error?: { code: string; message: string }
+}
+
+/** Why a checkpoint was recorded without a snapshot ({@link TurnEndReport.journalOnly}). */
+export interface JournalOnlyCheckpoint {
+  /** The limit reached. */
+  limit: 'tenant-snapshots' | 'tenant-snapshot-bytes' | 'platform-quota'
+  /** What the tenant is told (the QUOTA_EXCEEDED message of the `error` event, phase `checkpoint-limit`). */
+  message: string
 }

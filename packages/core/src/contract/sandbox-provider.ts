@@ -98,6 +98,18 @@ export interface SnapshotInfo {
   createdAt?: Date
 }
 
+/** What {@link SandboxProvider.createSnapshot} returns. */
+export interface TakenSnapshot {
+  /** The id `createFromSnapshot` and `deleteSnapshot` take. */
+  snapshotId: string
+  /**
+   * What this snapshot added to the platform's storage, bytes, when the platform says (the per-tenant
+   * `maxSnapshotBytes` limit adds these up); absent when not known. Bytes it shares with snapshots taken
+   * before it (content stored once) are not in it: they were counted by the snapshot that stored them.
+   */
+  bytes?: number
+}
+
 /** Options of {@link SandboxProvider.createSnapshot}. */
 export interface CreateSnapshotOptions {
   /**
@@ -393,7 +405,7 @@ export interface SandboxProvider<Native = unknown> {
    * @throws SandkeepError SANDBOX_NOT_FOUND (gone), SANDBOX_UNAVAILABLE (retryable: 5xx, 409 paused or
    *   transitioning, 429 rate limited), QUOTA_EXCEEDED (not retryable: the platform's snapshot quota is full)
    */
-  createSnapshot?(sandboxId: string, options?: CreateSnapshotOptions): Promise<{ snapshotId: string }>
+  createSnapshot?(sandboxId: string, options?: CreateSnapshotOptions): Promise<TakenSnapshot>
   /**
    * Creates a new sandbox from a snapshot (its own copy: deleting the snapshot later does not touch it).
    * `options.template` is ignored: the snapshot decides. What the snapshot did not keep (`snapshotKeeps`)

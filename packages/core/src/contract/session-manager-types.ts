@@ -30,15 +30,26 @@ export interface CheckpointsOption {
    */
   keep?: number
   /**
-   * Per-tenant limits over all of a tenant's sessions, checked in this manager before a turn end's snapshot
-   * is taken: at the limit, the checkpoint is recorded without a snapshot (journal only: restoring it
-   * replays the branch's journal), and an `error` event of phase `checkpoint-limit` carries a
-   * QUOTA_EXCEEDED error naming the tenant and the limit. Counted at each turn end from the store: every
-   * session of the tenant and its kept checkpoints (a cost that grows with the tenant's sessions).
+   * Per-tenant limits over all of a tenant's sessions, checked in this manager before a turn end's (or
+   * `turn.checkpoint()`'s) snapshot is taken: at a limit, the checkpoint is recorded without a snapshot
+   * (journal only: restoring it replays the branch's journal), the turn end's report says which limit
+   * (`journalOnly`), and an `error` event of phase `checkpoint-limit` carries a QUOTA_EXCEEDED error naming
+   * the tenant and the limit. Read from the tenant's snapshot ledger in the store (one read per checkpoint,
+   * whatever the tenant's number of sessions): every snapshot sandkeep took for the tenant and has not
+   * deleted yet, a shared one (forks, unchanged turns) once. Needs a store with the ledger (memory, Redis);
+   * snapshots taken before the ledger existed are not in it.
    */
   tenantLimits?: {
-    /** Most kept checkpoint snapshots per tenant (distinct snapshots of all its sessions). */
+    /** Most checkpoint snapshots per tenant (distinct snapshots of all its sessions). */
     snapshots?: number
+    /**
+     * Most bytes a tenant's checkpoint snapshots may add up to, as the provider reports each snapshot's
+     * size (`createSnapshot`'s `bytes`: on a local-e2b host what the snapshot added to the host's disk,
+     * content shared with earlier snapshots counted once, by the snapshot that stored it). A snapshot that
+     * takes the tenant past it is deleted at once and the checkpoint recorded journal-only. E2B does not say
+     * a snapshot's size: its snapshots count 0 here, so bound them with `snapshots`.
+     */
+    maxSnapshotBytes?: number
   }
 }
 

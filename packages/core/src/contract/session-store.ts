@@ -61,6 +61,24 @@ export interface FileWitness {
   sha256: string
 }
 
+/** A snapshot in a tenant's ledger ({@link SessionStore.noteTenantSnapshot}). */
+export interface TenantSnapshot {
+  /** The platform's snapshot id. */
+  snapshotId: string
+  /** What the snapshot added to the platform's storage, bytes; `null` when the provider does not say. */
+  bytes: number | null
+}
+
+/** The totals of a tenant's snapshot ledger. */
+export interface TenantSnapshotUsage {
+  /** Snapshots in the ledger. */
+  snapshots: number
+  /** The bytes of those whose size is known. */
+  bytes: number
+  /** Snapshots whose size the provider did not say (not in `bytes`). */
+  unknownBytes: number
+}
+
 /** A platform snapshot a checkpoint (or a pending restore) refers to. */
 export interface CheckpointSnapshot {
   /** The provider's snapshot id. */
@@ -552,6 +570,18 @@ export interface SessionStore {
    * unreferenced snapshots only deletes those of sessions it saw.
    */
   listTenants?(): Promise<string[]>
+  /**
+   * The tenant's snapshot ledger (optional, with the two below): the platform snapshots sandkeep took for the
+   * tenant's checkpoints and has not deleted yet, each with the bytes the provider said it added (`null`:
+   * not known). Kept per tenant, not per session, so that the per-tenant checkpoint limits read one entry
+   * per turn end whatever the tenant's number of sessions. Noting a snapshot already noted replaces its
+   * bytes; a snapshot shared by checkpoints (a fork, an unchanged turn) is one entry and counts once.
+   */
+  noteTenantSnapshot?(tenant: string, snapshot: TenantSnapshot): Promise<void>
+  /** Removes snapshots from the tenant's ledger (deleted, or gone on the platform); unknown ids are ignored. */
+  forgetTenantSnapshots?(tenant: string, snapshotIds: readonly string[]): Promise<void>
+  /** What the tenant's ledger holds, in one store read. */
+  readTenantSnapshotUsage?(tenant: string): Promise<TenantSnapshotUsage>
   /** Releases connections. Further calls throw. */
   close(): Promise<void>
 }

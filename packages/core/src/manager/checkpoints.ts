@@ -2,11 +2,21 @@
 // session (so gc can tell a leaked one), and the deletion of snapshots no kept checkpoint refers to any more.
 import { createHash, randomBytes } from 'node:crypto'
 import { SandkeepError } from '../contract/errors.js'
-import type { SandboxHandle } from '../contract/sandbox-provider.js'
+import type { JournalOnlyCheckpoint } from '../contract/report.js'
+import type { SandboxHandle, TakenSnapshot } from '../contract/sandbox-provider.js'
 import type { Checkpoint, CheckpointInput, SessionRecord } from '../contract/session-store.js'
 import { type SessionKey, snapshotBaseName } from '../contract/validation.js'
 import type { ManagerContext } from './context.js'
 import { providerHasSnapshots } from './options.js'
+import {
+  forgetInLedger,
+  knownBytes,
+  limitError,
+  limitReached,
+  noteInLedger,
+  platformQuota,
+  usageBefore,
+} from './tenant-limits.js'
 
 /** Every checkpoint snapshot's name starts with this. */
 export const SNAPSHOT_NAME_PREFIX = 'sandkeep-'
@@ -36,6 +46,8 @@ export interface TakenCheckpoint {
   ms: number
   /** The snapshot was taken for this checkpoint (not one it shares with the previous checkpoint). */
   fresh: boolean
+  /** Recorded without a snapshot because a limit was reached, and what the tenant is told. */
+  journalOnly?: JournalOnlyCheckpoint
 }
 
 /**
@@ -55,34 +67,40 @@ export async function snapshotCheckpoint(
   const { provider } = ctx
   const input = { sandboxId: handle.id, snapshot: null, keep: settings.keep }
   if (!settings.snapshots || !providerHasSnapshots(provider)) return { input, ms: 0, fresh: false }
-  if (
-    settings.tenantLimits &&
-    (await tenantSnapshotCount(ctx, key.tenant)) >= settings.tenantLimits.snapshots
-  ) {
-    fail(
-      'checkpoint-limit',
-      new SandkeepError({
-        code: 'QUOTA_EXCEEDED',
-        message: `Tenant '${key.tenant}' holds ${settings.tenantLimits.snapshots} checkpoint snapshot(s), its limit (checkpoints.tenantLimits.snapshots): this checkpoint was recorded without a snapshot (a restore to it replays the journal). End sessions or lower keep to make room.`,
-        tenant: key.tenant,
-        conversationId: key.conversationId,
-      }),
-    )
-    return { input, ms: 0, fresh: false }
+  const limited = (journalOnly: JournalOnlyCheckpoint, ms = 0): TakenCheckpoint => {
+    fail('checkpoint-limit', limitError(key, journalOnly.message))
+    return { input, ms, fresh: false, journalOnly }
   }
+  const limits = settings.tenantLimits
+  const usage = limits ? await usageBefore(ctx, key.tenant, fail) : undefined
+  const reached = limits && usage && limitReached(key.tenant, limits, usage, 0)
+  if (reached) return limited(reached)
   const started = performance.now()
+  let taken: TakenSnapshot
   try {
     const name = snapshotName(key, at)
-    const { snapshotId } = await ctx.call(() => provider.createSnapshot(handle.id, { name }))
-    const keeps = { ...provider.snapshotKeeps }
-    return {
-      input: { ...input, snapshot: { snapshotId, keeps } },
-      ms: performance.now() - started,
-      fresh: true,
-    }
+    taken = await ctx.call(() => provider.createSnapshot(handle.id, { name }))
   } catch (cause) {
+    const ms = performance.now() - started
+    if (SandkeepError.hasCode(cause, 'QUOTA_EXCEEDED')) return limited(platformQuota(cause), ms)
     fail('checkpoint', cause)
-    return { input, ms: performance.now() - started, fresh: false }
+    return { input, ms, fresh: false }
+  }
+  const bytes = knownBytes(taken.bytes)
+  const over = limits && usage && limitReached(key.tenant, limits, usage, bytes ?? 0, true)
+  if (over) {
+    // This snapshot took the tenant past its bytes: it goes at once, and the checkpoint is journal-only.
+    await ctx
+      .call(() => provider.deleteSnapshot(taken.snapshotId))
+      .catch((e: unknown) => fail('delete-snapshot', e))
+    return limited(over, performance.now() - started)
+  }
+  await noteInLedger(ctx, key.tenant, { snapshotId: taken.snapshotId, bytes }, fail)
+  const keeps = { ...provider.snapshotKeeps }
+  return {
+    input: { ...input, snapshot: { snapshotId: taken.snapshotId, keeps } },
+    ms: performance.now() - started,
+    fresh: true,
   }
 }
 
@@ -137,33 +155,19 @@ export async function deleteReleasedSnapshots(
     return []
   }
   const deleted: string[] = []
+  const gone: string[] = []
   for (const snapshotId of ids) {
     if (stillUsed.has(snapshotId)) continue
     try {
       await ctx.call(() => provider.deleteSnapshot(snapshotId))
       deleted.push(snapshotId)
     } catch (error) {
-      ctx.emitError('delete-snapshot', error, key)
+      if (SandkeepError.hasCode(error, 'SNAPSHOT_NOT_FOUND')) gone.push(snapshotId)
+      else ctx.emitError('delete-snapshot', error, key)
     }
   }
+  await forgetInLedger(ctx, key.tenant, [...deleted, ...gone], key)
   return deleted
-}
-
-/** The distinct snapshots the kept checkpoints of a tenant's sessions hold, read from the store. */
-async function tenantSnapshotCount(ctx: ManagerContext, tenant: string): Promise<number> {
-  const snapshots = new Set<string>()
-  let cursor: string | undefined
-  do {
-    const page = await ctx.store.list(tenant, { limit: 1000, ...(cursor ? { cursor } : {}) })
-    for (const session of page.sessions) {
-      const key = { tenant, conversationId: session.conversationId }
-      for (const checkpoint of await ctx.store.readCheckpoints!(key)) {
-        if (checkpoint.snapshot) snapshots.add(checkpoint.snapshot.snapshotId)
-      }
-    }
-    cursor = page.cursor
-  } while (cursor)
-  return snapshots.size
 }
 
 /** The record's head; for a record written before checkpoint trees, its newest checkpoint. */

@@ -11,6 +11,7 @@ import {
 } from './checkpoints.js'
 import type { ManagerContext } from './context.js'
 import { providerHasSnapshots } from './options.js'
+import { forgetInLedger } from './tenant-limits.js'
 
 /** A sandbox sandkeep made, found by its metadata. */
 interface Found {
@@ -65,7 +66,7 @@ export async function gc(ctx: ManagerContext, gcOptions?: GcOptions): Promise<Gc
   const live = new Set(sandboxes.map((s) => s.sandboxId))
   // A sandbox younger than this may be one whose creator has not mapped it yet.
   const graceMs = config.createWaitMs + config.leaseMs
-  const snapshotUse: SnapshotUse = { referenced: new Set(), tags: new Set(), bySession: new Map() }
+  const snapshotUse: SnapshotUse = { referenced: new Set(), tags: new Map(), bySession: new Map() }
   for (const tenant of tenants) {
     const sessions = await listAllSessions(ctx, tenant)
     await noteSnapshotUse(ctx, sessions, snapshotUse)
@@ -106,7 +107,8 @@ export async function gc(ctx: ManagerContext, gcOptions?: GcOptions): Promise<Gc
 /** What the sessions gc saw refer to: snapshot ids, the tags of the sessions, each session's checkpoints. */
 interface SnapshotUse {
   referenced: Set<string>
-  tags: Set<string>
+  /** Session tag → its tenant (whose snapshot ledger a swept snapshot leaves). */
+  tags: Map<string, string>
   bySession: Map<string, Checkpoint[]>
 }
 
@@ -122,7 +124,7 @@ async function noteSnapshotUse(
     const key = { tenant: session.tenant, conversationId: session.conversationId }
     const tag = sessionTag(key)
     const checkpoints = await store.readCheckpoints(key)
-    use.tags.add(tag)
+    use.tags.set(tag, session.tenant)
     use.bySession.set(tag, checkpoints)
     for (const checkpoint of checkpoints)
       if (checkpoint.snapshot) use.referenced.add(checkpoint.snapshot.snapshotId)
@@ -154,7 +156,13 @@ async function sweepSnapshots(
       const named = (snapshot.names ?? []).map(parseSnapshotName).find((parsed) => parsed !== undefined)
       if (!named || sweep.now - named.at < sweep.graceMs) continue
       if (!sweep.allTenants && !use.tags.has(named.tag)) continue
-      if (!sweep.dryRun) await ctx.call(() => provider.deleteSnapshot(snapshot.snapshotId))
+      if (!sweep.dryRun) {
+        await ctx.call(() => provider.deleteSnapshot(snapshot.snapshotId))
+        // A snapshot a failed delete left behind is still in its tenant's ledger; one whose session gc
+        // did not see cannot be told apart by its name (a hash), and stays there.
+        const tenant = use.tags.get(named.tag)
+        if (tenant) await forgetInLedger(ctx, tenant, [snapshot.snapshotId])
+      }
       deleted.push(snapshot.snapshotId)
     }
     cursor = page.cursor

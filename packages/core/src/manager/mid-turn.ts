@@ -1,6 +1,7 @@
 // `turn.checkpoint()`: a checkpoint taken while the turn goes on (a loop that checkpoints each step). The
 // snapshot is taken as a turn end takes one; the store records it fenced by the turn's lease, as the
 // session's new head, and the steps journaled since the previous checkpoint become its part of the branch.
+// Its manifest is written fresh (sentinels, marker, process list, file witnesses), as the turn end writes one.
 import { SandkeepError } from '../contract/errors.js'
 import type { SandboxHandle } from '../contract/sandbox-provider.js'
 import type { Checkpoint, TurnManifest } from '../contract/session-store.js'
@@ -15,7 +16,7 @@ import type { TurnScope } from './scope.js'
 export async function midTurnCheckpoint(
   scope: TurnScope,
   handle: SandboxHandle,
-  state: { manifest: TurnManifest | null },
+  state: { manifest: () => Promise<TurnManifest | null> },
 ): Promise<Checkpoint> {
   const { ctx, key } = scope
   const { store } = ctx
@@ -29,6 +30,9 @@ export async function midTurnCheckpoint(
       conversationId: key.conversationId,
     })
   }
+  // Written before the snapshot, as a turn end writes it: the snapshot then holds the marker and sentinels
+  // the manifest names, and a restore to this checkpoint probes against the sandbox as it is now.
+  const manifest = await state.manifest()
   const taken = await snapshotCheckpoint(ctx, key, handle, scope.storeNow(), (phase, cause) =>
     ctx.emitError(phase, cause, key),
   )
@@ -37,7 +41,7 @@ export async function midTurnCheckpoint(
     const result = await store.checkpoint(key, scope.lease(), {
       ...taken.input,
       from: 'mid-turn',
-      manifest: state.manifest,
+      manifest,
     })
     await deleteReleasedSnapshots(ctx, key, result.pruned)
     return result.checkpoint

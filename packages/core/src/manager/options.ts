@@ -127,6 +127,14 @@ export interface ResolvedOptions {
   checkpoints: ResolvedCheckpoints | null
 }
 
+/** Per-tenant checkpoint limits, checked; `Infinity` where none was given. */
+export interface TenantLimits {
+  /** Most snapshots in the tenant's ledger. */
+  snapshots: number
+  /** Most bytes the tenant's snapshots may add up to (as their providers reported them). */
+  maxSnapshotBytes: number
+}
+
 /** The `checkpoints` option, checked. */
 export interface ResolvedCheckpoints {
   /** Checkpoints kept per session. */
@@ -134,7 +142,7 @@ export interface ResolvedCheckpoints {
   /** The provider takes platform snapshots (else a checkpoint is the journal's position alone). */
   snapshots: boolean
   /** Per-tenant limits on kept checkpoint snapshots; `null` when none. */
-  tenantLimits: { snapshots: number } | null
+  tenantLimits: TenantLimits | null
 }
 
 /**
@@ -203,21 +211,45 @@ function resolveCheckpoints(
       message: `Store '${store.storeId}' keeps no checkpoints (readCheckpoints, rewind, createFork), which the checkpoints option needs.`,
     })
   }
-  return {
-    keep,
-    snapshots: providerHasSnapshots(provider),
-    tenantLimits: resolveTenantLimits(value.tenantLimits),
+  const tenantLimits = resolveTenantLimits(value.tenantLimits)
+  if (tenantLimits && tenantLimits.maxSnapshotBytes !== Number.POSITIVE_INFINITY && !storeHasLedger(store)) {
+    throw new SandkeepError({
+      code: 'CAPABILITY_UNSUPPORTED',
+      message: `Store '${store.storeId}' keeps no tenant snapshot ledger (noteTenantSnapshot, forgetTenantSnapshots, readTenantSnapshotUsage), which checkpoints.tenantLimits.maxSnapshotBytes needs.`,
+    })
   }
+  return { keep, snapshots: providerHasSnapshots(provider), tenantLimits }
+}
+
+/** The store keeps the tenant snapshot ledger the per-tenant limits read. */
+function storeHasLedger(store: SessionStore): boolean {
+  return (
+    typeof store.noteTenantSnapshot === 'function' &&
+    typeof store.forgetTenantSnapshots === 'function' &&
+    typeof store.readTenantSnapshotUsage === 'function'
+  )
 }
 
 function resolveTenantLimits(value: CheckpointsOption['tenantLimits']): ResolvedCheckpoints['tenantLimits'] {
   if (value === undefined) return null
   if (typeof value !== 'object' || value === null)
-    throw invalidArgument('options.checkpoints.tenantLimits', 'must be { snapshots? }.')
-  rejectUnknownOptions('options.checkpoints.tenantLimits', value, ['snapshots'])
-  if (value.snapshots === undefined) return null
+    throw invalidArgument('options.checkpoints.tenantLimits', 'must be { snapshots?, maxSnapshotBytes? }.')
+  rejectUnknownOptions('options.checkpoints.tenantLimits', value, ['snapshots', 'maxSnapshotBytes'])
+  if (value.snapshots === undefined && value.maxSnapshotBytes === undefined) return null
   return {
-    snapshots: validateInteger('checkpoints.tenantLimits.snapshots', value.snapshots, 0, 1_000_000_000),
+    snapshots:
+      value.snapshots === undefined
+        ? Number.POSITIVE_INFINITY
+        : validateInteger('checkpoints.tenantLimits.snapshots', value.snapshots, 0, 1_000_000_000),
+    maxSnapshotBytes:
+      value.maxSnapshotBytes === undefined
+        ? Number.POSITIVE_INFINITY
+        : validateInteger(
+            'checkpoints.tenantLimits.maxSnapshotBytes',
+            value.maxSnapshotBytes,
+            0,
+            Number.MAX_SAFE_INTEGER,
+          ),
   }
 }
 

@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { SandkeepError } from '../contract/errors.js'
 import type { Turn } from '../contract/session-manager-types.js'
-import type { Checkpoint } from '../contract/session-store.js'
+import type { Checkpoint, SessionStore } from '../contract/session-store.js'
 import { createMemorySessionStore } from '../store/memory-store.js'
 import { setup } from './manager.test-support.js'
 
@@ -218,6 +219,29 @@ describe('turn.checkpoint()', () => {
     expect(await nextTurnSees(sessions, id)).toMatchObject({ x: '1', file: '1' })
   })
 
+  it('records the sandbox as it is at the call, not the manifest the turn began from; a restore verifies against it', async () => {
+    const { sessions, id } = setup({ checkpoints })
+    await turnSetting(sessions, id, 1)
+    const turn = await sessions.beginTurn(id)
+    const begunFrom = (await sessions.listCheckpoints(id)).checkpoints[0]!.manifest
+    await setX(turn, 2)
+    const step = await turn.checkpoint()
+    const manifest = step.manifest!
+    expect(manifest.sandboxId).toBe(turn.sandbox.id)
+    expect(manifest).not.toEqual(begunFrom)
+    // The file witness is the content written before the call, as a turn end would record it.
+    const witness = manifest.filesystem!.witnesses!.find((w) => w.path === '/home/user/x.txt')
+    expect(witness!.sha256).toBe(createHash('sha256').update('2').digest('hex'))
+    expect(manifest.memory).not.toBeNull()
+    await setX(turn, 3)
+    await turn.end()
+    await sessions.restore(id, { checkpoint: step.id })
+    const seen = await nextTurnSees(sessions, id)
+    expect(seen).toMatchObject({ x: '2', file: '2' })
+    // Probed against the fresh manifest: the snapshot's files are found as recorded.
+    expect(seen.report!.survived.filesystem).toBe(true)
+  })
+
   it('needs the checkpoints option', async () => {
     const { sessions, id } = setup()
     const turn = await sessions.beginTurn(id)
@@ -293,5 +317,174 @@ describe('per-tenant checkpoint limits (issue 30.10)', () => {
     expect((await next.sandbox.runCode('x')).text).toBe('3')
     await next.end()
     expect(provider.snapshots.size).toBeGreaterThan(0)
+  })
+})
+
+describe('per-tenant checkpoint bytes, the ledger, a full platform quota (issue 30.10)', () => {
+  /** A turn that writes `bytes` bytes to a file of its own, journaled. */
+  async function turnWriting(
+    sessions: ReturnType<typeof setup>['sessions'],
+    id: string,
+    n: number,
+    tenant: string,
+  ) {
+    const turn = await sessions.beginTurn(id, { tenant })
+    const content = String(n).repeat(1000)
+    await turn.sandbox.writeFile(`/home/user/big-${n}.txt`, content)
+    await turn.journal.record({ kind: 'file', path: `/home/user/big-${n}.txt`, content })
+    return turn.end()
+  }
+
+  it('past maxSnapshotBytes the snapshot that passed it is deleted and the checkpoint is journal-only; the report says which limit', async () => {
+    const { sessions, provider, store, id } = setup({
+      checkpoints: { every: 'turn', keep: 10, tenantLimits: { maxSnapshotBytes: 2500 } },
+    })
+    const errors: Array<{ phase: string; error: unknown }> = []
+    sessions.on('error', (payload) => errors.push(payload))
+    const first = await turnWriting(sessions, id, 1, 'heavy')
+    expect(first.checkpoint!.snapshot).not.toBeNull()
+    expect(first.journalOnly).toBeUndefined()
+    const used = await store.readTenantSnapshotUsage!('heavy')
+    expect(used).toMatchObject({ snapshots: 1, unknownBytes: 0 })
+    expect(used.bytes).toBeGreaterThanOrEqual(1000)
+    // The second snapshot holds both files: past 2500 bytes with the first one.
+    const second = await turnWriting(sessions, id, 2, 'heavy')
+    expect(second.checkpoint!.snapshot).toBeNull()
+    expect(second.journalOnly).toMatchObject({
+      limit: 'tenant-snapshot-bytes',
+      message: expect.stringMatching(/Tenant 'heavy'.*maxSnapshotBytes.*without a snapshot/),
+    })
+    expect(errors.map((e) => [e.phase, (e.error as SandkeepError).code])).toEqual([
+      ['checkpoint-limit', 'QUOTA_EXCEEDED'],
+    ])
+    expect(provider.snapshots.size).toBe(1)
+    expect(await store.readTenantSnapshotUsage!('heavy')).toEqual(used)
+    // Another tenant is not touched.
+    expect((await turnWriting(sessions, `${id}-light`, 1, 'light')).checkpoint!.snapshot).not.toBeNull()
+    // The journal-only checkpoint still restores its state.
+    await sessions.restore(id, { checkpoint: second.checkpoint!.id, tenant: 'heavy' })
+    const next = await sessions.beginTurn(id, { tenant: 'heavy' })
+    expect(await next.sandbox.readFile('/home/user/big-2.txt')).toBe('2'.repeat(1000))
+    await next.end()
+  })
+
+  it('reads the tenant’s usage once per turn end, whatever its number of sessions (no read per session)', async () => {
+    const inner = createMemorySessionStore()
+    const counts = { usage: 0, list: 0, readCheckpoints: 0 }
+    const store: SessionStore = {
+      ...inner,
+      list: (...args) => {
+        counts.list += 1
+        return inner.list(...args)
+      },
+      readCheckpoints: (...args) => {
+        counts.readCheckpoints += 1
+        return inner.readCheckpoints!(...args)
+      },
+      readTenantSnapshotUsage: (tenant) => {
+        counts.usage += 1
+        return inner.readTenantSnapshotUsage!(tenant)
+      },
+    }
+    const { sessions, id } = setup({
+      store,
+      checkpoints: { every: 'turn', keep: 10, tenantLimits: { snapshots: 100 } },
+    })
+    for (const n of [1, 2, 3, 4]) await turnWriting(sessions, `${id}-${n}`, n, 'many')
+    Object.assign(counts, { usage: 0, list: 0, readCheckpoints: 0 })
+    const end = await turnWriting(sessions, `${id}-1`, 5, 'many')
+    expect(end.checkpoint!.snapshot).not.toBeNull()
+    expect(counts).toMatchObject({ usage: 1, list: 0 })
+    expect(counts.readCheckpoints).toBeLessThanOrEqual(1)
+    expect(await inner.readTenantSnapshotUsage!('many')).toMatchObject({ snapshots: 5 })
+  })
+
+  it('the ledger forgets the snapshots pruning and endSession delete', async () => {
+    const { sessions, store, provider, id } = setup({
+      checkpoints: { every: 'turn', keep: 1, tenantLimits: { snapshots: 2 } },
+    })
+    for (const n of [1, 2, 3, 4]) {
+      const end = await turnWriting(sessions, id, n, 'pruned')
+      // keep 1: each turn end prunes the one before, so the tenant never reaches its 2 snapshots.
+      expect(end.checkpoint!.snapshot).not.toBeNull()
+    }
+    expect(await store.readTenantSnapshotUsage!('pruned')).toMatchObject({ snapshots: 1 })
+    expect(provider.snapshots.size).toBe(1)
+    await sessions.endSession(id, { tenant: 'pruned' })
+    expect(await store.readTenantSnapshotUsage!('pruned')).toEqual({
+      snapshots: 0,
+      bytes: 0,
+      unknownBytes: 0,
+    })
+  })
+
+  it('refuses bad limits, and maxSnapshotBytes on a store without the ledger, before any side effect', () => {
+    const make =
+      (tenantLimits: unknown, store = createMemorySessionStore()) =>
+      () =>
+        setup({ store, checkpoints: { every: 'turn', keep: 10, tenantLimits } as never })
+    for (const bad of [{ maxSnapshotBytes: -1 }, { maxSnapshotBytes: 1.5 }, { bytes: 10 }, 'lots']) {
+      expect(make(bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }))
+    }
+    const {
+      noteTenantSnapshot: _n,
+      forgetTenantSnapshots: _f,
+      readTenantSnapshotUsage: _r,
+      ...withoutLedger
+    } = createMemorySessionStore()
+    expect(make({ maxSnapshotBytes: 1000 }, withoutLedger as SessionStore)).toThrow(
+      expect.objectContaining({ code: 'CAPABILITY_UNSUPPORTED', message: expect.stringMatching(/ledger/) }),
+    )
+    // The count limit alone works without the ledger (counted from the sessions' checkpoints).
+    expect(make({ snapshots: 3 }, withoutLedger as SessionStore)).not.toThrow()
+  })
+
+  it('on a store without the ledger the count limit still holds, counted from the tenant’s sessions', async () => {
+    const {
+      noteTenantSnapshot: _n,
+      forgetTenantSnapshots: _f,
+      readTenantSnapshotUsage: _r,
+      ...withoutLedger
+    } = createMemorySessionStore()
+    const { sessions, id } = setup({
+      store: withoutLedger as SessionStore,
+      checkpoints: { every: 'turn', keep: 10, tenantLimits: { snapshots: 2 } },
+    })
+    const ends = []
+    for (const n of [1, 2, 3]) ends.push(await turnWriting(sessions, `${id}-${n % 2}`, n, 'old-store'))
+    expect(ends.map((e) => e.checkpoint!.snapshot !== null)).toEqual([true, true, false])
+    expect(ends[2]!.journalOnly).toMatchObject({ limit: 'tenant-snapshots' })
+  })
+
+  it('a usage the store cannot read is reported and the snapshot is still taken (the turn end never throws)', async () => {
+    const inner = createMemorySessionStore()
+    const store: SessionStore = {
+      ...inner,
+      readTenantSnapshotUsage: async () => {
+        throw new SandkeepError({ code: 'STORE_UNAVAILABLE', message: 'down for the test' })
+      },
+    }
+    const { sessions, id } = setup({
+      store,
+      checkpoints: { every: 'turn', keep: 10, tenantLimits: { snapshots: 1 } },
+    })
+    const errors: string[] = []
+    sessions.on('error', (payload) => errors.push(payload.phase))
+    const end = await turnWriting(sessions, id, 1, 'unread')
+    expect(end.checkpoint!.snapshot).not.toBeNull()
+    expect(end.journalOnly).toBeUndefined()
+    expect(errors).toContain('checkpoint-limit')
+  })
+
+  it('a full platform quota makes the checkpoint journal-only at once: one createSnapshot, not retried, and says so', async () => {
+    const { sessions, provider, id } = setup({ checkpoints })
+    provider.failNext('createSnapshot', 'QUOTA_EXCEEDED', { message: 'snapshot quota exceeded' })
+    const end = await turnWriting(sessions, id, 1, 'victim')
+    expect(provider.callsOf('createSnapshot')).toHaveLength(1)
+    expect(end.checkpoint!.snapshot).toBeNull()
+    expect(end.journalOnly).toMatchObject({
+      limit: 'platform-quota',
+      message: expect.stringMatching(/shared by every tenant of this API key.*not retried/),
+    })
   })
 })

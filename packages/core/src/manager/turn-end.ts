@@ -133,6 +133,7 @@ async function endTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndRe
     last: outcome.last,
     timings: { workMs, storeMs, pauseMs, ...(taken ? { checkpointMs: taken.ms } : {}) },
     ...(outcome.checkpoint ? { checkpoint: outcome.checkpoint } : {}),
+    ...(outcome.checkpoint && taken?.journalOnly ? { journalOnly: taken.journalOnly } : {}),
     ...(error ? { error } : {}),
   }
 }

@@ -1,11 +1,12 @@
 import { carryPlan } from '../assessment/fidelity-carried.js'
+import { writeManifest } from '../assessment/fidelity-manifest.js'
 import { validateJournalStep } from '../assessment/rehydrate.js'
 import type { JournalStep } from '../contract/journal.js'
 import type { ResumeReport, TurnEndReport } from '../contract/report.js'
 import { toSandkeepError } from '../contract/retry.js'
 import type { CodeResult, RunCodeOptions, SandboxHandle } from '../contract/sandbox-provider.js'
 import type { Turn, TurnJournal } from '../contract/session-manager-types.js'
-import type { AcquireResult, Checkpoint } from '../contract/session-store.js'
+import type { AcquireResult, Checkpoint, TurnManifest } from '../contract/session-store.js'
 import { turnEndedError } from '../contract/turn-ended.js'
 import type { SessionKey } from '../contract/validation.js'
 import { assess, type FirstCodeCall } from './assess.js'
@@ -145,9 +146,34 @@ export class TurnImpl implements Turn {
     this.#assertLive()
     const handle = await this.ready()
     this.#assertLive()
-    return midTurnCheckpoint(this.#scope, this.#ledger.handle ?? handle, {
-      manifest: this.#start.acquired.record?.manifest ?? null,
-    })
+    const current = this.#ledger.handle ?? handle
+    return midTurnCheckpoint(this.#scope, current, { manifest: () => this.#manifestNow(current) })
+  }
+
+  /**
+   * The manifest of the sandbox as it is now (with fidelity probes on), for a mid-turn checkpoint; null when
+   * the probes are off or the manifest could not be written (reported as phase `manifest`): a restore to it
+   * then rebuilds memory from the journal.
+   */
+  async #manifestNow(handle: SandboxHandle): Promise<TurnManifest | null> {
+    const { ctx, key } = this.#start
+    const noted = this.#ledger.read()
+    const assessed = noted.assessed
+    if (!assessed || !ctx.config.fidelityProbes) return null
+    try {
+      return await writeManifest(
+        handle,
+        noted.contexts,
+        assessed.manifestBase,
+        noted.verified,
+        this.#keeper.signal,
+        undefined,
+        noted.written,
+      )
+    } catch (cause) {
+      ctx.emitError('manifest', cause, key)
+      return null
+    }
   }
 
   get endReport(): TurnEndReport | undefined {

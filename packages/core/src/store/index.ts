@@ -29,6 +29,8 @@ export {
   type SessionSandboxState,
   type SessionStore,
   type SetSandboxInput,
+  type TenantSnapshot,
+  type TenantSnapshotUsage,
   type TurnManifest,
 } from '../contract/session-store.js'
 export {
@@ -127,3 +129,10 @@ export {
 } from './limits.js'
 export { checkManifest } from './manifest.js'
 export { checkRecordValues, conversationHash, parseRecordFields } from './record.js'
+export {
+  checkForgottenSnapshots,
+  checkTenantSnapshot,
+  encodeSnapshotBytes,
+  MAX_FORGOTTEN_SNAPSHOTS,
+  totalSnapshotUsage,
+} from './tenant-snapshots.js'

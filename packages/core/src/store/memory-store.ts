@@ -16,11 +16,13 @@ import type {
   SessionRecord,
   SessionStore,
   SetSandboxInput,
+  TenantSnapshotUsage,
 } from '../contract/session-store.js'
 import {
   checkAcquireOptions,
   checkCheckpointTarget,
   checkCreateForkInput,
+  checkForgottenSnapshots,
   checkJournalRoom,
   checkJournalStep,
   checkLease,
@@ -36,11 +38,13 @@ import {
   checkSetStateOptions,
   checkStoreKey,
   checkStoreLimits,
+  checkTenantSnapshot,
   checkTtlMs,
   compareListPositions,
   conversationHash,
   decodeListCursor,
   encodeListCursor,
+  encodeSnapshotBytes,
   forkJournal,
   forkRestore,
   invalidArgument,
@@ -57,6 +61,7 @@ import {
   sessionExists,
   sessionHeld,
   storeClosed,
+  totalSnapshotUsage,
   utf8Bytes,
   validateTenant,
 } from './index.js'
@@ -134,6 +139,10 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
     checkpoint: (key, lease, input) => sessions.run(() => sessions.checkpoint(key, lease, input)),
     readForkSource: (key, input) => sessions.run(() => sessions.readForkSource(key, input)),
     listTenants: () => sessions.run(() => sessions.listTenants()),
+    noteTenantSnapshot: (tenant, snapshot) =>
+      sessions.run(() => sessions.noteTenantSnapshot(tenant, snapshot)),
+    forgetTenantSnapshots: (tenant, ids) => sessions.run(() => sessions.forgetTenantSnapshots(tenant, ids)),
+    readTenantSnapshotUsage: (tenant) => sessions.run(() => sessions.readTenantSnapshotUsage(tenant)),
     createFork: (key, input) => sessions.run(() => sessions.createFork(key, input)),
     close: async () => sessions.close(),
   }
@@ -149,6 +158,8 @@ function memoryLocation(tenant: string, entry: Entry): string {
 /** The sessions of one memory store and the contract's operations on them (synchronous; wrapped by `run`). */
 class MemorySessions {
   private readonly tenants = new Map<string, Map<string, Entry>>()
+  /** Each tenant's snapshot ledger: snapshot id → its stored bytes (store/tenant-snapshots.ts). */
+  private readonly ledgers = new Map<string, Map<string, string>>()
   private closed = false
 
   constructor(
@@ -663,6 +674,28 @@ class MemorySessions {
     return [...this.tenants]
       .filter(([, sessions]) => [...sessions.values()].some((entry) => entry.expiresAt > now))
       .map(([tenant]) => tenant)
+  }
+
+  noteTenantSnapshot(tenantInput: unknown, snapshotInput: unknown): void {
+    this.assertOpen()
+    const { tenant, snapshot } = checkTenantSnapshot(tenantInput, snapshotInput)
+    const ledger = this.ledgers.get(tenant) ?? new Map<string, string>()
+    this.ledgers.set(tenant, ledger)
+    ledger.set(snapshot.snapshotId, encodeSnapshotBytes(snapshot.bytes))
+  }
+
+  forgetTenantSnapshots(tenantInput: unknown, idsInput: unknown): void {
+    this.assertOpen()
+    const { tenant, snapshotIds } = checkForgottenSnapshots(tenantInput, idsInput)
+    const ledger = this.ledgers.get(tenant)
+    for (const id of snapshotIds) ledger?.delete(id)
+    if (ledger?.size === 0) this.ledgers.delete(tenant)
+  }
+
+  readTenantSnapshotUsage(tenantInput: unknown): TenantSnapshotUsage {
+    this.assertOpen()
+    const tenant = validateTenant(tenantInput)
+    return totalSnapshotUsage(this.ledgers.get(tenant)?.values() ?? [])
   }
 
   /** The stored entry of a session as it is, unchecked (for {@link memoryEntries}). */

@@ -70,7 +70,9 @@ export function snapshotOps(platform: MockPlatform, settings: { keepsMemory?: bo
       // Re-inserted, so a replaced snapshot lists as the newest.
       snapshots.delete(snapshot.snapshotId)
       snapshots.set(snapshot.snapshotId, snapshot)
-      return { snapshotId: snapshot.snapshotId }
+      // Its size as a platform would report it: the bytes of the files it copied.
+      const bytes = [...snapshot.files.values()].reduce((sum, data) => sum + data.byteLength, 0)
+      return { snapshotId: snapshot.snapshotId, bytes }
     },
     async createFromSnapshot(snapshotId, createOptions) {
       validateSnapshotId(snapshotId)

@@ -18,6 +18,7 @@ import { creationConformance } from './creation.js'
 import { holdConformance } from './hold.js'
 import { journalConformance } from './journal.js'
 import { keysConformance } from './keys.js'
+import { ledgerConformance } from './ledger.js'
 import { lifecycleConformance } from './lifecycle.js'
 import { listConformance } from './list.js'
 import { manifestConformance } from './manifest.js'
@@ -51,6 +52,7 @@ export const storeConformanceAreas = {
   ttl: ttlConformance,
   clock: clockConformance,
   branching: branchingConformance,
+  ledger: ledgerConformance,
   validation: validationConformance,
   corruption: corruptionConformance,
 } satisfies Record<string, (context: StoreConformanceContext) => void>
