@@ -2,6 +2,7 @@
 // checkpoint the sandbox's state equals, whether a tool changed it since, and the graph checkpoints waiting
 // for their tie. Tools, the saver's root puts and the run-end hook all go through it, one call per thread at
 // a time.
+import { createSandboxSession, type SandboxSession } from '@sandkeep/agent'
 import {
   type SandboxHandle,
   SandkeepError,
@@ -19,6 +20,8 @@ const RESTORE_ATTEMPTS = 40
 interface ThreadState {
   /** The turn the current run holds, begun at its first tool call. */
   turn: Turn | undefined
+  /** The @sandkeep/agent session over `turn`, the one the tools call. */
+  session: SandboxSession | undefined
   /** The sandkeep checkpoint the sandbox's state equals; `null` = the root; `undefined` = unknown (read the head). */
   stateTie: string | null | undefined
   /** A tool used the sandbox since `stateTie` was taken. */
@@ -49,6 +52,11 @@ export interface SandboxRequest {
 export interface ThreadSandbox {
   sandbox: SandboxHandle
   journal: TurnJournal
+  /**
+   * The run's turn as a @sandkeep/agent sandbox session (what the tools call; its state notice is given once
+   * per turn). The saver ends the turn when the run ends: do not call its `end()`.
+   */
+  session: SandboxSession
 }
 
 /** What a root put asks: the thread, the new checkpoint, its parent and the metadata's `source`. */
@@ -95,11 +103,12 @@ export class ThreadSandboxes {
         state.stateTie = tie === undefined ? current : tie
         state.dirty = false
         state.turn = await this.#sessions.beginTurn(threadId, { tenant: this.#tenant })
+        state.session = sessionOver(state.turn, this.#tenant)
       }
       state.dirty = true
       if (checkpointId !== undefined) state.graph = checkpointId
       const turn = state.turn as Turn
-      return { sandbox: await turn.ready(), journal: turn.journal }
+      return { sandbox: await turn.ready(), journal: turn.journal, session: state.session as SandboxSession }
     })
   }
 
@@ -155,6 +164,7 @@ export class ThreadSandboxes {
     return this.#locked(threadId, async (state) => {
       if (state.turn) await state.turn.end().catch(() => undefined)
       state.turn = undefined
+      state.session = undefined
       await this.#sessions.endSession(threadId, { tenant: this.#tenant })
       this.#threads.delete(threadId)
       this.#ties.forget(threadId)
@@ -171,6 +181,7 @@ export class ThreadSandboxes {
     const wasDirty = state.dirty
     const previousTie = state.stateTie
     state.turn = undefined
+    state.session = undefined
     const report = await turn.end()
     const end = report.checkpoint
     state.stateTie = end ? end.id : undefined
@@ -254,6 +265,7 @@ export class ThreadSandboxes {
     if (!state) {
       state = {
         turn: undefined,
+        session: undefined,
         stateTie: undefined,
         dirty: false,
         graph: undefined,
@@ -273,6 +285,16 @@ export class ThreadSandboxes {
     current.chain = run.catch(() => undefined)
     return run
   }
+}
+
+/**
+ * A @sandkeep/agent session over a turn this class began (under the thread's lock, after any restore). The
+ * session's one use of a manager is `beginTurn` at its first call, so it is handed a source that gives it
+ * that turn. The session is never ended: the turn is ended here, by the run's end or the next restore.
+ */
+function sessionOver(turn: Turn, tenant: string): SandboxSession {
+  const source = { beginTurn: async () => turn } as unknown as SessionManager
+  return createSandboxSession({ sessions: source, conversationId: turn.conversationId, tenant })
 }
 
 function waitKey(threadId: string, checkpointId: string): string {

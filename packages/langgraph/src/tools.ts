@@ -1,14 +1,21 @@
-// The sandbox tools as @langchain/core tools. Each call finds its thread and graph checkpoint in the tool's
-// runtime config (LangGraph's ToolNode passes the run's config down), gets the thread's sandbox from the
-// saver (restored to that checkpoint when needed, the run's turn begun at the first call), and returns a
-// short text for the model. Errors become results, so the model can react to them.
+// The sandbox tools as @langchain/core tools, built from @sandkeep/agent's framework-neutral specs (their input
+// schemas, limits, output shaping, setup steps and state notice). Each call finds its thread and graph
+// checkpoint in the tool's runtime config (LangGraph's ToolNode passes the run's config down), gets the
+// thread's sandbox session from the saver (restored to that checkpoint when needed, the run's turn begun at
+// the first call), and returns a short labelled text for the model. Errors become results, so the model can
+// react to them.
+import {
+  createSandboxTools,
+  type SandboxToolCallOptions,
+  type SandboxToolSpec,
+  type SandboxToolSpecs,
+} from '@sandkeep/agent'
 import type { RunnableConfig } from '@langchain/core/runnables'
 import { type StructuredToolInterface, tool } from '@langchain/core/tools'
-import { type JournalStep, SandkeepError } from '@sandkeep/core'
-import { z } from 'zod'
+import { SandkeepError } from '@sandkeep/core'
 import { START_CHECKPOINT_KEY } from './run-keys.js'
 import type { SandkeepCheckpointSaver } from './saver.js'
-import type { ThreadSandbox } from './thread-sandboxes.js'
+import { renderResult } from './tool-text.js'
 
 /** Options of {@link sandkeepTools}. */
 export interface SandkeepToolsOptions {
@@ -24,115 +31,55 @@ export interface SandkeepToolsOptions {
   journal?: 'all' | 'none'
 }
 
-interface ToolSettings {
-  maxOutputChars: number
-  timeoutMs: number
-  journal: 'all' | 'none'
-}
+/** The LangChain tool names, in order, and the agent spec each one wraps. */
+const TOOL_NAMES = [
+  ['run_code', 'runCode'],
+  ['run_command', 'runCommand'],
+  ['read_file', 'readFile'],
+  ['write_file', 'writeFile'],
+  ['list_files', 'listFiles'],
+  ['preview_url', 'previewUrl'],
+] as const satisfies ReadonlyArray<readonly [string, keyof SandboxToolSpecs]>
 
 /**
  * The sandbox tools (`run_code`, `run_command`, `read_file`, `write_file`, `list_files`, `preview_url`)
- * for a graph compiled with `saver` as its checkpointer.
+ * for a graph compiled with `saver` as its checkpointer: @sandkeep/agent's `runCode`, `runCommand`,
+ * `readFile`, `writeFile`, `listFiles` and `previewUrl` under the snake_case names LangChain models use.
  * @throws SandkeepError INVALID_ARGUMENT for bad options.
  */
 export function sandkeepTools(
   saver: SandkeepCheckpointSaver,
   options: SandkeepToolsOptions = {},
 ): StructuredToolInterface[] {
-  const settings = resolveOptions(options)
-  const run = <T>(
-    name: string,
-    config: RunnableConfig | undefined,
-    fn: (sandbox: ThreadSandbox) => Promise<T>,
-  ) => inSandbox(saver, name, config, fn)
-  const record = async (sandbox: ThreadSandbox, step: JournalStep) => {
-    if (settings.journal === 'all') await sandbox.journal.record(step)
-  }
-  return [
-    tool(
-      ({ code }, config) =>
-        run('run_code', config, async (sandbox) => {
-          const result = await sandbox.sandbox.runCode(code, { timeoutMs: settings.timeoutMs })
-          if (!result.error) await record(sandbox, { kind: 'code', code })
-          return formatParts(settings, {
-            result: result.text,
-            stdout: result.stdout,
-            stderr: result.stderr,
-            error: result.error && `${result.error.name}: ${result.error.value}`,
-          })
-        }),
-      {
-        name: 'run_code',
-        description: "Runs Python in the sandbox's persistent interpreter (variables stay between calls).",
-        schema: z.object({ code: z.string().describe('Python code') }),
-      },
-    ),
-    tool(
-      ({ command }, config) =>
-        run('run_command', config, async (sandbox) => {
-          const result = await sandbox.sandbox.runCommand(command, { timeoutMs: settings.timeoutMs })
-          if (result.exitCode === 0) await record(sandbox, { kind: 'command', command })
-          return formatParts(settings, {
-            exitCode: String(result.exitCode),
-            stdout: result.stdout,
-            stderr: result.stderr,
-          })
-        }),
-      {
-        name: 'run_command',
-        description: 'Runs a shell command in the sandbox.',
-        schema: z.object({ command: z.string().describe('the shell command') }),
-      },
-    ),
-    tool(
-      ({ path }, config) =>
-        run('read_file', config, async (sandbox) =>
-          cut(await sandbox.sandbox.readFile(path), settings.maxOutputChars),
-        ),
-      {
-        name: 'read_file',
-        description: 'Reads a text file of the sandbox.',
-        schema: z.object({ path: z.string() }),
-      },
-    ),
-    tool(
-      ({ path, content }, config) =>
-        run('write_file', config, async (sandbox) => {
-          await sandbox.sandbox.writeFile(path, content)
-          await record(sandbox, { kind: 'file', path, content })
-          return `wrote ${content.length} characters to ${path}`
-        }),
-      {
-        name: 'write_file',
-        description: 'Writes a text file in the sandbox (creates or replaces it).',
-        schema: z.object({ path: z.string(), content: z.string() }),
-      },
-    ),
-    tool(
-      ({ path }, config) =>
-        run('list_files', config, async (sandbox) => {
-          const entries = await sandbox.sandbox.listDir(path)
-          return entries.length === 0 ? '(empty)' : entries.map((entry) => entry.path).join('\n')
-        }),
-      {
-        name: 'list_files',
-        description: 'Lists a directory of the sandbox.',
-        schema: z.object({ path: z.string() }),
-      },
-    ),
-    tool(
-      ({ port }, config) =>
-        run('preview_url', config, async (sandbox) => {
-          if (!sandbox.sandbox.portEndpoint) return 'error: this sandbox platform has no port URLs.'
-          return sandbox.sandbox.portEndpoint(port).url
-        }),
-      {
-        name: 'preview_url',
-        description: 'The URL at which a server listening on a port of the sandbox can be reached.',
-        schema: z.object({ port: z.number().int().min(1).max(65_535) }),
-      },
-    ),
-  ]
+  const specs = createSandboxTools(toolsOptions(options))
+  return TOOL_NAMES.map(([name, key]) => langchainTool(saver, name, specs[key] as AnySpec))
+}
+
+type AnySpec = SandboxToolSpec<Record<string, unknown>, object>
+
+function langchainTool(saver: SandkeepCheckpointSaver, name: string, spec: AnySpec): StructuredToolInterface {
+  return tool(
+    async (input: Record<string, unknown>, config?: RunnableConfig) => {
+      const request = sandboxRequestOf(config)
+      let call: SandboxToolCallOptions
+      try {
+        const { session } = await saver.sandboxFor(request)
+        call = config?.signal ? { sandbox: session, abortSignal: config.signal } : { sandbox: session }
+      } catch (error) {
+        return renderResult(name, { error: error instanceof Error ? error.message : String(error) })
+      }
+      return renderResult(name, await lastValue(spec.execute(input, call)))
+    },
+    { name, description: spec.description, schema: spec.inputSchema },
+  ) as unknown as StructuredToolInterface
+}
+
+/** The final result of a spec's call (a streamed call yields partial results first). */
+async function lastValue(result: object | AsyncIterable<object>): Promise<object> {
+  if (!(Symbol.asyncIterator in result)) return result
+  let last: object = { error: 'The call gave no result.' }
+  for await (const value of result as AsyncIterable<object>) last = value
+  return last
 }
 
 /** The thread and root graph checkpoint of a tool call, from its runtime config. */
@@ -157,48 +104,23 @@ export function sandboxRequestOf(config: RunnableConfig | undefined) {
   return { threadId, checkpointId: typeof start === 'string' ? start : undefined, startedFrom: true }
 }
 
-async function inSandbox<T>(
-  saver: SandkeepCheckpointSaver,
-  name: string,
-  config: RunnableConfig | undefined,
-  fn: (sandbox: ThreadSandbox) => Promise<T>,
-): Promise<T | string> {
-  const request = sandboxRequestOf(config)
-  try {
-    return await fn(await saver.sandboxFor(request))
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error)
-    return `error: ${name} failed: ${message}`
-  }
-}
-
-function formatParts(settings: ToolSettings, parts: Record<string, string | null | undefined>): string {
-  const lines: string[] = []
-  for (const [label, value] of Object.entries(parts)) {
-    if (value === null || value === undefined || value === '') continue
-    lines.push(`${label}: ${cut(value, settings.maxOutputChars)}`)
-  }
-  return lines.length === 0 ? '(no output)' : lines.join('\n')
-}
-
-function cut(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}\n[cut: ${text.length - max} more characters]`
-}
-
-function resolveOptions(options: SandkeepToolsOptions): ToolSettings {
+function toolsOptions(options: SandkeepToolsOptions) {
   const journal = options.journal ?? 'all'
   if (journal !== 'all' && journal !== 'none') throw invalidOption("journal must be 'all' or 'none'")
+  positive(options.maxOutputChars, 'maxOutputChars')
+  positive(options.timeoutMs, 'timeoutMs')
   return {
-    maxOutputChars: positive(options.maxOutputChars, 'maxOutputChars', 8_000),
-    timeoutMs: positive(options.timeoutMs, 'timeoutMs', 120_000),
-    journal,
+    ...(options.maxOutputChars === undefined
+      ? {}
+      : { maxOutputChars: options.maxOutputChars, maxFileChars: options.maxOutputChars }),
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    setupSteps: journal,
   }
 }
 
-function positive(value: number | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback
+function positive(value: number | undefined, name: string): void {
+  if (value === undefined) return
   if (!Number.isFinite(value) || value <= 0) throw invalidOption(`${name} must be a positive number`)
-  return value
 }
 
 function invalidOption(message: string): SandkeepError {
