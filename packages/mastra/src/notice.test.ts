@@ -1,3 +1,4 @@
+import { stateLostNotice as neutralNotice } from '@sandkeep/agent'
 import type { ResumeReport } from '@sandkeep/core'
 import { describe, expect, it } from 'vitest'
 import { startOutcomeOf, stateLostNotice } from './notice.js'
@@ -37,15 +38,23 @@ describe('stateLostNotice', () => {
 
   it('names a new sandbox and the replayed steps', () => {
     const text = stateLostNotice(report({ outcome: 'recreated', stateLost: true, rehydratedSteps: 2 }))
-    expect(text).toMatch(/new sandbox/)
-    expect(text).toMatch(/replayed 2 recorded setup steps/)
+    expect(text).toMatch(/replaced by a fresh one/)
+    expect(text).toMatch(/2 recorded setup steps were replayed/)
   })
 
   it('names what a resumed sandbox lost and that files were kept', () => {
     const text = stateLostNotice(
       report({ stateLost: true, survived: { memory: false, filesystem: true, processes: false } }),
     )
-    expect(text).toMatch(/without in-memory state \(interpreter variables\), running processes/)
-    expect(text).toMatch(/Files were kept/)
+    expect(text).toMatch(/interpreter variables and imports and running processes from earlier turns are gone/)
+    expect(text).toMatch(/files are still there/)
+  })
+
+  it("is @sandkeep/agent's notice, plus one for processes that died while the files survived", () => {
+    const lost = report({ stateLost: true, survived: { memory: false, filesystem: true, processes: null } })
+    expect(stateLostNotice(lost)).toBe(neutralNotice(lost))
+    const text = stateLostNotice(report({ survived: { memory: true, filesystem: true, processes: false } }))
+    expect(text).toMatch(/running processes from earlier turns did not survive/)
+    expect(text).toMatch(/files are still there/)
   })
 })

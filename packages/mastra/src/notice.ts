@@ -1,4 +1,5 @@
 import type { SandboxStartOutcome } from '@mastra/core/workspace'
+import { stateLostNotice as neutralNotice } from '@sandkeep/agent'
 import type { ResumeReport } from '@sandkeep/core'
 
 /**
@@ -23,29 +24,16 @@ export function lostState(report: ResumeReport): boolean {
 
 /**
  * The text to give the model when a turn's sandbox lost state since the previous turn, from the resume
- * report; `undefined` when nothing was lost (or on the thread's first turn, which had nothing to lose).
+ * report; `undefined` when nothing was lost (or on the thread's first turn, which had nothing to lose). It is
+ * @sandkeep/agent's notice, the one every adapter gives, plus a sentence for the one loss a Mastra workspace
+ * counts that the neutral notice does not: background processes that died while the files survived.
  */
 export function stateLostNotice(report: ResumeReport | undefined): string | undefined {
-  if (report === undefined || !lostState(report)) return undefined
-  const replayed =
-    report.rehydratedSteps > 0
-      ? ` sandkeep replayed ${report.rehydratedSteps} recorded setup step${report.rehydratedSteps === 1 ? '' : 's'}.`
-      : ''
-  if (report.outcome === 'recreated') {
-    return (
-      'Notice: this thread got a new sandbox since the previous turn (the old one was gone). Files, installed ' +
-      `packages, shell and interpreter state and running processes from earlier turns are lost.${replayed} ` +
-      'Check what you need before relying on it.'
-    )
-  }
-  const lost: string[] = []
-  if (report.survived.filesystem === false) lost.push('files and installed packages')
-  if (report.survived.memory === false) lost.push('in-memory state (interpreter variables)')
-  if (report.survived.processes === false) lost.push('running processes')
-  const what = lost.length > 0 ? lost.join(', ') : 'part of its state'
-  const kept = report.survived.filesystem === true ? ' Files were kept.' : ''
+  if (report === undefined) return undefined
+  const neutral = neutralNotice(report)
+  if (neutral !== undefined || !lostState(report)) return neutral
   return (
-    `Notice: this thread's sandbox came back without ${what} since the previous turn.${kept}${replayed} ` +
-    'Start again whatever you still need before relying on it.'
+    'Notice: the running processes from earlier turns did not survive the pause since the previous turn; ' +
+    "the sandbox's files are still there. Start again the processes you still need."
   )
 }

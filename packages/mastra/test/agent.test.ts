@@ -89,10 +89,10 @@ describe('a Mastra Agent on a sandkeep workspace', () => {
     expect(third.report?.sandboxId).toBe(sandboxId)
     expect(third.report?.survived).toMatchObject({ filesystem: true, processes: false })
     expect(third.sandbox.getInfo().metadata).toMatchObject({ outcome: 'resumed' })
-    // The model read the notice in front of the command's output: memory and processes were lost, files kept.
+    // The model read the notice in front of the command's output: processes were lost, files kept.
     expect(third.outputs).toHaveLength(1)
-    expect(third.outputs[0]).toMatch(/^Notice: this thread's sandbox came back without .*running processes/)
-    expect(third.outputs[0]).toMatch(/Files were kept\.[\s\S]*\n42$/)
+    expect(third.outputs[0]).toMatch(/^Notice: the running processes from earlier turns did not survive/)
+    expect(third.outputs[0]).toMatch(/files are still there\.[^\n]*\n42$/)
     expect(rig.stateOf(sandboxId)).toBe('paused')
     // What Mastra's onStart hook was told: a fresh VM, the same one whole, then one that lost state.
     expect(outcomes).toEqual(['created', 'connected', 'created'])

@@ -102,7 +102,7 @@ describe('a lost sandbox', () => {
     expect(sandbox.report?.sandboxId).not.toBe(before)
     const first = await sandbox.executeCommand('test -e /home/user/gone.txt && echo there || echo missing')
     expect(first.stdout).toMatch(
-      /^Notice: this thread got a new sandbox since the previous turn[^\n]*\nmissing\n$/,
+      /^Notice: the sandbox was replaced by a fresh one since the previous turn[^\n]*\nmissing\n$/,
     )
     // Once: the next command's output is its own.
     expect((await sandbox.executeCommand('echo again')).stdout).toBe('again\n')
@@ -118,7 +118,7 @@ describe('a lost sandbox', () => {
     await sandbox._stop()
     expect(await sandbox._start()).toEqual({ outcome: 'created' })
     expect(sandbox.report).toMatchObject({ outcome: 'recreated', stateLost: true })
-    expect(sandbox.notice).toMatch(/new sandbox/)
+    expect(sandbox.notice).toMatch(/replaced by a fresh one/)
     await sandbox._stop()
   })
 })
