@@ -1,6 +1,7 @@
 // A sandbox capability the SDK's own capabilities lack: a persistent code interpreter, whose variables stay
 // from one run of the conversation to the next because sandkeep pauses and resumes the same sandbox.
 import { tool } from '@openai/agents-core'
+import { truncateOutput } from '@sandkeep/agent'
 import { Capability, type Manifest } from '@openai/agents-core/sandbox'
 import type { CodeResult } from '@sandkeep/core'
 import { invalid, unsupported } from './errors.js'
@@ -15,17 +16,27 @@ export interface CodeInterpreterOptions {
   needsApproval?: boolean | ((code: string) => boolean | Promise<boolean>)
   /** The tool's name. Default `run_code`. */
   toolName?: string
+  /**
+   * Largest value, stdout and stderr shown to the model, per part, in characters; the rest is cut with a
+   * note (@sandkeep/agent's output shaping). Default 8 000, as @sandkeep/agent's tools.
+   */
+  maxOutputChars?: number
 }
+
+/** @sandkeep/agent's default limit of one output part shown to the model. */
+const DEFAULT_MAX_OUTPUT_CHARS = 8_000
 
 class CodeInterpreterCapability extends Capability {
   readonly type = 'sandkeep_code'
   needsApproval: boolean | ((code: string) => boolean | Promise<boolean>)
   toolName: string
+  maxOutputChars: number
 
   constructor(options: CodeInterpreterOptions) {
     super()
     this.needsApproval = options.needsApproval ?? false
     this.toolName = options.toolName ?? 'run_code'
+    this.maxOutputChars = options.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS
   }
 
   // Not a #private method: the SDK clones capabilities with Object.create, which private members do not survive.
@@ -51,7 +62,8 @@ class CodeInterpreterCapability extends Capability {
         strict: true,
         needsApproval: approvalPolicy(this.needsApproval),
         execute: async (input) => {
-          return formatCodeResult(await this.boundSession().runCode(readCode(input)))
+          const result = await this.boundSession().runCode(readCode(input))
+          return formatCodeResult(result, this.maxOutputChars)
         },
       }),
     ]
@@ -66,6 +78,10 @@ class CodeInterpreterCapability extends Capability {
 
 /** The persistent code interpreter as a capability for a `SandboxAgent`'s `capabilities`. */
 export function codeInterpreter(options: CodeInterpreterOptions = {}): Capability {
+  const max = options.maxOutputChars
+  if (max !== undefined && (typeof max !== 'number' || !Number.isFinite(max) || max <= 0)) {
+    throw invalid(`codeInterpreter: maxOutputChars must be a positive number, got ${String(max)}.`)
+  }
   return new CodeInterpreterCapability(options)
 }
 
@@ -85,11 +101,13 @@ function readCode(input: unknown): string {
   return code
 }
 
-function formatCodeResult(result: CodeResult): string {
+/** The cell's result as JSON for the model, each part cut past `maxChars` with a note. */
+export function formatCodeResult(result: CodeResult, maxChars: number): string {
+  const cut = (text: string) => truncateOutput(text, maxChars).text
   return JSON.stringify({
-    value: result.text,
-    stdout: result.stdout,
-    stderr: result.stderr,
-    error: result.error ? `${result.error.name}: ${result.error.value}` : null,
+    value: result.text === null ? null : cut(result.text),
+    stdout: cut(result.stdout),
+    stderr: cut(result.stderr),
+    error: result.error ? cut(`${result.error.name}: ${result.error.value}`) : null,
   })
 }
