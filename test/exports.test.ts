@@ -267,6 +267,24 @@ describe('package exports', () => {
     expect(resolved.filter((specifier) => specifier.startsWith('@ai-sdk/harness'))).toEqual([])
   })
 
+  // Every framework adapter is a thin layer over the neutral one: it declares @sandkeep/agent and loads it.
+  it.each(['ai-sdk', 'langgraph', 'mastra', 'openai-agents'])(
+    '@sandkeep/%s is built over @sandkeep/agent',
+    async (dir) => {
+      const manifest = JSON.parse(await readFile(`${root}packages/${dir}/package.json`, 'utf8'))
+      expect(manifest.dependencies['@sandkeep/agent']).toBe('workspace:*')
+      const script = [
+        "import { registerHooks } from 'node:module'",
+        'const resolved = []',
+        'registerHooks({ resolve: (specifier, context, next) => (resolved.push(specifier), next(specifier, context)) })',
+        `await import(${JSON.stringify(`@sandkeep/${dir}`)})`,
+        'console.log(JSON.stringify(resolved))',
+      ].join('\n')
+      const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root })
+      expect(JSON.parse(stdout)).toContain('@sandkeep/agent')
+    },
+  )
+
   // The framework-neutral layer must stay neutral: a LangGraph or Mastra app that installs it gets no `ai`.
   it('@sandkeep/agent loads no agent framework, and depends on none', async () => {
     const script = [
