@@ -20,7 +20,8 @@ function body(name: string, parts: Parts): string {
     return entries.length === 0 ? '(empty)' : entries.map((entry) => entry.path).join('\n')
   }
   if ('bytes' in parts) return `wrote ${String(parts.bytes)} bytes to ${String(parts.path)}`
-  if ('url' in parts) return parts.listening === false ? `${parts.url}\nnote: ${parts.note}` : String(parts.url)
+  if ('url' in parts)
+    return parts.listening === false ? `${parts.url}\nnote: ${parts.note}` : String(parts.url)
   if (parts.background === true) return `background: pid ${String(parts.pid)}\nnote: ${parts.note}`
   return labelled(parts)
 }

@@ -4,14 +4,15 @@
 // thread's sandbox session from the saver (restored to that checkpoint when needed, the run's turn begun at
 // the first call), and returns a short labelled text for the model. Errors become results, so the model can
 // react to them.
+
+import type { RunnableConfig } from '@langchain/core/runnables'
+import { type StructuredToolInterface, tool } from '@langchain/core/tools'
 import {
   createSandboxTools,
   type SandboxToolCallOptions,
   type SandboxToolSpec,
   type SandboxToolSpecs,
 } from '@sandkeep/agent'
-import type { RunnableConfig } from '@langchain/core/runnables'
-import { type StructuredToolInterface, tool } from '@langchain/core/tools'
 import { SandkeepError } from '@sandkeep/core'
 import { START_CHECKPOINT_KEY } from './run-keys.js'
 import type { SandkeepCheckpointSaver } from './saver.js'

@@ -46,7 +46,9 @@ describe('stateLostNotice', () => {
     const text = stateLostNotice(
       report({ stateLost: true, survived: { memory: false, filesystem: true, processes: false } }),
     )
-    expect(text).toMatch(/interpreter variables and imports and running processes from earlier turns are gone/)
+    expect(text).toMatch(
+      /interpreter variables and imports and running processes from earlier turns are gone/,
+    )
     expect(text).toMatch(/files are still there/)
   })
 

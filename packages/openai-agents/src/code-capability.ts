@@ -1,8 +1,8 @@
 // A sandbox capability the SDK's own capabilities lack: a persistent code interpreter, whose variables stay
 // from one run of the conversation to the next because sandkeep pauses and resumes the same sandbox.
 import { tool } from '@openai/agents-core'
-import { truncateOutput } from '@sandkeep/agent'
 import { Capability, type Manifest } from '@openai/agents-core/sandbox'
+import { truncateOutput } from '@sandkeep/agent'
 import type { CodeResult } from '@sandkeep/core'
 import { invalid, unsupported } from './errors.js'
 import { SandkeepSandboxSession } from './session.js'

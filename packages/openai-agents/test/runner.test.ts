@@ -95,7 +95,9 @@ describe('the Runner on the sandkeep sandbox client', () => {
     expect(notes).toContain('from the manifest')
     expect(hasZ).toContain('False')
     // The model was told, in its instructions, that the sandbox is a new one.
-    expect(JSON.stringify(model.calls[0]?.request.systemInstructions)).toContain('the sandbox was replaced by a fresh one')
+    expect(JSON.stringify(model.calls[0]?.request.systemInstructions)).toContain(
+      'the sandbox was replaced by a fresh one',
+    )
   })
 
   it('resumes an interrupted run in a second process on the same sandbox, paused while it waited', async () => {
