@@ -114,6 +114,11 @@ run_tests() {
     try { r = JSON.parse(fs.readFileSync(process.argv[1], "utf8")) } catch { process.exit(0) }
     const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0)
     console.log(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${skipped} skipped`)
+    // Where the time went: the slowest files (each file'"'"'s own wall time; files run side by side).
+    const files = (r.testResults ?? []).map((f) => ({ s: ((f.endTime ?? 0) - (f.startTime ?? 0)) / 1000, n: f.name }))
+    const root = process.cwd() + "/"
+    const slowest = files.sort((x, y) => y.s - x.s).slice(0, 8)
+    if (slowest.length) console.log("slowest files: " + slowest.map((f) => `${f.n.replace(root, "")} ${f.s.toFixed(0)} s`).join(", "))
   ' "$report"
   rm -f "$report"
   return "$status"
