@@ -75,6 +75,7 @@ export type {
   ForkResult,
   GcOptions,
   GcResult,
+  MidTurnCheckpoint,
   OnTurnEnd,
   RestoreOptions,
   RestoreResult,

@@ -2,7 +2,7 @@ import type { TelemetryOption } from '../telemetry/api.js'
 import type { HealthCheck } from './health.js'
 import type { JournalStep } from './journal.js'
 import type { SandkeepLogger } from './logger-types.js'
-import type { ResumeReport, TurnEndReport } from './report.js'
+import type { JournalOnlyCheckpoint, ResumeReport, TurnEndReport } from './report.js'
 import type {
   SandboxCreateNetwork,
   SandboxHandle,
@@ -296,7 +296,17 @@ export interface Turn extends AsyncDisposable {
    * @throws SandkeepError CAPABILITY_UNSUPPORTED (checkpoints off, or a store without them), LEASE_LOST,
    *   TURN_ENDED
    */
-  checkpoint(): Promise<Checkpoint>
+  checkpoint(): Promise<MidTurnCheckpoint>
+}
+
+/** What `turn.checkpoint()` recorded. */
+export type MidTurnCheckpoint = Checkpoint & {
+  /**
+   * Set when the checkpoint was recorded without a snapshot because of a limit (the tenant's snapshot count or
+   * bytes, or the platform's full quota): which one, and what to tell the tenant. A restore to it replays the
+   * branch's journal.
+   */
+  journalOnly?: JournalOnlyCheckpoint
 }
 
 /** Events emitted by the session manager, with their payloads. */

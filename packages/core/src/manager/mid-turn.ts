@@ -4,20 +4,23 @@
 // Its manifest is written fresh (sentinels, marker, process list, file witnesses), as the turn end writes one.
 import { SandkeepError } from '../contract/errors.js'
 import type { SandboxHandle } from '../contract/sandbox-provider.js'
-import type { Checkpoint, TurnManifest } from '../contract/session-store.js'
+import type { MidTurnCheckpoint } from '../contract/session-manager-types.js'
+import type { TurnManifest } from '../contract/session-store.js'
 import { deleteReleasedSnapshots, snapshotCheckpoint } from './checkpoints.js'
 import type { TurnScope } from './scope.js'
 
 /**
  * Takes and records a mid-turn checkpoint of `handle`. A snapshot that fails leaves a journal-only
- * checkpoint (reported as phase `checkpoint`); a store refusal (lease lost) deletes the snapshot taken.
+ * checkpoint (reported as phase `checkpoint`), and so does a tenant limit or a full platform quota: then the
+ * result's `journalOnly` says which, as a turn end's report does. A store refusal (lease lost) deletes the
+ * snapshot taken.
  * @throws SandkeepError CAPABILITY_UNSUPPORTED, LEASE_LOST
  */
 export async function midTurnCheckpoint(
   scope: TurnScope,
   handle: SandboxHandle,
   state: { manifest: () => Promise<TurnManifest | null> },
-): Promise<Checkpoint> {
+): Promise<MidTurnCheckpoint> {
   const { ctx, key } = scope
   const { store } = ctx
   if (!ctx.config.checkpoints || typeof store.checkpoint !== 'function') {
@@ -44,7 +47,7 @@ export async function midTurnCheckpoint(
       manifest,
     })
     await deleteReleasedSnapshots(ctx, key, result.pruned)
-    return result.checkpoint
+    return taken.journalOnly ? { ...result.checkpoint, journalOnly: taken.journalOnly } : result.checkpoint
   } catch (error) {
     if (taken.fresh) await deleteReleasedSnapshots(ctx, key, [taken.input], [])
     throw error

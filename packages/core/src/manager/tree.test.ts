@@ -242,6 +242,26 @@ describe('turn.checkpoint()', () => {
     expect(seen.report!.survived.filesystem).toBe(true)
   })
 
+  it('past the tenant’s snapshot limit it is journal-only and its result says which limit, as a turn end’s report does', async () => {
+    const { sessions, id } = setup({
+      checkpoints: { every: 'turn', keep: 10, tenantLimits: { snapshots: 1 } },
+    })
+    const turn = await sessions.beginTurn(id)
+    await setX(turn, 1)
+    const first = await turn.checkpoint()
+    expect(first.snapshot).not.toBeNull()
+    expect(first.journalOnly).toBeUndefined()
+    await setX(turn, 2)
+    const second = await turn.checkpoint()
+    expect(second.snapshot).toBeNull()
+    expect(second.journalOnly).toMatchObject({ limit: 'tenant-snapshots' })
+    expect(second.journalOnly!.message).toMatch(/snapshot/i)
+    // What the store keeps is the checkpoint itself: the report field is not written into the tree.
+    const kept = (await sessions.listCheckpoints(id)).checkpoints.find((c) => c.id === second.id)
+    expect(kept).not.toHaveProperty('journalOnly')
+    await turn.end()
+  })
+
   it('needs the checkpoints option', async () => {
     const { sessions, id } = setup()
     const turn = await sessions.beginTurn(id)

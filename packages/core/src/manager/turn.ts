@@ -5,7 +5,7 @@ import type { JournalStep } from '../contract/journal.js'
 import type { ResumeReport, TurnEndReport } from '../contract/report.js'
 import { toSandkeepError } from '../contract/retry.js'
 import type { CodeResult, RunCodeOptions, SandboxHandle } from '../contract/sandbox-provider.js'
-import type { Turn, TurnJournal } from '../contract/session-manager-types.js'
+import type { MidTurnCheckpoint, Turn, TurnJournal } from '../contract/session-manager-types.js'
 import type { AcquireResult, Checkpoint, TurnManifest } from '../contract/session-store.js'
 import { turnEndedError } from '../contract/turn-ended.js'
 import type { SessionKey } from '../contract/validation.js'
@@ -142,7 +142,7 @@ export class TurnImpl implements Turn {
     return this.#released.promise
   }
 
-  async checkpoint(): Promise<Checkpoint> {
+  async checkpoint(): Promise<MidTurnCheckpoint> {
     this.#assertLive()
     const handle = await this.ready()
     this.#assertLive()
