@@ -2,7 +2,6 @@ import { validateJournalStep } from '../assessment/rehydrate.js'
 import { SandkeepError } from '../contract/errors.js'
 import type { HealthCheck } from '../contract/health.js'
 import type { NamesEveryOption } from '../contract/option-names.js'
-import { checkOptionTable, type OptionTable } from '../contract/option-table.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../contract/retry.js'
 import { SANDKEEP_METADATA } from '../contract/sandbox-metadata.js'
 import type {
@@ -73,37 +72,20 @@ const TURN_OPTION_NAMES = [
   'lazy',
   'prewarm',
 ] as const satisfies readonly (keyof TurnOptions)[]
-/**
- * The `checkpoints` option, checked from a table (contract/option-table.ts), which must name every field of
- * the type; tenantLimits is checked after the store's capability, by its own table.
- */
-const CHECKPOINTS_TABLE = {
-  param: 'options.checkpoints',
-  shape: "must be false or { every: 'turn', keep? }.",
-  fields: {
-    every: { oneOf: ['turn'], must: "must be 'turn'." },
-    keep: { integer: [1, 1000], label: 'checkpoints.keep', default: 10 },
-    tenantLimits: { later: true },
-  },
-} as const satisfies OptionTable<keyof CheckpointsOption>
-const TENANT_LIMITS_TABLE = {
-  param: 'options.checkpoints.tenantLimits',
-  shape: 'must be { snapshots?, maxSnapshotBytes? }.',
-  fields: {
-    snapshots: { integer: [0, 1_000_000_000], label: 'checkpoints.tenantLimits.snapshots' },
-    maxSnapshotBytes: {
-      integer: [0, Number.MAX_SAFE_INTEGER],
-      label: 'checkpoints.tenantLimits.maxSnapshotBytes',
-    },
-  },
-} as const satisfies OptionTable<keyof NonNullable<CheckpointsOption['tenantLimits']>>
+/** Every option name of its `checkpoints` option. */
+const CHECKPOINT_OPTION_NAMES = [
+  'every',
+  'keep',
+  'tenantLimits',
+] as const satisfies readonly (keyof CheckpointsOption)[]
 const optionListsComplete: [
   NamesEveryOption<SessionManagerOptions, typeof SESSION_MANAGER_OPTION_NAMES>,
   NamesEveryOption<SandboxOptions, typeof SANDBOX_OPTION_NAMES>,
   NamesEveryOption<TurnOptions, typeof TURN_OPTION_NAMES>,
+  NamesEveryOption<CheckpointsOption, typeof CHECKPOINT_OPTION_NAMES>,
   NamesEveryOption<SandboxLifecycle, typeof LIFECYCLE_NAMES>,
   NamesEveryOption<SandboxCreateNetwork, typeof NETWORK_NAMES>,
-] = [true, true, true, true, true]
+] = [true, true, true, true, true, true]
 void optionListsComplete
 const ON_TURN_END: readonly OnTurnEnd[] = ['pause', 'auto-pause', 'keep', 'kill']
 const CHECK_KINDS = ['process', 'port', 'code', 'file', 'custom']
@@ -218,21 +200,25 @@ function resolveCheckpoints(
   provider: SandboxProvider,
 ): ResolvedCheckpoints | null {
   if (value === undefined || value === false) return null
-  const checked = checkOptionTable(CHECKPOINTS_TABLE, value)
+  if (typeof value !== 'object' || value === null)
+    throw invalidArgument('options.checkpoints', "must be false or { every: 'turn', keep? }.")
+  rejectUnknownOptions('options.checkpoints', value, CHECKPOINT_OPTION_NAMES)
+  if (value.every !== 'turn') throw invalidArgument('options.checkpoints.every', "must be 'turn'.")
+  const keep = validateInteger('checkpoints.keep', value.keep ?? 10, 1, 1000)
   if (!storeHasCheckpoints(store)) {
     throw new SandkeepError({
       code: 'CAPABILITY_UNSUPPORTED',
       message: `Store '${store.storeId}' keeps no checkpoints (readCheckpoints, rewind, createFork), which the checkpoints option needs.`,
     })
   }
-  const tenantLimits = resolveTenantLimits(checked.tenantLimits)
+  const tenantLimits = resolveTenantLimits(value.tenantLimits)
   if (tenantLimits && tenantLimits.maxSnapshotBytes !== Number.POSITIVE_INFINITY && !storeHasLedger(store)) {
     throw new SandkeepError({
       code: 'CAPABILITY_UNSUPPORTED',
       message: `Store '${store.storeId}' keeps no tenant snapshot ledger (noteTenantSnapshot, forgetTenantSnapshots, readTenantSnapshotUsage), which checkpoints.tenantLimits.maxSnapshotBytes needs.`,
     })
   }
-  return { keep: checked.keep as number, snapshots: providerHasSnapshots(provider), tenantLimits }
+  return { keep, snapshots: providerHasSnapshots(provider), tenantLimits }
 }
 
 /** The store keeps the tenant snapshot ledger the per-tenant limits read. */
@@ -244,13 +230,26 @@ function storeHasLedger(store: SessionStore): boolean {
   )
 }
 
-function resolveTenantLimits(value: unknown): ResolvedCheckpoints['tenantLimits'] {
+function resolveTenantLimits(value: CheckpointsOption['tenantLimits']): ResolvedCheckpoints['tenantLimits'] {
   if (value === undefined) return null
-  const { snapshots, maxSnapshotBytes } = checkOptionTable(TENANT_LIMITS_TABLE, value)
-  if (snapshots === undefined && maxSnapshotBytes === undefined) return null
+  if (typeof value !== 'object' || value === null)
+    throw invalidArgument('options.checkpoints.tenantLimits', 'must be { snapshots?, maxSnapshotBytes? }.')
+  rejectUnknownOptions('options.checkpoints.tenantLimits', value, ['snapshots', 'maxSnapshotBytes'])
+  if (value.snapshots === undefined && value.maxSnapshotBytes === undefined) return null
   return {
-    snapshots: (snapshots as number | undefined) ?? Number.POSITIVE_INFINITY,
-    maxSnapshotBytes: (maxSnapshotBytes as number | undefined) ?? Number.POSITIVE_INFINITY,
+    snapshots:
+      value.snapshots === undefined
+        ? Number.POSITIVE_INFINITY
+        : validateInteger('checkpoints.tenantLimits.snapshots', value.snapshots, 0, 1_000_000_000),
+    maxSnapshotBytes:
+      value.maxSnapshotBytes === undefined
+        ? Number.POSITIVE_INFINITY
+        : validateInteger(
+            'checkpoints.tenantLimits.maxSnapshotBytes',
+            value.maxSnapshotBytes,
+            0,
+            Number.MAX_SAFE_INTEGER,
+          ),
   }
 }
 
