@@ -181,7 +181,6 @@ export async function runLatency({
   seed = 24,
   redisUrl = 'redis://127.0.0.1:6379',
   modes = ['lazy', 'eager', 'auto'],
-  speculationOff = false,
   log = console.log,
 } = {}) {
   const host = await startHostProcess({ pauseMode: 'memory' })
@@ -206,7 +205,7 @@ export async function runLatency({
     closers.push(() => store.close())
     if (!withRedis) log(`(Redis not reachable at ${redisUrl}: sandkeep uses the memory store)`)
     const eagerSupported = supportsResumeOption()
-    const variants = await setUpVariants({ via, store, eagerSupported, modes, speculationOff, closers })
+    const variants = await setUpVariants({ via, store, eagerSupported, modes, closers })
 
     const random = seededRandom(seed)
     const draw = ([low, high]) => Math.round(low + (high - low) * random())
@@ -326,7 +325,7 @@ function supportsResumeOption() {
   }
 }
 
-async function setUpVariants({ via, store, eagerSupported, modes: wanted, speculationOff, closers }) {
+async function setUpVariants({ via, store, eagerSupported, modes: wanted, closers }) {
   const variants = []
 
   const running = await Sandbox.create({ ...via, timeoutMs: 3_600_000, allowInternetAccess: false })
@@ -364,19 +363,9 @@ async function setUpVariants({ via, store, eagerSupported, modes: wanted, specul
 
   // In the tool-using rounds 'auto' is 'eager' (every previous turn used the sandbox): it is measured only
   // where the two differ, on a model that uses no tool.
-  // With speculationOff, lazy and eager also run with the manager's `speculativeConnect: false`, turn by turn
-  // beside the default, to show what starting the connect before the lease is granted buys.
   const modes = eagerSupported ? wanted : wanted.filter((mode) => mode === 'lazy')
-  const settings = modes.flatMap((mode) => [
-    { mode, speculate: true },
-    ...(speculationOff && mode !== 'auto' ? [{ mode, speculate: false }] : []),
-  ])
-  for (const { mode, speculate } of settings) {
-    const sessions = createSessionManager({
-      store,
-      provider: createE2BProvider(via),
-      ...(speculate ? {} : { speculativeConnect: false }),
-    })
+  for (const mode of modes) {
+    const sessions = createSessionManager({ store, provider: createE2BProvider(via) })
     const conversationId = `latency-${mode}-${randomUUID()}`
     closers.push(() => sessions.endSession(conversationId))
     // The first turn creates the sandbox and leaves something for the probes to compare.
@@ -385,7 +374,7 @@ async function setUpVariants({ via, store, eagerSupported, modes: wanted, specul
     })
     let sandboxId
     variants.push({
-      name: `sandkeep ${mode}${speculate ? '' : ', speculativeConnect off'}`,
+      name: `sandkeep ${mode}`,
       pauses: true,
       noToolOnly: mode === 'auto',
       sandboxId: async () => {
