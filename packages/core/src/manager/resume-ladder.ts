@@ -99,8 +99,7 @@ export async function climbLadder(
     if (created.previous) return { ...climbed('resumed', created.handle), sessionLost: true }
     return climbed('created', created.handle, created.adopted)
   }
-  const connected =
-    record?.state !== 'killed' ? await connectMapped(scope, mapped, start, attempt) : undefined
+  const connected = record?.state !== 'killed' ? await connectMapped(scope, mapped, attempt) : undefined
   if (!connected) {
     const created = await createAndMap(scope, mapped, attempt)
     return { ...climbed('recreated', created.handle, created.adopted), previousSandboxId: mapped }
@@ -118,7 +117,6 @@ export async function climbLadder(
 async function connectMapped(
   scope: TurnScope,
   mapped: string,
-  start: LadderStart,
   attempt: ResumeAttempt,
 ): Promise<SandboxHandle | undefined> {
   try {
