@@ -180,6 +180,7 @@ export async function runLatency({
   noToolTurns = 2,
   seed = 24,
   redisUrl = 'redis://127.0.0.1:6379',
+  modes = ['lazy', 'eager', 'auto'],
   log = console.log,
 } = {}) {
   const host = await startHostProcess({ pauseMode: 'memory' })
@@ -204,7 +205,7 @@ export async function runLatency({
     closers.push(() => store.close())
     if (!withRedis) log(`(Redis not reachable at ${redisUrl}: sandkeep uses the memory store)`)
     const eagerSupported = supportsResumeOption()
-    const variants = await setUpVariants({ via, store, eagerSupported, closers })
+    const variants = await setUpVariants({ via, store, eagerSupported, modes, closers })
 
     const random = seededRandom(seed)
     const draw = ([low, high]) => Math.round(low + (high - low) * random())
@@ -324,7 +325,7 @@ function supportsResumeOption() {
   }
 }
 
-async function setUpVariants({ via, store, eagerSupported, closers }) {
+async function setUpVariants({ via, store, eagerSupported, modes: wanted, closers }) {
   const variants = []
 
   const running = await Sandbox.create({ ...via, timeoutMs: 3_600_000, allowInternetAccess: false })
@@ -362,7 +363,7 @@ async function setUpVariants({ via, store, eagerSupported, closers }) {
 
   // In the tool-using rounds 'auto' is 'eager' (every previous turn used the sandbox): it is measured only
   // where the two differ, on a model that uses no tool.
-  const modes = eagerSupported ? ['lazy', 'eager', 'auto'] : ['lazy']
+  const modes = eagerSupported ? wanted : wanted.filter((mode) => mode === 'lazy')
   for (const mode of modes) {
     const sessions = createSessionManager({ store, provider: createE2BProvider(via) })
     const conversationId = `latency-${mode}-${randomUUID()}`

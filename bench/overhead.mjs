@@ -70,23 +70,22 @@ export async function runOverhead({
     for (const [storeName, makeStore] of Object.entries(stores)) {
       // checks: 'off' (no probes), 'on' (the built-in probes on a session with a background process, plus a
       // declared processCheck on it), 'code only' (the built-in probes on a session that only ran code, the
-      // usual code-interpreter session: one cell answers them, no process list). Extra rows: for Redis, the
-      // lease call not overlapped with the connect; for memory, a turn end that must list processes again
-      // (its body hands out the SDK object, which could change them), to show what reusing the list saves.
+      // usual code-interpreter session: one cell answers them, no process list). Extra row, for memory: a
+      // turn end that must list processes again (its body hands out the SDK object, which could change
+      // them), to show what reusing the list saves.
       const settings = [
         { checks: 'off' },
         { checks: 'on' },
         { checks: 'code only' },
-        storeName === 'redis' ? { checks: 'off', speculativeConnect: false } : { checks: 'on', relist: true },
+        ...(storeName === 'redis' ? [] : [{ checks: 'on', relist: true }]),
       ]
-      for (const { checks, speculativeConnect = true, relist = false } of settings) {
+      for (const { checks, relist = false } of settings) {
         const store = makeStore()
         closers.push(() => store.close())
         const sessions = createSessionManager({
           store,
           provider: createE2BProvider(connection),
           fidelityProbes: checks !== 'off',
-          speculativeConnect,
           ...(checks === 'on' ? { healthChecks: [processCheck({ name: 'worker', command: WORKER })] } : {}),
         })
         const conversation = `bench-${randomUUID()}`
@@ -96,7 +95,7 @@ export async function runOverhead({
           if (checks === 'on') await turn.sandbox.startProcess(WORKER)
         })
         variants.push({
-          name: `sandkeep, ${storeName === 'redis' ? 'Redis store' : 'memory store'}, health checks ${checks}${speculativeConnect ? '' : ', speculativeConnect off'}${relist ? ', end lists processes again' : ''}`,
+          name: `sandkeep, ${storeName === 'redis' ? 'Redis store' : 'memory store'}, health checks ${checks}${relist ? ', end lists processes again' : ''}`,
           turn: async () => {
             const turn = await sessions.beginTurn(conversation)
             if (relist) void turn.sandbox.native

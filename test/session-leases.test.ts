@@ -1,5 +1,5 @@
 // Leases on the real stack (local-e2b through the E2B SDK, real Redis): overlapping first turns
-// that must not stall, speculative connects and corrupt records that must leave a paused sandbox paused, a
+// that must not stall, failed leases, changed and corrupt records that must leave a paused sandbox paused, a
 // begin that timed out and must not leave a holder behind, and a Redis that restarts empty.
 
 import { randomUUID } from 'node:crypto'
@@ -131,7 +131,7 @@ async function seed(sessions: SessionManager, tenant?: string): Promise<{ id: st
   return { id, sandboxId }
 }
 
-describe('a speculative connect the lease does not confirm leaves the sandbox paused', () => {
+describe('a turn whose lease fails or whose record changed leaves the paused sandbox paused', () => {
   let store: SessionStore
   let failAcquire = false
   let sessions: SessionManager
@@ -168,7 +168,7 @@ describe('a speculative connect the lease does not confirm leaves the sandbox pa
     expect(await sandboxState(sandboxId)).toBe('paused')
   })
 
-  it('the record points to another sandbox: the speculated one is paused again', async () => {
+  it('the record points to another sandbox: the old one stays paused', async () => {
     const { id, sandboxId } = await seed(sessions)
     const key = { tenant: 'default', conversationId: id }
     // Another process re-mapped the session to a sandbox of its own.

@@ -3,8 +3,7 @@
 // size) gets journal-only checkpoints and is told so, without touching another tenant; a host whose snapshot
 // quota (shared by every tenant of the API key) is full makes the checkpoint journal-only at once, with one
 // snapshot request and no retry as from a rate limit.
-import type { SandboxProvider, Turn } from '@sandkeep/core'
-import { createSessionManager } from '@sandkeep/core'
+import { createSessionManager, type SandboxProvider, type Turn } from '@sandkeep/core'
 import { describe, expect, it } from 'vitest'
 import { conversation, useRig } from './helpers/sessions.js'
 

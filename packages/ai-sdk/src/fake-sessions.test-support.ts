@@ -6,19 +6,20 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createContext, runInContext } from 'node:vm'
-import type {
-  CodeResult,
-  FileEntry,
-  JournalStep,
-  ResumeReport,
-  RunCommandOptions,
-  SandboxHandle,
-  SessionManager,
-  Turn,
-  TurnEndReport,
-  TurnOptions,
+import {
+  type CodeResult,
+  type FileEntry,
+  type JournalStep,
+  type ResumeReport,
+  type RunCommandOptions,
+  type SandboxHandle,
+  SandkeepError,
+  type SessionManager,
+  type Turn,
+  type TurnEndReport,
+  type TurnOptions,
 } from '@sandkeep/core'
-import { readLimitError, SandkeepError } from '@sandkeep/core'
+import { readLimitError } from '@sandkeep/core/provider'
 
 export interface FakeSessions {
   sessions: SessionManager

@@ -6,7 +6,8 @@ import {
   SandboxProcessManager,
   type SpawnProcessOptions,
 } from '@mastra/core/workspace'
-import { type SandboxHandle, shellQuote } from '@sandkeep/core'
+import type { SandboxHandle } from '@sandkeep/core'
+import { shellQuote } from '@sandkeep/core/provider'
 
 // Background processes run through sandkeep's startProcess, which outlives the call, the turn and a pause.
 // Their output and exit code go to files in the sandbox (so they survive a pause too) and are read back

@@ -20,11 +20,11 @@ import {
   type SandboxHandle,
   SandkeepError,
   type SessionManager,
-  shellQuote,
   type Turn,
   type TurnEndReport,
   validateSessionKey,
 } from '@sandkeep/core'
+import { shellQuote } from '@sandkeep/core/provider'
 import { lostState, startOutcomeOf, stateLostNotice } from './notice.js'
 import type { SandkeepMastraSandboxOptions } from './options.js'
 import { SandkeepProcessManager } from './processes.js'

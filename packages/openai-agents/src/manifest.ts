@@ -1,7 +1,8 @@
 // The manifest's materialization as sandkeep journal steps: each step runs once on the sandbox and is recorded,
 // so a sandbox the manager has to recreate (its old one gone) gets the manifest back from the journal's replay.
 import { cloneManifest, type Manifest } from '@openai/agents-core/sandbox'
-import { type JournalStep, shellQuote } from '@sandkeep/core'
+import type { JournalStep } from '@sandkeep/core'
+import { shellQuote } from '@sandkeep/core/provider'
 import { invalid, unsupported } from './errors.js'
 
 /** The Agents SDK's default root, which an E2B sandbox's unprivileged user cannot create. */

@@ -23,15 +23,15 @@ import {
   MAX_VIEW_IMAGE_BYTES,
   truncateOutput,
 } from '@openai/agents-core/sandbox/internal'
-import {
-  type CodeLanguage,
-  type CodeResult,
-  type ResumeReport,
-  type SandboxHandle,
-  type SessionManager,
-  shellQuote,
-  type Turn,
+import type {
+  CodeLanguage,
+  CodeResult,
+  ResumeReport,
+  SandboxHandle,
+  SessionManager,
+  Turn,
 } from '@sandkeep/core'
+import { shellQuote } from '@sandkeep/core/provider'
 import { createSandboxEditor } from './editor.js'
 import { unsupported } from './errors.js'
 import { stateLostNotice } from './notice.js'

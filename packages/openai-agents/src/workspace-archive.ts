@@ -2,7 +2,8 @@
 // The SDK's contract is bytes it stores itself (its snapshot specs); sandkeep's checkpoints are platform
 // snapshots named by id and restored through `sessions.restore`, so they cannot stand in for these bytes.
 import { randomUUID } from 'node:crypto'
-import { type SandboxHandle, SandkeepError, shellQuote } from '@sandkeep/core'
+import { type SandboxHandle, SandkeepError } from '@sandkeep/core'
+import { shellQuote } from '@sandkeep/core/provider'
 
 /** The workspace root's contents as a tar archive. */
 export async function persistWorkspace(sandbox: SandboxHandle, root: string): Promise<Uint8Array> {

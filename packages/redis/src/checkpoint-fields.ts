@@ -3,8 +3,7 @@
 // C:snapshot and C:manifest = JSON (absent: null), C:journal = the node's journal part. Anything else a
 // script writes ('seq', 'pruned') is skipped, as are the turn-keyed fields of earlier versions; a damaged
 // part is STORE_CORRUPT naming the key, checked with the kit's parseStoredCheckpoint.
-import type { Checkpoint } from '@sandkeep/core/store'
-import { corruptRecordError, parseStoredCheckpoint } from '@sandkeep/core/store'
+import { type Checkpoint, corruptRecordError, parseStoredCheckpoint } from '@sandkeep/core/store'
 
 const META = /^(\d+):(\d+):(\d+):(\d+):(\d+):([\w-]+):([kb]):([em]):(.+)$/s
 const NODE_FIELD = /^(ck_[\w-]{22})(|:snapshot|:manifest|:journal)$/

@@ -1,25 +1,23 @@
 // One typed function per Lua script in ./commands: each builds the script's KEYS and ARGV, picks the
 // one-node or the Cluster variant, and reads the reply into named fields (a corrupt key becomes
 // STORE_CORRUPT naming it). The KEYS/ARGV order of each script is documented at the top of its .lua file.
-import type {
-  Checkpoint,
-  JournalStep,
-  Lease,
-  MidTurnCheckpointInput,
-  SessionKey,
-  SessionRecord,
-  SessionSandboxState,
-  SetSandboxInput,
-} from '@sandkeep/core/store'
 import {
   type CheckedAcquireOptions,
   type CheckedCreateForkInput,
   type CheckedReleaseInput,
   type CheckedRewindInput,
+  type Checkpoint,
   corruptRecordError,
+  type JournalStep,
   type JournalUsage,
+  type Lease,
+  type MidTurnCheckpointInput,
   newCheckpointId,
   parseRecordFields,
+  type SessionKey,
+  type SessionRecord,
+  type SessionSandboxState,
+  type SetSandboxInput,
 } from '@sandkeep/core/store'
 import { checkpointOfReply, checkpointsFromHash, checkpointsOfReply } from './checkpoint-fields.js'
 import type { RedisClient } from './connection.js'

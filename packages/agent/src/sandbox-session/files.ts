@@ -1,6 +1,7 @@
 // The file operations of the AI SDK's sandbox contract (readFile, writeFile, stat, listDirectory, deleteFile, ...) and sandkeep's
 // listDir, over the sandbox handle. A missing file is `null`, as the contract asks, never an error.
-import { checkMaxBytes, type FileEntry, type SandboxHandle, SandkeepError, shellQuote } from '@sandkeep/core'
+import { type FileEntry, type SandboxHandle, SandkeepError } from '@sandkeep/core'
+import { checkMaxBytes, shellQuote } from '@sandkeep/core/provider'
 import { invalid, providerError } from '../errors.js'
 import { sliceLines } from '../output.js'
 import { checkLine, collectBytes, encodeText, makeDecoder } from './paths.js'

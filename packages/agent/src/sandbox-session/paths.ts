@@ -1,7 +1,7 @@
 // Paths and bytes between the AI SDK's file contract and the sandbox: resolution against the base
 // directory, text encodings, line ranges and stream collection.
 import { posix } from 'node:path'
-import { readAtMost } from '@sandkeep/core'
+import { readAtMost } from '@sandkeep/core/provider'
 import { invalid } from '../errors.js'
 
 /** Resolves `path` against `workingDirectory`; INVALID_ARGUMENT for an empty path or a NUL character. */

@@ -1,7 +1,8 @@
 // How a client outside the sandbox reaches a server the sandbox runs: the provider's port endpoint, taken
 // from the resumed handle. The address is computed, not fetched, so it also serves a page the user opens
 // after the turn (while the sandbox is paused, the platform answers or wakes it, by its auto-resume).
-import { SandkeepError, validatePort } from '@sandkeep/core'
+import { SandkeepError } from '@sandkeep/core'
+import { validatePort } from '@sandkeep/core/provider'
 import type { SandboxSession, SessionContext } from './types.js'
 
 export function portOperations(context: SessionContext): Pick<SandboxSession, 'portEndpoint'> {

@@ -6,11 +6,9 @@ import {
   type CodeResult,
   type JournalStep,
   type PortEndpoint,
-  readAtMost,
-  readLimitError,
   SandkeepError,
-  shellQuote,
 } from '@sandkeep/core'
+import { readAtMost, readLimitError, shellQuote } from '@sandkeep/core/provider'
 import { invalid } from '../errors.js'
 import { isSandkeepSandboxSession } from '../sandbox-session/index.js'
 import type { SandboxSession } from '../sandbox-session/types.js'

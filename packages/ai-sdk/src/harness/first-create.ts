@@ -5,7 +5,8 @@
 // (mkdir is atomic there, whichever process asks) lets one holder run it while concurrent createSession
 // calls for the same conversation wait for its marker instead of running it twice.
 import { posix } from 'node:path'
-import { SandkeepError, shellQuote } from '@sandkeep/core'
+import { SandkeepError } from '@sandkeep/core'
+import { shellQuote } from '@sandkeep/core/provider'
 import { providerError } from '../errors.js'
 import type { SandkeepSandboxSession } from '../sandbox-session/index.js'
 

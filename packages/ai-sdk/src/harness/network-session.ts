@@ -3,13 +3,8 @@
 // itself, by destroy(). Port addresses come from the provider's handle and need no turn: they name the
 // sandbox, paused or running, for as long as it keeps its id.
 import type { HarnessV1NetworkPolicy, HarnessV1PortEndpoint } from '@ai-sdk/harness'
-import {
-  type PortEndpoint,
-  type SandboxHandle,
-  SandkeepError,
-  turnEndedError,
-  validatePort,
-} from '@sandkeep/core'
+import { type PortEndpoint, type SandboxHandle, SandkeepError, turnEndedError } from '@sandkeep/core'
+import { validatePort } from '@sandkeep/core/provider'
 import { invalid } from '../errors.js'
 import type { SandkeepSandboxSession } from '../sandbox-session/index.js'
 import { toSandboxNetworkPolicy } from './network-policy.js'

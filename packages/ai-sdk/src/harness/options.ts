@@ -1,6 +1,7 @@
 // The provider's options and each call's input, checked before any I/O.
 import { randomUUID } from 'node:crypto'
-import { type SessionManager, validateConversationId, validatePort, validateTenant } from '@sandkeep/core'
+import { type SessionManager, validateConversationId, validateTenant } from '@sandkeep/core'
+import { validatePort } from '@sandkeep/core/provider'
 import { invalid } from '../errors.js'
 import type { HarnessTenantContext, SandkeepHarnessProviderOptions } from './types.js'
 

@@ -19,7 +19,7 @@ describe('the fidelity probe on the mock provider', () => {
     const sandbox = await provider.create({ metadata: {} })
     await sandbox.runCode(`${SENTINEL_VARIABLE} = 's-1'`)
     await sandbox.writeFile(MARKER_PATH, 'm-1')
-    const kept = await probeFidelity(sandbox, manifest(sandbox.id), signal)
+    const kept = await probeFidelity({ sandbox, manifest: manifest(sandbox.id), signal })
     expect(kept.survived).toMatchObject({ memory: true, filesystem: true })
     expect(provider.callsOf('runCode')).toHaveLength(2)
 
@@ -31,7 +31,7 @@ describe('the fidelity probe on the mock provider', () => {
       },
     })
     const other = await hooked.create({ metadata: {} })
-    const lost = await probeFidelity(other, manifest(other.id), signal)
+    const lost = await probeFidelity({ sandbox: other, manifest: manifest(other.id), signal })
     expect(lost.survived).toMatchObject({ memory: false, filesystem: false })
     expect(asked).toEqual([{ context: 'python:default', variable: SENTINEL_VARIABLE, path: MARKER_PATH }])
   })

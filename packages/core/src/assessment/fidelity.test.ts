@@ -24,7 +24,7 @@ describe('probeFidelity: processes', () => {
   const signal = new AbortController().signal
 
   it('kept with the same pids: survived, not restarted', async () => {
-    const outcome = await probeFidelity(sandboxWith(manifest.processes!), manifest, signal)
+    const outcome = await probeFidelity({ sandbox: sandboxWith(manifest.processes!), manifest, signal })
     expect(outcome.survived.processes).toBe(true)
     expect(outcome.processesRestarted).toBe(false)
   })
@@ -34,13 +34,13 @@ describe('probeFidelity: processes', () => {
       { pid: 21, command: 'python3 server.py' },
       { pid: 22, command: 'node worker.js' },
     ]
-    const outcome = await probeFidelity(sandboxWith(restarted), manifest, signal)
+    const outcome = await probeFidelity({ sandbox: sandboxWith(restarted), manifest, signal })
     expect(outcome.survived.processes).toBe(true)
     expect(outcome.processesRestarted).toBe(true)
   })
 
   it('gone: lost and not restarted, so nothing waits for a server nobody is starting', async () => {
-    const outcome = await probeFidelity(sandboxWith([]), manifest, signal)
+    const outcome = await probeFidelity({ sandbox: sandboxWith([]), manifest, signal })
     expect(outcome.survived.processes).toBe(false)
     expect(outcome.processesRestarted).toBe(false)
     expect(outcome.checks.find((check) => check.name === 'processes')?.message).toMatch(
@@ -49,11 +49,11 @@ describe('probeFidelity: processes', () => {
   })
 
   it('one kept, one gone: lost, and not counted as restarted', async () => {
-    const outcome = await probeFidelity(
-      sandboxWith([{ pid: 7, command: 'python3 server.py' }]),
+    const outcome = await probeFidelity({
+      sandbox: sandboxWith([{ pid: 7, command: 'python3 server.py' }]),
       manifest,
       signal,
-    )
+    })
     expect(outcome.survived.processes).toBe(false)
     expect(outcome.processesRestarted).toBe(false)
   })
@@ -91,7 +91,7 @@ describe('probeFidelity: memory and files in one cell', () => {
 
   it('answers both probes with one interpreter call when they agree with the manifest', async () => {
     const { sandbox, calls } = probed('{"sentinel": "s-1", "marker": "m-1"}')
-    const outcome = await probeFidelity(sandbox, both, signal)
+    const outcome = await probeFidelity({ sandbox, manifest: both, signal })
     expect(outcome.survived).toEqual({ memory: true, filesystem: true, processes: null })
     expect(calls.runCode).toHaveLength(1)
     expect(calls.runCode[0]).toMatch(new RegExp(`^${PROBE_CELL_TAG}`))
@@ -99,20 +99,24 @@ describe('probeFidelity: memory and files in one cell', () => {
   })
 
   it('tells a lost sentinel and a missing marker apart', async () => {
-    const lostMemory = await probeFidelity(
-      probed('{"sentinel": null, "marker": "m-1"}').sandbox,
-      both,
+    const lostMemory = await probeFidelity({
+      sandbox: probed('{"sentinel": null, "marker": "m-1"}').sandbox,
+      manifest: both,
       signal,
-    )
+    })
     expect(lostMemory.survived).toEqual({ memory: false, filesystem: true, processes: null })
-    const lostFiles = await probeFidelity(probed('{"sentinel": "s-1", "marker": null}').sandbox, both, signal)
+    const lostFiles = await probeFidelity({
+      sandbox: probed('{"sentinel": "s-1", "marker": null}').sandbox,
+      manifest: both,
+      signal,
+    })
     expect(lostFiles.survived).toEqual({ memory: true, filesystem: false, processes: null })
   })
 
   it('asks envd for the marker when the interpreter could not read it or did not answer', async () => {
     const files = { '/home/user/.sandkeep/marker': 'm-1' }
     const unreadable = probed('{"sentinel": "s-1", "marker": {"error": "PermissionError()"}}', files)
-    expect((await probeFidelity(unreadable.sandbox, both, signal)).survived).toEqual({
+    expect((await probeFidelity({ sandbox: unreadable.sandbox, manifest: both, signal })).survived).toEqual({
       memory: true,
       filesystem: true,
       processes: null,
@@ -120,7 +124,7 @@ describe('probeFidelity: memory and files in one cell', () => {
     expect(unreadable.calls.readFile).toEqual(['/home/user/.sandkeep/marker'])
 
     const failed = probed(null, files)
-    expect((await probeFidelity(failed.sandbox, both, signal)).survived).toEqual({
+    expect((await probeFidelity({ sandbox: failed.sandbox, manifest: both, signal })).survived).toEqual({
       memory: false,
       filesystem: true,
       processes: null,
@@ -163,7 +167,7 @@ describe('probeFidelity: tampered markers and platform errors', () => {
       },
       listProcesses: async () => [{ pid: 7, command: 'sleep 100' }],
     } as unknown as SandboxHandle
-    const outcome = await probeFidelity(sandbox, both, signal, policy)
+    const outcome = await probeFidelity({ sandbox, manifest: both, signal, retry: policy })
     expect(outcome.survived).toEqual({ memory: true, filesystem: null, processes: true })
     expect(outcome.checks.find((c) => c.name === 'filesystem')?.status).toBe('repaired')
     expect(calls).toEqual([
@@ -185,7 +189,7 @@ describe('probeFidelity: tampered markers and platform errors', () => {
         throw hiccup()
       },
     } as unknown as SandboxHandle
-    const outcome = await probeFidelity(flaky, both, signal, policy)
+    const outcome = await probeFidelity({ sandbox: flaky, manifest: both, signal, retry: policy })
     expect(outcome.survived).toEqual({ memory: true, filesystem: true, processes: null })
     // A timeout is not one the policy retries: asked once, then once more before the report is written.
     expect(listed).toBe(2)

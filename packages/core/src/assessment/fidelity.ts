@@ -5,12 +5,13 @@ import { mergeAbortSignals } from '../contract/abort-signals.js'
 import { SandkeepError } from '../contract/errors.js'
 import type { HealthCheckResult } from '../contract/health.js'
 import type { CodeLanguage } from '../contract/journal.js'
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../contract/retry.js'
+import type { RetryPolicy } from '../contract/retry.js'
 import type { ProcessInfo, SandboxHandle } from '../contract/sandbox-provider.js'
 import type { FileWitness, TurnManifest } from '../contract/session-store.js'
 import { shellQuote } from '../contract/shell.js'
 import { isPlatformError, type ProbeCellAnswer, probeCall, runProbeCell } from './fidelity-cell.js'
 import { fileDigests } from './file-digests.js'
+import { type ProbeScope, retryOf } from './scope.js'
 
 /** Global variable that holds the memory sentinel in each interpreter context. */
 export const SENTINEL_VARIABLE = '__sandkeep_sentinel__'
@@ -82,12 +83,9 @@ function describe(error: unknown): string {
  * and the default Python context, one cell answers the memory and filesystem probes together. Probe calls are
  * retried like connect (`retry`); a probe that still errored reports "unknown" (null), never a failed turn.
  */
-export async function probeFidelity(
-  sandbox: SandboxHandle,
-  manifest: TurnManifest,
-  signal: AbortSignal,
-  retry: RetryPolicy = DEFAULT_RETRY_POLICY,
-): Promise<FidelityOutcome> {
+export async function probeFidelity(scope: ProbeScope): Promise<FidelityOutcome> {
+  const { sandbox, manifest, signal } = scope
+  const retry = retryOf(scope)
   const readByEnvd: MarkerRead = async () => {
     const path = manifest.filesystem!.path
     const timeout = AbortSignal.timeout(MARKER_READ_TIMEOUT_MS)

@@ -9,6 +9,7 @@ import type {
 import { sleep } from '../contract/retry.js'
 import type { ProcessInfo, SandboxHandle } from '../contract/sandbox-provider.js'
 import { shellQuote } from '../contract/shell.js'
+import type { AssessmentScope } from './scope.js'
 
 /** Default time allowed for one probe (and again for its repair), ms. */
 const DEFAULT_CHECK_TIMEOUT_MS = 10_000
@@ -22,12 +23,11 @@ type ProbeOutcome = { ok: boolean; message?: string }
 export type FirstProbes = ReadonlyMap<HealthCheck, { outcome: ProbeOutcome; probeMs: number }>
 
 /** One run of the declared checks. */
-export interface DeclaredCheckRun {
-  /** The sandbox repairs and custom checks use. */
+export interface DeclaredCheckRun extends AssessmentScope {
+  /** The sandbox repairs and custom checks use (the scope's). */
   sandbox: SandboxHandle
   /** The sandbox the built-in probes (process, port, code, file) use, which only read; default `sandbox`. */
   probeSandbox?: SandboxHandle
-  signal: AbortSignal
   /** A process list read a moment ago (by the fidelity probe): the process checks' first probe. */
   processList?: ProcessInfo[]
   /** The platform restarted processes on resume (new pids): they may not listen yet. */

@@ -20,7 +20,7 @@ describe('replaySteps', () => {
       ...Array.from({ length: 998 }, (_, i): JournalStep => ({ kind: 'code', code: `v${i} = ${i}` })),
       { kind: 'file', path: '/home/user/last.txt', content: 'done' },
     ]
-    const outcome = await replaySteps(handle, steps, never, 'continue')
+    const outcome = await replaySteps({ sandbox: handle, signal: never }, steps, 'continue')
     expect(outcome).toMatchObject({ steps: 999, failed: 1, skipped: 0 })
     expect(outcome.failures).toEqual([{ step: 1, kind: 'command', message: 'exit 3: ' }])
     expect((await handle.runCode('v997')).text).toBe('997')
@@ -31,12 +31,11 @@ describe('replaySteps', () => {
     const { provider, handle } = await sandbox()
     provider.failNext('runCommand', 'INVALID_ARGUMENT', { message: 'the command holds a NUL' })
     const outcome = await replaySteps(
-      handle,
+      { sandbox: handle, signal: never },
       [
         { kind: 'command', command: 'echo a\0b' },
         { kind: 'code', code: 'x = 1' },
       ],
-      never,
       'continue',
     )
     expect(outcome).toMatchObject({ steps: 1, failed: 1, skipped: 0 })
@@ -56,7 +55,7 @@ describe('replaySteps', () => {
       { kind: 'code', code: 'y = 2' },
       { kind: 'code', code: 'z = 3' },
     ]
-    const outcome = await replaySteps(handle, steps, never, 'continue')
+    const outcome = await replaySteps({ sandbox: handle, signal: never }, steps, 'continue')
     expect(outcome).toMatchObject({ steps: 1, failed: 1, skipped: 2 })
     expect(SandkeepError.hasCode(outcome.stoppedBy, 'SANDBOX_NOT_FOUND')).toBe(true)
     const error = replayFailedError(handle, outcome, outcome.failures)
@@ -69,14 +68,18 @@ describe('replaySteps', () => {
     const controller = new AbortController()
     controller.abort(new Error('caller left'))
     await expect(
-      replaySteps(handle, [{ kind: 'command', command: 'true' }], controller.signal, 'continue'),
+      replaySteps(
+        { sandbox: handle, signal: controller.signal },
+        [{ kind: 'command', command: 'true' }],
+        'continue',
+      ),
     ).rejects.toMatchObject({ code: 'ABORTED' })
   })
 
   it('describes the first failures one by one and counts the rest', async () => {
     const { handle } = await sandbox()
     const steps = Array.from({ length: 25 }, (): JournalStep => ({ kind: 'command', command: 'false' }))
-    const outcome = await replaySteps(handle, steps, never, 'continue')
+    const outcome = await replaySteps({ sandbox: handle, signal: never }, steps, 'continue')
     expect(outcome).toMatchObject({ steps: 0, failed: 25 })
     expect(outcome.failures).toHaveLength(MAX_REPORTED_FAILURES)
     expect(replayFailedError(handle, outcome, outcome.failures).message).toMatch(/and 15 more/)
@@ -89,7 +92,7 @@ describe('replaySteps', () => {
       { kind: 'command', command: 'exit 2' },
       { kind: 'code', code: 'b = 2' },
     ]
-    await expect(replaySteps(handle, steps, never)).rejects.toMatchObject({
+    await expect(replaySteps({ sandbox: handle, signal: never }, steps)).rejects.toMatchObject({
       code: 'PROVIDER_ERROR',
       message: expect.stringContaining('Setup step 2 (command) failed: exit 2'),
     })

@@ -2,6 +2,7 @@ import { SandkeepError } from '../contract/errors.js'
 import type { JournalStep } from '../contract/journal.js'
 import type { SandboxHandle } from '../contract/sandbox-provider.js'
 import type { UsedContext } from './fidelity.js'
+import type { AssessmentScope } from './scope.js'
 
 // The journal-step validator lives in the store kit (one set of rules for `turn.journal.record`, bootstrap
 // steps and every store); re-exported here for the manager's imports.
@@ -62,11 +63,11 @@ export type ReplayFailureRule = 'stop' | 'continue'
  * gone or unreachable ends the replay early (`stoppedBy`, the remaining steps counted as `skipped`).
  */
 export async function replaySteps(
-  sandbox: SandboxHandle,
+  scope: AssessmentScope,
   steps: readonly JournalStep[],
-  signal: AbortSignal,
   onFailure: ReplayFailureRule = 'stop',
 ): Promise<ReplayOutcome> {
+  const { sandbox, signal } = scope
   const outcome: ReplayOutcome = { steps: 0, failed: 0, failures: [], skipped: 0, contexts: [] }
   for (const [index, step] of steps.entries()) {
     if (signal.aborted) {

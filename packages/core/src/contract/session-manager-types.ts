@@ -169,11 +169,9 @@ export interface SessionManagerOptions {
   /** Built-in fidelity probes (memory sentinel, marker file, process list). Default true. */
   fidelityProbes?: boolean
   /**
-   * Connect to the sandbox this process's previous turn of the conversation used while the lease is being
-   * taken, instead of after it, so a turn waits for the longer of the two calls rather than their sum. The
-   * connect is used only when the lease's record confirms it (same sandbox, no other turn ended since, no
-   * other holder); otherwise the turn connects again as usual. Only for sandboxes whose tenant this process
-   * already verified, never for lazy turns. Default true.
+   * @deprecated Has no effect: the connect always follows the lease. Starting it while the lease was taken
+   * saved nothing measurable at a network distance (docs/benchmarks.md, "The speculative connect"). Still a
+   * boolean, checked as before.
    */
   speculativeConnect?: boolean
   /** Runs on every fresh sandbox (created or recreated), before the journal replay. */

@@ -3,6 +3,7 @@ import { type CarryPlan, carryPlan, keptOutcome, runCarried } from '../assessmen
 import type { VerifiedState } from '../assessment/fidelity-manifest.js'
 import { type FirstProbes, probeDeclaredChecks, runDeclaredChecks } from '../assessment/health-runner.js'
 import { type ReplayOutcome, replayFailedError, replaySteps } from '../assessment/rehydrate.js'
+import type { AssessmentScope } from '../assessment/scope.js'
 import { SandkeepError } from '../contract/errors.js'
 import type { HealthCheckResult } from '../contract/health.js'
 import type { RehydrateFailures, ResumeReport } from '../contract/report.js'
@@ -368,7 +369,7 @@ async function probeAndRehydrate(
   // Declared checks have probes of their own to send: the first cell carries the built-in ones only alone.
   const plan = takeFirstCall && config.healthChecks.length === 0 ? carryPlan(manifest) : undefined
   const carried = plan ? await carryProbes(handle, plan, takeFirstCall!) : undefined
-  const probed = carried ?? (await probeFidelity(handle, manifest, scope.signal, config.retry))
+  const probed = carried ?? (await probeFidelity({ ...engineScope(scope, handle), manifest }))
   const fidelity = await reviseMarkerLoss(handle, manifest, probed, scope.signal)
   // What the turn end need not write again: sentinels and the marker found intact, and the process
   // list (read now, or known empty: none was recorded for this very sandbox and none can appear alone).
@@ -451,7 +452,7 @@ async function runBootstrap(scope: TurnScope, handle: SandboxHandle, notes: Asse
     await bootstrap(handle)
     return
   }
-  const outcome = await replaySteps(handle, bootstrap, scope.signal)
+  const outcome = await replaySteps(engineScope(scope, handle), bootstrap)
   notes.noteContexts(outcome.contexts)
 }
 
@@ -508,7 +509,7 @@ async function replayJournal(
   const steps = positions.map((position) => journal[position - 1]!)
   let outcome: ReplayOutcome
   try {
-    outcome = await replaySteps(handle, steps, signal, 'continue')
+    outcome = await replaySteps(engineScope(scope, handle), steps, 'continue')
   } catch (error) {
     // Only an abort is thrown by a continuing replay.
     if (signal.aborted) throw error
@@ -534,4 +535,9 @@ async function replayJournal(
     ...kept,
   })
   return { rehydratedSteps: outcome.steps, ...failed, ...kept }
+}
+
+/** The assessment engine's scope for `sandbox`: the turn's signal and connect's retry policy, no manager types. */
+function engineScope(scope: TurnScope, sandbox: SandboxHandle): AssessmentScope {
+  return { sandbox, signal: scope.signal, retry: scope.ctx.config.retry }
 }

@@ -6,12 +6,11 @@ import { invalidArgument, validateSessionKey } from '../contract/validation.js'
 import type { ManagerContext } from './context.js'
 import { validateTurnOptions } from './options.js'
 import { abortedError } from './records.js'
-import { dropSpeculation, speculate } from './speculation.js'
 import { TurnImpl } from './turn.js'
 
 /**
- * `sessions.beginTurn`: takes the lease (connecting speculatively meanwhile; after the pause of a turn end
- * that still holds the session) and, unless lazy, resumes; a prewarmed turn starts its resume and returns.
+ * `sessions.beginTurn`: takes the lease (after the pause of a turn end that still holds
+ * the session) and, unless lazy, resumes; a prewarmed turn starts its resume and returns.
  */
 export function beginTurn(
   ctx: ManagerContext,
@@ -32,8 +31,6 @@ async function begin(ctx: ManagerContext, conversationId: string, turnOptions?: 
   const limits = { waitMs: config.createWaitMs, signal: parsed.signal }
   await ctx.state.waitForLocalEnds(key, limits)
   const known = ctx.state.lastTurn(key)
-  const connectsAnyway = !parsed.lazy || parsed.prewarm === true
-  let speculation = connectsAnyway ? speculate(ctx, key, parsed.signal) : undefined
   const leaseOptions = { holderId, leaseMs: config.leaseMs, ttlMs: config.ttlMs }
   ctx.state.turnBegan(key)
   let acquired: AcquireResult
@@ -41,14 +38,11 @@ async function begin(ctx: ManagerContext, conversationId: string, turnOptions?: 
     acquired = await store.acquire(key, leaseOptions)
   } catch (error) {
     ctx.state.turnEnded(key)
-    // No lease, no record: nothing confirms the speculation.
-    await dropSpeculation(ctx, speculation, key)
     if (!SandkeepError.hasCode(error, 'SESSION_BUSY')) throw error
     // Another process's turn end holds the session while it pauses: the turn begins after it.
     const acquire = () => store.acquire(key, leaseOptions)
     acquired = await ctx.state.acquireAfterHold(key, acquire, error as SandkeepError, limits)
     ctx.state.turnBegan(key)
-    speculation = undefined
   }
   const storeMs = performance.now() - beganAt
   const turn = new TurnImpl({
@@ -59,7 +53,6 @@ async function begin(ctx: ManagerContext, conversationId: string, turnOptions?: 
     storeMs,
     callerSignal: parsed.signal,
     known,
-    speculation,
     lazy: parsed.lazy,
   })
   const prewarm =

@@ -116,7 +116,6 @@ export interface ResolvedOptions {
   sandbox: ResolvedSandboxOptions
   healthChecks: HealthCheck[]
   fidelityProbes: boolean
-  speculativeConnect: boolean
   bootstrap: SessionManagerOptions['bootstrap']
   rehydrate: 'journal' | 'none'
   leaseMs: number
@@ -171,6 +170,7 @@ export function resolveOptions(options: SessionManagerOptions): ResolvedOptions 
   const rehydrate = options.rehydrate ?? 'journal'
   if (rehydrate !== 'journal' && rehydrate !== 'none')
     throw invalidArgument('options.rehydrate', "must be 'journal' or 'none'.")
+  // speculativeConnect is still checked, so a value refused before is refused now, but has no effect.
   for (const name of ['fidelityProbes', 'speculativeConnect'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'boolean')
       throw invalidArgument(`options.${name}`, 'must be a boolean.')
@@ -183,7 +183,6 @@ export function resolveOptions(options: SessionManagerOptions): ResolvedOptions 
     sandbox: resolveSandboxOptions(options.sandbox, provider, onTurnEnd),
     healthChecks: validateHealthChecks(options.healthChecks),
     fidelityProbes: options.fidelityProbes ?? true,
-    speculativeConnect: options.speculativeConnect ?? true,
     bootstrap: validateBootstrap(options.bootstrap),
     rehydrate,
     leaseMs: validateInteger('leaseMs', options.leaseMs ?? 30_000, 300, DAY_MS),

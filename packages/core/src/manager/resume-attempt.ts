@@ -8,15 +8,13 @@ import type { ManagerContext } from './context.js'
  */
 export interface ResumeAttempt {
   readonly signal: AbortSignal
-  /** Retries so far of every provider call this resume made or used (a speculative connect's included). */
+  /** Retries so far of every provider call this resume made. */
   readonly retries: number
   /** Counts one retry: the `onRetry` of every provider call of the resume. */
   onRetry(): void
-  /** Counts the retries of a call made before the resume (the speculative connect it used). */
-  addRetries(count: number): void
   /** A provider call of the resume, retried and counted. */
   call<T>(operation: () => Promise<T>): Promise<T>
-  /** Notes that the resume asked the provider for `sandboxId` (connect, or a speculation it took). */
+  /** Notes that the resume asked the provider for `sandboxId` (connect or create). */
   touch(sandboxId: string): void
   /** The sandbox the resume last asked the provider for; null before. */
   readonly touched: string | null
@@ -44,9 +42,6 @@ export function createResumeAttempt(ctx: ManagerContext, signal: AbortSignal): R
       return retries
     },
     onRetry,
-    addRetries(count) {
-      retries += count
-    },
     call: (operation) => ctx.call(operation, { signal, onRetry }),
     touch(sandboxId) {
       touched = sandboxId

@@ -249,7 +249,7 @@ describe('createSessionManager: every retry of the resume reaches report.retries
   })
 
   it('counts a retried tenant check of the sandbox a lost session is adopted from', async () => {
-    const { provider, store, sessions, id } = setup({ speculativeConnect: false })
+    const { provider, store, sessions, id } = setup()
     let adopted = ''
     await sessions.withTurn(id, async (turn) => {
       adopted = (await turn.ready()).id

@@ -10,7 +10,6 @@ import { abortedError, checkRecord } from './records.js'
 import type { ResumeAttempt } from './resume-attempt.js'
 import type { TurnScope } from './scope.js'
 import type { LastTurn } from './session-state.js'
-import { confirmedSpeculation, type Speculation } from './speculation.js'
 import { verifyTenant } from './tenancy.js'
 
 /** Where the ladder starts: the record the lease returned (or the creator's, after waiting) and whether to create. */
@@ -25,8 +24,6 @@ export interface LadderStart extends StartingPoint {
   holders: number
   /** What this process's last turn of the session left, read before the lease was taken. */
   known: LastTurn | undefined
-  /** A connect started alongside the lease, used only if the lease's record confirms it. */
-  speculation: Speculation | undefined
 }
 
 /** Where the ladder ended: the rung (`outcome`), the sandbox, the one it replaced, and how it got there. */
@@ -69,7 +66,7 @@ export async function startingPoint(scope: TurnScope, acquired: AcquireResult): 
 /**
  * The resume ladder: adopt the sandbox of a session the store lost (known to this process, or found by its
  * metadata while creating); create when nothing is mapped; otherwise
- * connect (through a confirmed speculation, or after verifying the tenant), following a re-mapped id; recreate
+ * connect (after verifying the tenant), following a re-mapped id; recreate
  * a sandbox that is gone (or was killed). The sandbox it asks the provider for and the pause it ends are
  * noted on `attempt` as they happen, since the turn end needs them even when a later rung fails.
  */
@@ -88,7 +85,7 @@ export async function climbLadder(
     adopted,
     sessionLost,
   })
-  const lost = sessionLost ? await adoptLostSession(scope, start.known!, start.speculation, attempt) : null
+  const lost = sessionLost ? await adoptLostSession(scope, start.known!, attempt) : null
   if (lost) return climbed('resumed', lost)
   if ((create || !mapped) && record?.restore) {
     const made = await restoreAndMap(scope, record.restore, attempt)
@@ -102,8 +99,7 @@ export async function climbLadder(
     if (created.previous) return { ...climbed('resumed', created.handle), sessionLost: true }
     return climbed('created', created.handle, created.adopted)
   }
-  const connected =
-    record?.state !== 'killed' ? await connectMapped(scope, mapped, start, attempt) : undefined
+  const connected = record?.state !== 'killed' ? await connectMapped(scope, mapped, attempt) : undefined
   if (!connected) {
     const created = await createAndMap(scope, mapped, attempt)
     return { ...climbed('recreated', created.handle, created.adopted), previousSandboxId: mapped }
@@ -121,18 +117,9 @@ export async function climbLadder(
 async function connectMapped(
   scope: TurnScope,
   mapped: string,
-  start: LadderStart,
   attempt: ResumeAttempt,
 ): Promise<SandboxHandle | undefined> {
-  const speculated = confirmedSpeculation(start.speculation, start.holders, mapped, start.record)
   try {
-    if (speculated) {
-      attempt.touch(mapped)
-      const settled = await speculated.result
-      attempt.addRetries(speculated.retries)
-      if (!settled.ok) throw settled.error
-      return settled.handle
-    }
     await verifyTenant(scope.ctx, mapped, scope.key, attempt.signal, attempt.onRetry)
     attempt.touch(mapped)
     return await connect(scope, mapped, attempt)
@@ -415,22 +402,14 @@ async function adoptMapping(
 async function adoptLostSession(
   scope: TurnScope,
   known: LastTurn,
-  speculation: Speculation | undefined,
   attempt: ResumeAttempt,
 ): Promise<SandboxHandle | null> {
   const { ctx, key } = scope
   let handle: SandboxHandle | undefined
   try {
-    if (speculation?.sandboxId === known.sandboxId && speculation.take()) {
-      attempt.touch(known.sandboxId)
-      const settled = await speculation.result
-      if (!settled.ok) throw settled.error
-      handle = settled.handle
-    } else {
-      await verifyTenant(ctx, known.sandboxId, key, attempt.signal, attempt.onRetry)
-      attempt.touch(known.sandboxId)
-      handle = await connect(scope, known.sandboxId, attempt)
-    }
+    await verifyTenant(ctx, known.sandboxId, key, attempt.signal, attempt.onRetry)
+    attempt.touch(known.sandboxId)
+    handle = await connect(scope, known.sandboxId, attempt)
   } catch (error) {
     if (!SandkeepError.hasCode(error, 'SANDBOX_NOT_FOUND')) throw error
     // The platform may have re-mapped it: look for the session's sandbox by the metadata written at creation.

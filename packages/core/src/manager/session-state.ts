@@ -12,7 +12,7 @@ const CACHE_LIMIT = 10_000
 /** What this process's last turn of a session left: the sandbox, the turn count its release returned, its action. */
 export interface LastTurn {
   sandboxId: string
-  /** -1 when the release found no record (the store lost it): no speculation can be confirmed then. */
+  /** -1 when the release found no record (the store lost it). */
   turnCount: number
   leftAs: TurnEndReport['action']
 }
@@ -59,7 +59,7 @@ export class SessionState {
     return this.#verifiedTenants.get(sandboxId) === tenant
   }
 
-  /** What this process's last turn of the session left (the next turn connects to it speculatively). */
+  /** What this process's last turn of the session left (the next turn adopts it if the store lost the session). */
   lastTurn(key: SessionKey): LastTurn | undefined {
     return this.#lastTurns.get(sessionKeyOf(key))
   }

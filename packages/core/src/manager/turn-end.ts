@@ -18,7 +18,6 @@ import {
   unchangedCheckpoint,
 } from './checkpoints.js'
 import type { TurnScope } from './scope.js'
-import { type Speculation, settleSpeculation } from './speculation.js'
 import type { TurnEntries } from './turn-ledger.js'
 
 type Action = TurnEndReport['action']
@@ -29,8 +28,6 @@ type Fail = (phase: string, cause: unknown) => void
 export interface TurnEndInput extends TurnEntries {
   /** The turn count on the record the lease returned (a manifest built on the resume's list is conditional on it). */
   acquiredTurnCount: number | undefined
-  /** The speculative connect begun with the lease; the end settles it unless the resume took it. */
-  speculation: Speculation | undefined
   /** Called once, right after the release (before the pause), with the checkpoint it recorded. */
   onReleased: (checkpoint: Checkpoint | undefined) => void
 }
@@ -58,8 +55,8 @@ interface ReleaseWrites {
 }
 
 /**
- * The turn end, while the lease is still renewed: write the manifest, release the lease, settle an unused
- * speculation, and, as the last holder, pause, keep or kill the sandbox (`onTurnEnd`). The last holder's
+ * The turn end, while the lease is still renewed: write the manifest, release the lease, and, as the last
+ * holder, pause, keep or kill the sandbox (`onTurnEnd`). The last holder's
  * release holds the session until that is done, so that a turn begun meanwhile (by this process or another)
  * waits instead of meeting a sandbox that is being paused. Never throws: failures are on the end report and
  * `error`. The turn emits `turn-end` with the report returned.
@@ -105,11 +102,10 @@ async function endTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndRe
   const letGo = outcome.held ? ctx.state.holdEnd(key) : undefined
   ctx.state.turnEnded(key)
   ctx.state.wakeCreationWaiters(key)
-  const settledTouch = await settleSpeculation(ctx, key, input.speculation, { handle, ...outcome })
   const storeMs = performance.now() - storeStarted
   const pauseStarted = performance.now()
   const sandboxId = handle?.id ?? outcome.record?.sandboxId ?? null
-  const touched = settledTouch ?? input.touched
+  const { touched } = input
   const action = await decideEnd(scope, { handle, foreign: input.foreign, touched }, outcome, sandboxId, fail)
   const pauseMs = performance.now() - pauseStarted
   rememberOutcome(scope, handle, input.foreign, action, outcome)
@@ -293,7 +289,7 @@ async function decideEnd(
   return 'none'
 }
 
-/** Remembers what this turn left, for the next turn's speculative connect and store-loss adoption. */
+/** Remembers what this turn left, for the next turn's tenant check and store-loss adoption. */
 function rememberOutcome(
   scope: TurnScope,
   handle: SandboxHandle | undefined,
@@ -302,7 +298,7 @@ function rememberOutcome(
   outcome: Released,
 ): void {
   const { released, record } = outcome
-  // The next turn here may connect to this sandbox while it takes its lease: only one that still exists.
+  // The next turn here adopts this sandbox if the store lost the session: only one that still exists.
   const sandboxStays =
     action === 'paused' ||
     action === 'auto-pause' ||

@@ -18,7 +18,6 @@ import { createResumeAttempt } from './resume-attempt.js'
 import { climbLadder, startingPoint } from './resume-ladder.js'
 import { storeClock, type TurnScope } from './scope.js'
 import type { LastTurn } from './session-state.js'
-import type { Speculation } from './speculation.js'
 import { finishTurn } from './turn-end.js'
 import { createTurnHandle, watchProcessCalls } from './turn-handle.js'
 import { TurnLedger } from './turn-ledger.js'
@@ -36,8 +35,6 @@ export interface TurnStart {
   readonly callerSignal: AbortSignal | undefined
   /** What this process's last turn of the session left, read before the lease was taken. */
   readonly known: LastTurn | undefined
-  /** A connect started alongside the lease, used only if the lease's record confirms it. */
-  readonly speculation: Speculation | undefined
   /** Resume on first use, and count `totalMs` from then rather than from beginTurn. */
   readonly lazy: boolean
 }
@@ -226,7 +223,7 @@ export class TurnImpl implements Turn {
   /** The resume: climb the ladder to a sandbox, then assess it and make the report. */
   async #resume(): Promise<void> {
     const scope = this.#scope
-    const { ctx, key, acquired, known, speculation } = this.#start
+    const { ctx, key, acquired, known } = this.#start
     if (scope.signal.aborted) throw abortedError(key, scope.signal.reason)
     const resumeStarted = performance.now()
     const attempt = createResumeAttempt(ctx, scope.signal)
@@ -236,11 +233,7 @@ export class TurnImpl implements Turn {
     const connectStarted = performance.now()
     // The sandbox runs (and costs) from the resume call on, not only once it is ready.
     ledger.sandboxRunning(scope.storeNow())
-    const climbed = await climbLadder(
-      scope,
-      { ...start, holders: acquired.holders, known, speculation },
-      attempt,
-    )
+    const climbed = await climbLadder(scope, { ...start, holders: acquired.holders, known }, attempt)
     const connectMs = performance.now() - connectStarted
     const handle = watchProcessCalls(climbed.handle, ledger)
     ledger.climbed(handle)
@@ -276,7 +269,7 @@ export class TurnImpl implements Turn {
    * keeping, aborts and says so.
    */
   async #end(): Promise<TurnEndReport> {
-    const { ctx, key, acquired, speculation } = this.#start
+    const { ctx, key, acquired } = this.#start
     this.#keeper.detach()
     // Wait for a resume in flight so its sandbox is paused too; its failure was already reported.
     if (this.#readyPromise) await this.#readyPromise.catch(() => undefined)
@@ -285,7 +278,6 @@ export class TurnImpl implements Turn {
     const endReport = await finishTurn(this.#scope, {
       ...this.#ledger.read(),
       acquiredTurnCount: acquired.record?.turnCount,
-      speculation,
       onReleased: this.#released.resolve,
     })
     this.#keeper.stop()

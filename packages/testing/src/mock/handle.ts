@@ -2,8 +2,13 @@
 // bound to the id it was made for: after a re-map the old id is gone, as on E2B.
 
 import { SandkeepError } from '@sandkeep/core'
-import type { FileEntry, SandboxHandle } from '@sandkeep/core/provider'
-import { checkMaxBytes, readLimitError, validatePort } from '@sandkeep/core/provider'
+import {
+  checkMaxBytes,
+  type FileEntry,
+  readLimitError,
+  type SandboxHandle,
+  validatePort,
+} from '@sandkeep/core/provider'
 import { miniInterpreter } from './interpreter.js'
 import type { MockPlatform } from './platform.js'
 import { carriedProbeOf, probeOf, runCarriedProbe, runProbe } from './probes.js'

@@ -3,11 +3,11 @@
 // from its structured state (a variable set by an earlier cell, a file written earlier), or asks the
 // `onProbe` hook. It never reads the cell's code: what is asked is fidelity's exported constants.
 
-import type { CodeResult } from '@sandkeep/core/provider'
 import {
   CARRIED_KEPT_LINE,
   CARRIED_LOST_ERROR,
   CARRIED_PROBE_TAG,
+  type CodeResult,
   MARKER_PATH,
   PROBE_CELL_TAG,
   SENTINEL_VARIABLE,

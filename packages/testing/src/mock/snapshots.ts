@@ -2,8 +2,9 @@
 // (and its memory when configured), createFromSnapshot starts a sandbox from the copy. Like E2B, a second
 // snapshot under a name replaces the first under the same id, and the list is newest first.
 import { SandkeepError } from '@sandkeep/core'
-import type { SandboxProvider, SnapshotInfo } from '@sandkeep/core/provider'
 import {
+  type SandboxProvider,
+  type SnapshotInfo,
   validateCreateSnapshotOptions,
   validateListSnapshotsOptions,
   validateSandboxId,

@@ -1,8 +1,7 @@
 // What every store conformance area shares: the settings and options types, the context an area runs in
 // (the runner's functions, a store factory whose stores are closed after each test) and small helpers.
 import { randomUUID } from 'node:crypto'
-import type { SessionKey } from '@sandkeep/core'
-import { SandkeepError, type SandkeepErrorCode } from '@sandkeep/core'
+import { SandkeepError, type SandkeepErrorCode, type SessionKey } from '@sandkeep/core'
 import type { Lease, SessionRecord, SessionStore, TurnManifest } from '@sandkeep/core/store'
 import type { ConformanceExpect, StoreConformanceTestApi } from '../test-api.js'
 
