@@ -6,7 +6,7 @@ import type { FileEntry, SandboxHandle } from '@sandkeep/core/provider'
 import { checkMaxBytes, readLimitError, validatePort } from '@sandkeep/core/provider'
 import { miniInterpreter } from './interpreter.js'
 import type { MockPlatform } from './platform.js'
-import { carriedProbeOf, probeOf, runCarriedProbe, runProbe } from './probes.js'
+import { carriedProbeOf, probeOf, runCarriedCommand, runCarriedProbe, runProbe } from './probes.js'
 import { miniShell } from './shell.js'
 import type { MockOperation, MockSandbox } from './types.js'
 
@@ -26,7 +26,11 @@ function processOps(
   return {
     async runCommand(command, commandOptions) {
       const target = await op('runCommand', command)
-      const result = options.onCommand?.(command, target) ?? miniShell(command, target, commandOptions?.stdin)
+      const shell = (script: string) =>
+        options.onCommand?.(script, target) ?? miniShell(script, target, commandOptions?.stdin)
+      // A command whose first line tests the marker (fidelity-carried-command.ts): the rest is the user's.
+      const carried = carriedProbeOf(command, 'python:default')
+      const result = carried ? runCarriedCommand(carried, target, options, shell) : shell(command)
       if (result.stdout) commandOptions?.onStdout?.(result.stdout)
       if (result.stderr) commandOptions?.onStderr?.(result.stderr)
       return result
