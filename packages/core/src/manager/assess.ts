@@ -1,5 +1,4 @@
 import { type FidelityOutcome, probeFidelity, type UsedContext } from '../assessment/fidelity.js'
-import { runCarriedCommand } from '../assessment/fidelity-carried-command.js'
 import {
   type CarriedVerdict,
   type CarryPlan,
@@ -7,6 +6,7 @@ import {
   keptOutcome,
   runCarried,
 } from '../assessment/fidelity-carried.js'
+import { runCarriedCommand } from '../assessment/fidelity-carried-command.js'
 import type { VerifiedState } from '../assessment/fidelity-manifest.js'
 import { type FirstProbes, probeDeclaredChecks, runDeclaredChecks } from '../assessment/health-runner.js'
 import { type ReplayOutcome, replayFailedError, replaySteps } from '../assessment/rehydrate.js'

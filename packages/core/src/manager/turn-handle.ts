@@ -38,7 +38,10 @@ export interface HandleTurn {
    */
   carryFirstCode(code: string, options: RunCodeOptions): Promise<CodeResult | undefined> | undefined
   /** The same offer for a command (its first line tests the marker: fidelity-carried-command.ts). */
-  carryFirstCommand(command: string, options: RunCommandOptions): Promise<CommandResult | undefined> | undefined
+  carryFirstCommand(
+    command: string,
+    options: RunCommandOptions,
+  ): Promise<CommandResult | undefined> | undefined
 }
 
 /** Adds the turn's abort signal to a call's own one. */
