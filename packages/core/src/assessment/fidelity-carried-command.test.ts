@@ -117,6 +117,7 @@ describe('runCarriedCommand', () => {
       'x',
       {},
     )
+    expect(await carried.files).toBe('kept')
     expect(await carried.verdict).toBe('unknown')
     expect((await carried.result).stdout).toBe('out\n')
   })

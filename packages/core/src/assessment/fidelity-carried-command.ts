@@ -2,7 +2,9 @@
 // user's own shell script, so that a resume where the files were kept costs no round trip of its own. When the
 // marker is gone the line exits before any of the user's script ran, and the turn probes, repairs and runs the
 // command again. A shell cannot read the interpreter's memory: when the plan has a sentinel, a probe cell of
-// the sentinel alone goes at the same time (two calls side by side, one round trip).
+// the sentinel alone goes at the same time. The command's result does not wait for that cell (a command reads
+// no interpreter variable; the cell may need a connection of its own, a round trip more): the memory verdict
+// only has to come before the turn's next call, which waits for the resume as usual.
 
 import type { CommandResult, RunCommandOptions, SandboxHandle } from '../contract/sandbox-provider.js'
 import {
@@ -37,8 +39,11 @@ export function carriedCommand(marker: { path: string; value: string }, command:
   return `{ ${test}; } || ${lost}; ${kept}  ${CARRIED_PROBE_TAG}${JSON.stringify(parameters)}\n${command}`
 }
 
-/** A carried command under way: the probes' verdict as soon as both are known, and the user's result. */
+/** A carried command under way: the probes' verdicts as soon as they are known, and the user's result. */
 export interface CarriedCommandRun {
+  /** The marker test's verdict alone: what the user's command needs (it ran on kept files, or not at all). */
+  files: Promise<CarriedVerdict>
+  /** Both probes' verdict (the sentinel's cell too): what the resume's report needs. */
   verdict: Promise<CarriedVerdict>
   /** The user's result (the kept line taken out of stdout); rejects when the call failed. */
   result: Promise<CommandResult>
@@ -102,5 +107,5 @@ export function runCarriedCommand(
     if (files !== 'kept') return files
     return kernel === 'kept' ? 'kept' : 'unknown'
   })
-  return { verdict, result }
+  return { files: own.promise, verdict, result }
 }

@@ -464,8 +464,10 @@ async function carryProbes(
       return undefined
     }
     const run = runCarriedCommand(handle, { ...plan, marker: plan.marker }, call.command, call.options)
-    verdict = await run.verdict
-    call.settle(verdict === 'not-kept' ? undefined : run.result)
+    // The command ran on kept files (or may have): the caller has it now, the sentinel's verdict after.
+    const files = await run.files
+    call.settle(files === 'not-kept' ? undefined : run.result)
+    verdict = files === 'not-kept' ? files : await run.verdict
   }
   return verdict === 'kept' ? keptOutcome(plan, performance.now() - started) : undefined
 }

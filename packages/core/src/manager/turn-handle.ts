@@ -121,7 +121,9 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
     runCommand: (command, options) => {
       const merged = withSignal(turn, options)
       const run = () => use((handle) => handle.runCommand(command, merged))
-      return carriedOr(turn, turn.carryFirstCommand(command, merged), run)
+      // A command's result does not wait for the resume's report (its memory verdict may still be under
+      // way): the agent's notice comes with the next result once the report is there.
+      return carriedOr(turn, turn.carryFirstCommand(command, merged), run, { waitReport: false })
     },
     startProcess: (command, options) => use((handle) => handle.startProcess(command, options)),
     listProcesses: () => use((handle) => handle.listProcesses()),
@@ -135,7 +137,7 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
         })
       const carried = turn.carryFirstCode(code, merged)
       if (carried) noteContext(turn, options)
-      return carriedOr(turn, carried, run)
+      return carriedOr(turn, carried, run, { waitReport: true })
     },
     readFile: readFile as SandboxHandle['readFile'],
     writeFile: (path, data, options) =>
@@ -157,6 +159,7 @@ function carriedOr<R>(
   turn: HandleTurn,
   carried: Promise<R | undefined> | undefined,
   run: () => Promise<R>,
+  { waitReport }: { waitReport: boolean },
 ): Promise<R> {
   if (!carried) return run()
   return (async () => {
@@ -168,9 +171,10 @@ function carriedOr<R>(
       await turn.ready().catch(() => undefined)
       throw await explainFailure(turn, error, turn.ledger.handle?.id ?? '')
     }
-    // The resume's report is made by the time the caller has the result (it reads its notice then).
-    await turn.ready().catch(() => undefined)
-    return result ?? run()
+    if (result === undefined) return run()
+    // A code cell's report is made by the time the caller has the result (it reads its notice then).
+    if (waitReport) await turn.ready().catch(() => undefined)
+    return result
   })()
 }
 
