@@ -118,7 +118,7 @@ describe("a lazy turn's first code cell carries the resume's probes", () => {
     }
   }, 120_000)
 
-  it('first call a command, nothing lost: the command and the sentinel cell side by side, no probe before', async () => {
+  it('first call a command, nothing lost: the command first, no probe before it, the sentinel cell after', async () => {
     const manager = sessions()
     const id = conversation()
     try {
@@ -139,17 +139,13 @@ describe("a lazy turn's first code cell carries the resume's probes", () => {
         filesystem: 'passed',
         processes: 'skipped',
       })
-      const sandboxCalls = before.filter((r) => r.sandboxId !== undefined)
-      // The user's command and the sentinel's cell (sent together); no probe cell of its own before them.
-      expect(sandboxCalls.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
-        'POST /execute',
-        'POST /process.Process/Start',
-      ])
-      // Side by side: each was sent before the other's answer ended (the full probe made them one after the other).
-      const cell = sandboxCalls.find((r) => r.path === '/execute')!
-      const command = sandboxCalls.find((r) => r.path === '/process.Process/Start')!
-      expect(command.startedAt).toBeLessThan(cell.endedAt)
-      expect(cell.startedAt).toBeLessThan(command.endedAt)
+      const sandboxCalls = before.filter((r) => r.sandboxId !== undefined).map((r) => `${r.method} ${r.path}`)
+      // The user's command first (the full probe sent a cell before it); the sentinel's cell leaves once the
+      // command has begun, and the result may or may not come before it.
+      expect(sandboxCalls[0]).toBe('POST /process.Process/Start')
+      expect(['POST /process.Process/Start', 'POST /process.Process/Start,POST /execute']).toContain(
+        sandboxCalls.join(','),
+      )
     } finally {
       await manager.endSession(id, { tenant }).catch(() => false)
     }

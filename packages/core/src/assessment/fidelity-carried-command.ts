@@ -2,9 +2,9 @@
 // user's own shell script, so that a resume where the files were kept costs no round trip of its own. When the
 // marker is gone the line exits before any of the user's script ran, and the turn probes, repairs and runs the
 // command again. A shell cannot read the interpreter's memory: when the plan has a sentinel, a probe cell of
-// the sentinel alone goes at the same time. The command's result does not wait for that cell (a command reads
-// no interpreter variable; the cell may need a connection of its own, a round trip more): the memory verdict
-// only has to come before the turn's next call, which waits for the resume as usual.
+// the sentinel alone follows as soon as the command has begun. The command's result does not wait for that
+// cell (a command reads no interpreter variable; the cell needs a connection of its own, a round trip more):
+// the memory verdict only has to come before the turn's next call, which waits for the resume as usual.
 
 import type { CommandResult, RunCommandOptions, SandboxHandle } from '../contract/sandbox-provider.js'
 import {
@@ -73,8 +73,8 @@ function commandVerdict(raw: CommandResult): CarriedVerdict {
 }
 
 /**
- * Runs the user's command with the marker test as its first line, and the sentinel's probe cell beside it
- * when the plan has one. The verdict is `not-kept` when the marker test failed (nothing of the command ran),
+ * Runs the user's command with the marker test as its first line, and the sentinel's probe cell once the test
+ * passed, when the plan has one. The verdict is `not-kept` when the marker test failed (nothing of the command ran),
  * `kept` when both found what they compared, `unknown` otherwise: the command may have run, so its result is
  * the user's and the full probes decide what survived.
  */
@@ -98,14 +98,15 @@ export function runCarriedCommand(
     },
   )
   result.catch(() => {})
-  const memory = plan.sentinel
-    ? runCarried(sandbox, { sentinel: plan.sentinel, marker: null }, '', {
-        ...(options.signal ? { signal: options.signal } : {}),
-      }).verdict
-    : Promise.resolve<CarriedVerdict>('kept')
-  const verdict = Promise.all([own.promise, memory]).then(([files, kernel]) => {
-    if (files !== 'kept') return files
-    return kernel === 'kept' ? 'kept' : 'unknown'
+  // The sentinel's cell leaves once the command has begun (its kept line came): sent at once, it would take
+  // the connection the command was to reuse, and the command would wait for a new one.
+  const sentinel = plan.sentinel
+  const verdict = own.promise.then(async (files) => {
+    if (files !== 'kept' || !sentinel) return files
+    const cell = runCarried(sandbox, { sentinel, marker: null }, '', {
+      ...(options.signal ? { signal: options.signal } : {}),
+    })
+    return (await cell.verdict) === 'kept' ? 'kept' : 'unknown'
   })
   return { files: own.promise, verdict, result }
 }

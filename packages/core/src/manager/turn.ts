@@ -125,7 +125,7 @@ export class TurnImpl implements Turn {
 
   /**
    * The first command of such a turn, when the last manifest has a marker for its first line to test (the
-   * memory sentinel, if any, is probed beside it: fidelity-carried-command.ts).
+   * memory sentinel, if any, is probed once the command has begun: fidelity-carried-command.ts).
    */
   #carryFirstCommand(
     command: string,
