@@ -27,6 +27,13 @@ import { startDelayProxy } from './delay-proxy.mjs'
 import { quantile, redisReachable, table, tail } from './stats.mjs'
 
 const CODE = 'sum(range(10))'
+/** The shell's answer to the same question, for `firstTool: 'command'`. */
+const COMMAND = 'echo $((0+1+2+3+4+5+6+7+8+9))'
+/** The tool the model calls, and its input, by `firstTool`. */
+const TOOL_CALLS = {
+  code: { toolName: 'runCode', input: { code: CODE } },
+  command: { toolName: 'runCommand', input: { command: COMMAND } },
+}
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
   outputTokens: { total: 1, text: 1, reasoning: undefined },
@@ -63,7 +70,7 @@ function seededRandom(seed) {
  * `useTool` is false) and `stepThinkMs` before each later one. `onFinalStep` gets the time the last step's
  * answer was complete: what the user's wait is measured against.
  */
-function thinkingModel({ thinkMs, stepThinkMs, useTool, onFinalStep }) {
+function thinkingModel({ thinkMs, stepThinkMs, useTool, onFinalStep, firstTool = 'code' }) {
   let step = 0
   const plan = () => {
     const index = step++
@@ -76,8 +83,8 @@ function thinkingModel({ thinkMs, stepThinkMs, useTool, onFinalStep }) {
           {
             type: 'tool-call',
             toolCallId: `call-${randomUUID()}`,
-            toolName: 'runCode',
-            input: JSON.stringify({ code: CODE }),
+            toolName: TOOL_CALLS[firstTool].toolName,
+            input: JSON.stringify(TOOL_CALLS[firstTool].input),
           },
           { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage },
         ]
@@ -118,6 +125,25 @@ function thinkingModel({ thinkMs, stepThinkMs, useTool, onFinalStep }) {
       }
     },
   })
+}
+
+/** The raw variants' `runCommand` tool: the same name and input as sandkeep's, on the SDK's sandbox. */
+function rawRunCommand(sandbox) {
+  return tool({
+    description: 'Run a shell command in the sandbox.',
+    inputSchema: z.object({ command: z.string() }),
+    execute: async ({ command }) => {
+      const result = await (await sandbox()).commands.run(command)
+      return { exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr }
+    },
+  })
+}
+
+/** The raw variants' tool by `firstTool`, timed. */
+function rawTools(firstTool, sandbox, onResult) {
+  return firstTool === 'command'
+    ? { runCommand: timed(rawRunCommand(sandbox), onResult) }
+    : { runCode: timed(rawRunCode(sandbox), onResult) }
 }
 
 /** The `runCode` tool of the raw variants: the same name and input as sandkeep's, on the SDK's sandbox. */
@@ -179,10 +205,12 @@ export async function runLatency({
   pauseMs = [1000, 4000],
   noToolTurns = 2,
   seed = 24,
+  firstTool = 'code',
   redisUrl = 'redis://127.0.0.1:6379',
   modes = ['lazy', 'eager', 'auto'],
   log = console.log,
 } = {}) {
+  if (!TOOL_CALLS[firstTool]) throw new Error(`firstTool must be code or command, not ${firstTool}`)
   const host = await startHostProcess({ pauseMode: 'memory' })
   const apiKey = host.opts.apiKey
   const admin = async (method, path, body) => {
@@ -224,6 +252,7 @@ export async function runLatency({
         useTool,
         thinkMs,
         stepThinkMs,
+        firstTool,
       })
       // A rule a turn did not consume (a turn that never resumed) must not delay the next one.
       if (variant.pauses) await admin('DELETE', 'faults')
@@ -387,15 +416,14 @@ async function setUpVariants({ via, store, eagerSupported, modes: wanted, closer
   return variants
 }
 
-async function rawTurn({ kind, useTool, thinkMs, stepThinkMs, sandbox, pause }) {
+async function rawTurn({ kind, useTool, thinkMs, stepThinkMs, firstTool, sandbox, pause }) {
   const marks = { firstTool: 0, lastStep: 0 }
   const startedAt = performance.now()
-  const model = thinkingModel({ thinkMs, stepThinkMs, useTool, onFinalStep: (at) => (marks.lastStep = at) })
-  const tools = {
-    runCode: timed(rawRunCode(sandbox), (at) => {
-      marks.firstTool ||= at
-    }),
-  }
+  const onFinalStep = (at) => (marks.lastStep = at)
+  const model = thinkingModel({ thinkMs, stepThinkMs, useTool, onFinalStep, firstTool })
+  const tools = rawTools(firstTool, sandbox, (at) => {
+    marks.firstTool ||= at
+  })
   const call = { stream: streamText, generate: generateText }
   const doneMs = await aiCall({ kind, call, model, tools, startedAt })
   const replyAt = performance.now()
@@ -403,14 +431,17 @@ async function rawTurn({ kind, useTool, thinkMs, stepThinkMs, sandbox, pause }) 
   return sampleOf({ kind, startedAt, marks, doneMs, replyAt, endedAt: performance.now() })
 }
 
-async function sandkeepTurnSample({ kind, useTool, thinkMs, stepThinkMs, sessions, conversationId, mode }) {
+async function sandkeepTurnSample(options) {
+  const { kind, useTool, thinkMs, stepThinkMs, firstTool, sessions, conversationId, mode } = options
   const marks = { firstTool: 0, lastStep: 0 }
   const startedAt = performance.now()
   // A build without the option resumes lazily and ignores it.
   const turn = sandkeepTurn({ sessions, conversationId, resume: mode })
-  const model = thinkingModel({ thinkMs, stepThinkMs, useTool, onFinalStep: (at) => (marks.lastStep = at) })
+  const onFinalStep = (at) => (marks.lastStep = at)
+  const model = thinkingModel({ thinkMs, stepThinkMs, useTool, onFinalStep, firstTool })
+  const name = TOOL_CALLS[firstTool].toolName
   const tools = {
-    runCode: timed(turn.tools.runCode, (at) => {
+    [name]: timed(turn.tools[name], (at) => {
       marks.firstTool ||= at
     }),
   }

@@ -77,6 +77,14 @@ function rssOf(pid) {
   return { host: rss.get(pid) ?? 0, sandboxes: children }
 }
 
+/** An error's message with its causes' (a `fetch failed` says why only in its cause), one line. */
+function describe(error) {
+  const parts = []
+  for (let current = error, depth = 0; current && depth < 4; current = current.cause, depth++)
+    parts.push(`${current.code ?? current.name ?? ''}: ${current.message ?? String(current)}`)
+  return parts.join(' <- ').slice(0, 600)
+}
+
 /** Runs `task` over `items` with at most `limit` at once; resolves with one result per item. */
 async function pool(items, limit, task) {
   const results = new Array(items.length)
@@ -141,7 +149,7 @@ export async function runScale({
       return { ms: performance.now() - started }
     })
     const setupMs = performance.now() - setupStarted
-    for (const result of setup) if (result.error) failures.push(`setup: ${result.error.message}`)
+    for (const result of setup) if (result.error) failures.push(`setup: ${describe(result.error)}`)
     const paused = rssOf(host.pid)
     const perPaused = {
       host: (paused.host - idle.host) / conversations,
@@ -156,11 +164,17 @@ export async function runScale({
       const resumed = performance.now()
       const answer = await turn.sandbox.runCommand('cat /home/user/state.txt')
       const first = performance.now()
-      const end = await turn.end()
-      if (answer.stdout.trim() !== String(index))
+      if (answer.stdout.trim() !== String(index)) {
+        // Tell a file that lost its content from an answer that lost its output: ask again, another way.
+        const again = await turn.sandbox
+          .runCommand('wc -c < /home/user/state.txt; cat /home/user/state.txt')
+          .catch((error) => ({ stdout: `(failed: ${error.message})`, exitCode: -1 }))
+        await turn.end()
         throw new Error(
-          `conversation ${index} read ${JSON.stringify(answer.stdout)} (exit ${answer.exitCode}, stderr ${JSON.stringify(answer.stderr.slice(0, 200))}, outcome ${turn.report?.outcome}, survived ${JSON.stringify(turn.report?.survived)})`,
+          `conversation ${index} read ${JSON.stringify(answer.stdout)} (exit ${answer.exitCode}, stderr ${JSON.stringify(answer.stderr.slice(0, 200))}, outcome ${turn.report?.outcome}, survived ${JSON.stringify(turn.report?.survived)}); asked again: ${JSON.stringify(again.stdout)} (exit ${again.exitCode})`,
         )
+      }
+      const end = await turn.end()
       if (end.error) throw new Error(`turn end failed: ${JSON.stringify(end.error)}`)
       if (turn.report?.outcome !== 'resumed')
         throw new Error(`conversation ${index} was ${turn.report?.outcome}, not resumed`)
@@ -169,7 +183,7 @@ export async function runScale({
     const mainStarted = performance.now()
     const main = await pool(shuffled(ids, seed), inFlight, turnOf)
     const mainMs = performance.now() - mainStarted
-    for (const result of main) if (result.error) failures.push(`turn: ${result.error.message}`)
+    for (const result of main) if (result.error) failures.push(`turn: ${describe(result.error)}`)
     const ok = main.filter((result) => !result.error)
     const resume = ok.map((result) => result.resume)
     const first = ok.map((result) => result.first)
@@ -181,7 +195,8 @@ export async function runScale({
       const results = await pool(chosen, level, turnOf)
       const elapsed = performance.now() - started
       const good = results.filter((result) => !result.error)
-      for (const result of results) if (result.error) failures.push(`sweep ${level}: ${result.error.message}`)
+      for (const result of results)
+        if (result.error) failures.push(`sweep ${level}: ${describe(result.error)}`)
       const firsts = good.map((result) => result.first)
       sweepRows.push({
         inFlight: level,
@@ -237,6 +252,7 @@ export async function runScale({
         ]),
       ),
     )
+    for (const failure of failures) log(`- failure: ${failure}`)
     log(
       `\nisolation ${host.isolation}; pause mode memory (processes stay resident, frozen); fidelity probes off.`,
     )

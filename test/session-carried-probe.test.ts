@@ -1,4 +1,4 @@
-// A lazy turn's first code cell carries the resume's built-in probes: on the real stack (Redis, the
+// A lazy turn's first code cell (or command) carries the resume's built-in probes: on the real stack (Redis, the
 // unmodified E2B SDK, a local-e2b host behind a proxy that logs every request), a resume where nothing was
 // lost sends the user's cell and nothing else of its own to the sandbox; one that lost the interpreter's
 // memory replays the journal before any of the user's code runs, and runs the user's cell exactly once.
@@ -113,6 +113,77 @@ describe("a lazy turn's first code cell carries the resume's probes", () => {
       await turn.end()
       expect(turn.report).toMatchObject({ outcome: 'resumed', stateLost: false })
       expect(turn.report!.survived).toMatchObject({ memory: true, filesystem: true })
+    } finally {
+      await manager.endSession(id, { tenant }).catch(() => false)
+    }
+  }, 120_000)
+
+  it('first call a command, nothing lost: the command first, no probe before it, the sentinel cell after', async () => {
+    const manager = sessions()
+    const id = conversation()
+    try {
+      await firstTurn(manager, id)
+      const turn = await manager.beginTurn(id, { tenant, lazy: true })
+      const from = log.requests.length
+      const chunks: string[] = []
+      const result = await turn.sandbox.runCommand('echo $((40 + 2))', { onStdout: (c) => chunks.push(c) })
+      const before = log.requests.slice(from)
+      // The user sees their command's output only, streamed and answered.
+      expect(result).toMatchObject({ exitCode: 0, stdout: '42\n', stderr: '' })
+      expect(chunks.join('')).toBe('42\n')
+      expect((await turn.sandbox.runCode('state + 1')).text).toBe('42')
+      await turn.end()
+      expect(turn.report).toMatchObject({ outcome: 'resumed', stateLost: false })
+      expect(Object.fromEntries(turn.report!.checks.map((c) => [c.name, c.status]))).toEqual({
+        memory: 'passed',
+        filesystem: 'passed',
+        processes: 'skipped',
+      })
+      const sandboxCalls = before.filter((r) => r.sandboxId !== undefined).map((r) => `${r.method} ${r.path}`)
+      // The user's command first (the full probe sent a cell before it); the sentinel's cell leaves once the
+      // command has begun, and the result may or may not come before it.
+      expect(sandboxCalls[0]).toBe('POST /process.Process/Start')
+      expect(['POST /process.Process/Start', 'POST /process.Process/Start,POST /execute']).toContain(
+        sandboxCalls.join(','),
+      )
+    } finally {
+      await manager.endSession(id, { tenant }).catch(() => false)
+    }
+  }, 120_000)
+
+  it('first call a command, marker gone: repaired before the command, which runs exactly once', async () => {
+    const manager = sessions()
+    const id = conversation()
+    try {
+      await firstTurn(manager, id)
+      await manager.withTurn(id, (turn) => turn.sandbox.runCommand('rm -f /home/user/.sandkeep/marker'), {
+        tenant,
+      })
+      const turn = await manager.beginTurn(id, { tenant, lazy: true })
+      const result = await turn.sandbox.runCommand('echo run >> /home/user/runs.txt; cat /home/user/runs.txt')
+      expect(result).toMatchObject({ exitCode: 0, stdout: 'run\n' })
+      await turn.end()
+      expect(turn.report).toMatchObject({ outcome: 'resumed', stateLost: false })
+      expect(turn.report!.checks.find((c) => c.name === 'filesystem')?.status).toBe('repaired')
+    } finally {
+      await manager.endSession(id, { tenant }).catch(() => false)
+    }
+  }, 120_000)
+
+  it('first call a command, memory lost: the command runs once, the replay before the next user cell', async () => {
+    const manager = sessions()
+    const id = conversation()
+    try {
+      const sandboxId = await firstTurn(manager, id)
+      await host.faults.dropMemory(sandboxId)
+      const turn = await manager.beginTurn(id, { tenant, lazy: true })
+      const result = await turn.sandbox.runCommand('echo run >> /home/user/runs.txt; cat /home/user/runs.txt')
+      expect(result).toMatchObject({ exitCode: 0, stdout: 'run\n' })
+      expect((await turn.sandbox.runCode('state + 1')).text).toBe('42')
+      await turn.end()
+      expect(turn.report).toMatchObject({ outcome: 'resumed', stateLost: true, rehydratedSteps: 1 })
+      expect(turn.report!.survived).toMatchObject({ memory: false, filesystem: true })
+      expect(turn.report!.checks.find((c) => c.name === 'memory')?.status).toBe('repaired')
     } finally {
       await manager.endSession(id, { tenant }).catch(() => false)
     }

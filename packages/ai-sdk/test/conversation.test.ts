@@ -179,6 +179,37 @@ describe('turn boundaries and results against local-e2b', () => {
     expect(code?.output).toMatchObject({ error: expect.stringMatching(/NameError/) })
   }, 180_000)
 
+  it('memory lost, files kept, the first tool a command: its result comes first, the notice once after all', async () => {
+    const conversationId = newConversation()
+    const first = await runTurn('generateText', conversationId, [
+      {
+        toolCalls: [
+          { toolName: 'runCode', input: { code: 'value = 7' } },
+          { toolName: 'writeFile', input: { path: 'kept.txt', content: 'still here' } },
+        ],
+      },
+      { text: 'ok' },
+    ])
+    await rig.host.faults.dropMemory(first.report!.sandboxId)
+    const second = await runTurn('streamText', conversationId, [
+      { toolCalls: [{ toolName: 'runCommand', input: { command: 'cat kept.txt' } }] },
+      { toolCalls: [{ toolName: 'runCode', input: { code: 'value' } }] },
+      { text: 'ok' },
+    ])
+    expect(second.report?.stateLost).toBe(true)
+    expect(second.report?.survived).toMatchObject({ memory: false, filesystem: true })
+    const [command] = toolResultsIn(second.prompts[1])
+    const [, code] = toolResultsIn(second.prompts[2])
+    expect(command?.output).toMatchObject({ exitCode: 0, stdout: 'still here' })
+    expect(code?.output).toMatchObject({ error: expect.stringMatching(/NameError/) })
+    // The command's result does not wait for the memory verdict: the notice is on it or on the next result,
+    // exactly once.
+    const notices = [command?.output, code?.output].filter((output) =>
+      /memory did not survive/.test((output as { notice?: string }).notice ?? ''),
+    )
+    expect(notices).toHaveLength(1)
+  }, 180_000)
+
   it('experimental_sandbox and the sandbox tools use the same sandbox within a turn', async () => {
     const conversationId = newConversation()
     const { model, prompts } = scriptedModel([

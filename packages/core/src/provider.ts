@@ -6,6 +6,7 @@
 export { MARKER_PATH, SENTINEL_VARIABLE } from './assessment/fidelity.js'
 // The probe's wire words: what a fake provider reads in, and answers to, sandkeep's fidelity probe cells
 export { CARRIED_KEPT_LINE, CARRIED_LOST_ERROR, CARRIED_PROBE_TAG } from './assessment/fidelity-carried.js'
+export { CARRIED_LOST_EXIT } from './assessment/fidelity-carried-command.js'
 export { PROBE_CELL_TAG } from './assessment/fidelity-cell.js'
 // Reads bounded by a byte count (for `readFile`'s `maxBytes`)
 export { checkMaxBytes, readAtMost, readLimitError } from './contract/bounded-read.js'

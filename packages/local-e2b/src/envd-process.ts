@@ -219,10 +219,16 @@ function endWhenDrained(
   child.stdout.on('data', onData)
   child.stderr.on('data', onData)
   const grace = new Promise<void>((resolve) => {
-    const check = () => {
+    const quiet = () => {
       const now = performance.now()
-      if (now - exitedAt >= 300 && now - lastData >= 200) resolve()
-      else setTimeout(check, 50).unref()
+      return now - exitedAt >= 300 && now - lastData >= 200
+    }
+    // A timer runs before the loop's poll phase: after a stall (a loaded host), the output and the end of
+    // the pipes may be waiting unread while the timer finds them quiet. The decision is taken again from
+    // setImmediate, after one poll phase has read whatever was pending.
+    const check = () => {
+      if (!quiet()) return void setTimeout(check, 50).unref()
+      setImmediate(() => (quiet() ? resolve() : setTimeout(check, 50).unref())).unref()
     }
     setTimeout(check, 100).unref()
   })

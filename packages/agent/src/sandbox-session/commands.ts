@@ -10,8 +10,11 @@ export function commandOperations(context: SessionContext): CommandOperations {
   const runCommand: SandboxSession['runCommand'] = (command, runOptions = {}) => {
     checkCommand(command)
     const timeoutMs = checkMs(runOptions.timeoutMs, 'timeoutMs', context.commandTimeoutMs)
-    return operation(runOptions.abortSignal, (handle, signal) =>
-      handle.runCommand(command, commandOptions(context, runOptions, timeoutMs, signal)),
+    return operation(
+      runOptions.abortSignal,
+      (handle, signal) => handle.runCommand(command, commandOptions(context, runOptions, timeoutMs, signal)),
+      // The command may carry the resume's marker test (see @sandkeep/core's fidelity-carried-command.ts).
+      true,
     )
   }
   return {

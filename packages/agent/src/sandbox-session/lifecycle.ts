@@ -55,7 +55,7 @@ export function createSessionLifecycle(settings: SessionSettings): SessionLifecy
     // Begun by a call that needs the sandbox: the resume follows at once, so it may start with the lease
     // (the manager then connects while the lease is taken).
     const begun = await raceAbort(lazy.begin(true), signal)
-    // The turn's own handle waits for the resume in each call; a first code cell handed it now carries the
+    // The turn's own handle waits for the resume in each call; a first code cell or command handed it now carries the
     // resume's probes instead of waiting for them (no round trip of the resume's own on the user's wait). The
     // wait is then bounded by the turn's signal (the session's caller signal aborts the resume), not the call's.
     if (early && !begun.started) return begun.sandbox

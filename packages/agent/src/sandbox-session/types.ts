@@ -260,7 +260,7 @@ export interface SessionContext {
   /**
    * Runs one sandbox operation: checks state, links signals, resumes lazily, tracks it for `end()`. With
    * `early`, `fn` gets the turn's handle as soon as the turn is begun, before its resume is over (the handle's
-   * calls wait for the resume themselves; a code cell may then carry the resume's probes).
+   * calls wait for the resume themselves; a code cell or a command may then carry the resume's probes).
    */
   operation<T>(
     abortSignal: AbortSignal | undefined,

@@ -1,5 +1,12 @@
 import { type FidelityOutcome, probeFidelity, type UsedContext } from '../assessment/fidelity.js'
-import { type CarryPlan, carryPlan, keptOutcome, runCarried } from '../assessment/fidelity-carried.js'
+import {
+  type CarriedVerdict,
+  type CarryPlan,
+  carryPlan,
+  keptOutcome,
+  runCarried,
+} from '../assessment/fidelity-carried.js'
+import { runCarriedCommand } from '../assessment/fidelity-carried-command.js'
 import type { VerifiedState } from '../assessment/fidelity-manifest.js'
 import { type FirstProbes, probeDeclaredChecks, runDeclaredChecks } from '../assessment/health-runner.js'
 import { type ReplayOutcome, replayFailedError, replaySteps } from '../assessment/rehydrate.js'
@@ -7,7 +14,14 @@ import type { AssessmentScope } from '../assessment/scope.js'
 import { SandkeepError } from '../contract/errors.js'
 import type { HealthCheckResult } from '../contract/health.js'
 import type { RehydrateFailures, ResumeReport } from '../contract/report.js'
-import type { CodeResult, ProcessInfo, RunCodeOptions, SandboxHandle } from '../contract/sandbox-provider.js'
+import type {
+  CodeResult,
+  CommandResult,
+  ProcessInfo,
+  RunCodeOptions,
+  RunCommandOptions,
+  SandboxHandle,
+} from '../contract/sandbox-provider.js'
 import type { SessionManagerEvents } from '../contract/session-manager-types.js'
 import type { SessionRecord, TurnManifest } from '../contract/session-store.js'
 import type { SessionKey } from '../contract/validation.js'
@@ -30,7 +44,7 @@ export interface AssessInput {
   /** What `totalMs` counts from (`performance.now()`): beginTurn, or a lazy turn's first use. */
   since: number
   /** Takes the turn's first code cell when one was offered to carry the probes (fidelity-carried.ts). */
-  takeFirstCall?: () => FirstCodeCall | undefined
+  takeFirstCall?: () => FirstCall | undefined
   /**
    * The turn's ledger, on which the steps note what the turn end needs as they establish it (contexts code
    * ran in, what the probes found intact), so that it is kept when a later step fails.
@@ -46,17 +60,21 @@ export interface AssessmentNotes {
   noteProbed(verified: VerifiedState, processesAtResume: readonly ProcessInfo[] | undefined): void
 }
 
-/** A code cell the turn's first call offered to carry the built-in probes. */
-export interface FirstCodeCall {
-  code: string
+/** A call the turn's first use offered to carry the built-in probes: a code cell or a command. */
+interface OfferedCall<R, O> {
   /** The call's options, the turn's signal included. */
-  options: RunCodeOptions
+  options: O
   /**
    * Settles the caller's call: its result (or a promise of it, which may reject with the call's error) when
-   * the resume ran the cell, undefined when it did not (the caller runs it once the resume is over).
+   * the resume ran it, undefined when it did not (the caller runs it once the resume is over).
    */
-  settle(result: CodeResult | Promise<CodeResult> | undefined): void
+  settle(result: R | Promise<R> | undefined): void
 }
+
+/** The turn's first call, offered to carry the built-in probes (fidelity-carried*.ts). */
+export type FirstCall =
+  | ({ kind: 'code'; code: string } & OfferedCall<CodeResult, RunCodeOptions>)
+  | ({ kind: 'command'; command: string } & OfferedCall<CommandResult, RunCommandOptions>)
 
 /**
  * What the assessment leaves for the turn and its end. Returned, never thrown: when a step fails, `failure`
@@ -435,13 +453,23 @@ async function carryProbes(
   }
   if (!call) return undefined
   const started = performance.now()
-  const run = runCarried(handle, plan, call.code, call.options)
-  const verdict = await run.verdict
-  if (verdict === 'not-kept') {
-    call.settle(undefined)
-    return undefined
+  let verdict: CarriedVerdict
+  if (call.kind === 'code') {
+    const run = runCarried(handle, plan, call.code, call.options)
+    verdict = await run.verdict
+    call.settle(verdict === 'not-kept' ? undefined : run.result)
+  } else {
+    // The turn offers a command only when the plan has a marker to test (turn.ts).
+    if (!plan.marker) {
+      call.settle(undefined)
+      return undefined
+    }
+    const run = runCarriedCommand(handle, { ...plan, marker: plan.marker }, call.command, call.options)
+    // The command ran on kept files (or may have): the caller has it now, the sentinel's verdict after.
+    const files = await run.files
+    call.settle(files === 'not-kept' ? undefined : run.result)
+    verdict = files === 'not-kept' ? files : await run.verdict
   }
-  call.settle(run.result)
   return verdict === 'kept' ? keptOutcome(plan, performance.now() - started) : undefined
 }
 

@@ -2,10 +2,12 @@ import { mergeAbortSignals } from '../contract/abort-signals.js'
 import { SandkeepError } from '../contract/errors.js'
 import type {
   CodeResult,
+  CommandResult,
   PortEndpoint,
   PortEndpointOptions,
   ReadFileOptions,
   RunCodeOptions,
+  RunCommandOptions,
   SandboxHandle,
   SandboxProvider,
 } from '../contract/sandbox-provider.js'
@@ -35,6 +37,11 @@ export interface HandleTurn {
    * when the resume declined it (the cell then runs as usual, after the resume), or its error.
    */
   carryFirstCode(code: string, options: RunCodeOptions): Promise<CodeResult | undefined> | undefined
+  /** The same offer for a command (its first line tests the marker: fidelity-carried-command.ts). */
+  carryFirstCommand(
+    command: string,
+    options: RunCommandOptions,
+  ): Promise<CommandResult | undefined> | undefined
 }
 
 /** Adds the turn's abort signal to a call's own one. */
@@ -111,7 +118,13 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
       return (port: number, options?: PortEndpointOptions) =>
         resumed.portEndpoint?.(port, options) as PortEndpoint
     },
-    runCommand: (command, options) => use((handle) => handle.runCommand(command, withSignal(turn, options))),
+    runCommand: (command, options) => {
+      const merged = withSignal(turn, options)
+      const run = () => use((handle) => handle.runCommand(command, merged))
+      // A command's result does not wait for the resume's report (its memory verdict may still be under
+      // way): the agent's notice comes with the next result once the report is there.
+      return carriedOr(turn, turn.carryFirstCommand(command, merged), run, { waitReport: false })
+    },
     startProcess: (command, options) => use((handle) => handle.startProcess(command, options)),
     listProcesses: () => use((handle) => handle.listProcesses()),
     killProcess: (pid) => use((handle) => handle.killProcess(pid)),
@@ -123,21 +136,8 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
           return handle.runCode(code, merged)
         })
       const carried = turn.carryFirstCode(code, merged)
-      if (!carried) return run()
-      return (async () => {
-        turn.ledger.noteUse()
-        noteContext(turn, options)
-        let result: CodeResult | undefined
-        try {
-          result = await carried
-        } catch (error) {
-          await turn.ready().catch(() => undefined)
-          throw await explainFailure(turn, error, turn.ledger.handle?.id ?? '')
-        }
-        // The resume's report is made by the time the caller has the result (it reads its notice then).
-        await turn.ready().catch(() => undefined)
-        return result ?? run()
-      })()
+      if (carried) noteContext(turn, options)
+      return carriedOr(turn, carried, run, { waitReport: true })
     },
     readFile: readFile as SandboxHandle['readFile'],
     writeFile: (path, data, options) =>
@@ -149,6 +149,33 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
     exists: (path) => use((handle) => handle.exists(path)),
     remove: (path) => use((handle) => handle.remove(path)),
   }
+}
+
+/**
+ * The result of a call the resume took to carry its probes, or `run()` when there was no offer or the resume
+ * declined it (then after the resume: the call runs on the repaired sandbox).
+ */
+function carriedOr<R>(
+  turn: HandleTurn,
+  carried: Promise<R | undefined> | undefined,
+  run: () => Promise<R>,
+  { waitReport }: { waitReport: boolean },
+): Promise<R> {
+  if (!carried) return run()
+  return (async () => {
+    turn.ledger.noteUse()
+    let result: R | undefined
+    try {
+      result = await carried
+    } catch (error) {
+      await turn.ready().catch(() => undefined)
+      throw await explainFailure(turn, error, turn.ledger.handle?.id ?? '')
+    }
+    if (result === undefined) return run()
+    // A code cell's report is made by the time the caller has the result (it reads its notice then).
+    if (waitReport) await turn.ready().catch(() => undefined)
+    return result
+  })()
 }
 
 /**

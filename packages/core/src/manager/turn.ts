@@ -4,12 +4,18 @@ import { validateJournalStep } from '../assessment/rehydrate.js'
 import type { JournalStep } from '../contract/journal.js'
 import type { ResumeReport, TurnEndReport } from '../contract/report.js'
 import { toSandkeepError } from '../contract/retry.js'
-import type { CodeResult, RunCodeOptions, SandboxHandle } from '../contract/sandbox-provider.js'
+import type {
+  CodeResult,
+  CommandResult,
+  RunCodeOptions,
+  RunCommandOptions,
+  SandboxHandle,
+} from '../contract/sandbox-provider.js'
 import type { MidTurnCheckpoint, Turn, TurnJournal } from '../contract/session-manager-types.js'
 import type { AcquireResult, Checkpoint, TurnManifest } from '../contract/session-store.js'
 import { turnEndedError } from '../contract/turn-ended.js'
 import type { SessionKey } from '../contract/validation.js'
-import { assess, type FirstCodeCall } from './assess.js'
+import { assess, type FirstCall } from './assess.js'
 import type { ManagerContext } from './context.js'
 import { createLeaseKeeper, type LeaseKeeper } from './lease-keeper.js'
 import { midTurnCheckpoint } from './mid-turn.js'
@@ -61,8 +67,8 @@ export class TurnImpl implements Turn {
   readonly #released = Promise.withResolvers<Checkpoint | undefined>()
   #endReport: TurnEndReport | undefined
   #ended = false
-  /** A lazy turn's first code cell, offered to carry the resume's probes; the resume takes or declines it. */
-  #firstCall: FirstCodeCall | undefined
+  /** A lazy turn's first code cell or command, offered to carry the resume's probes; the resume takes it or not. */
+  #firstCall: FirstCall | undefined
   /** True once a cell was offered: only the turn's first call may carry the probes. */
   #offered = false
 
@@ -98,6 +104,7 @@ export class TurnImpl implements Turn {
       lease: this.#keeper,
       ledger: this.#ledger,
       carryFirstCode: (code, options) => this.#carryFirstCode(code, options),
+      carryFirstCommand: (command, options) => this.#carryFirstCommand(command, options),
     })
   }
 
@@ -106,26 +113,50 @@ export class TurnImpl implements Turn {
    * context: offered to the resume (which starts now if it has not), so that it carries the probes.
    */
   #carryFirstCode(code: string, options: RunCodeOptions): Promise<CodeResult | undefined> | undefined {
-    const { ctx } = this.#start
-    if (this.#offered || this.#ledger.assessed || this.#ended || !ctx.config.fidelityProbes) return undefined
     if ((options.language ?? 'python') !== 'python' || options.contextId !== undefined) return undefined
-    // Only a turn whose resume waits for its first use, or is still under way.
-    if (!this.#start.lazy && !this.#readyPromise) return undefined
-    // Only where the resume will probe a mapped sandbox with nothing but the built-in probes (a pending
-    // restore starts a new sandbox): a cell the resume cannot take would only wait for it.
-    const record = this.#start.acquired.record
-    if (!record?.sandboxId || !record.manifest || record.restore || ctx.config.healthChecks.length > 0)
-      return undefined
-    if (!carryPlan(record.manifest)) return undefined
-    this.#offered = true
+    if (!this.#carriable()) return undefined
     const outcome = Promise.withResolvers<CodeResult | undefined>()
-    this.#firstCall = { code, options, settle: outcome.resolve }
-    this.ready().catch(() => undefined)
+    this.#offer({ kind: 'code', code, options, settle: outcome.resolve })
     return outcome.promise
   }
 
+  /**
+   * The first command of such a turn, when the last manifest has a marker for its first line to test (the
+   * memory sentinel, if any, is probed once the command has begun: fidelity-carried-command.ts).
+   */
+  #carryFirstCommand(
+    command: string,
+    options: RunCommandOptions,
+  ): Promise<CommandResult | undefined> | undefined {
+    if (!this.#carriable() || !this.#start.acquired.record?.manifest?.filesystem) return undefined
+    const outcome = Promise.withResolvers<CommandResult | undefined>()
+    this.#offer({ kind: 'command', command, options, settle: outcome.resolve })
+    return outcome.promise
+  }
+
+  /** Whether the turn's next call may carry the probes. */
+  #carriable(): boolean {
+    const { ctx } = this.#start
+    if (this.#offered || this.#ledger.assessed || this.#ended || !ctx.config.fidelityProbes) return false
+    // Only a turn whose resume waits for its first use, or is still under way.
+    if (!this.#start.lazy && !this.#readyPromise) return false
+    // Only where the resume will probe a mapped sandbox with nothing but the built-in probes (a pending
+    // restore starts a new sandbox): a call the resume cannot take would only wait for it.
+    const record = this.#start.acquired.record
+    if (!record?.sandboxId || !record.manifest || record.restore || ctx.config.healthChecks.length > 0)
+      return false
+    return carryPlan(record.manifest) !== undefined
+  }
+
+  /** Offers the call to the resume, which starts now if it has not. */
+  #offer(call: FirstCall): void {
+    this.#offered = true
+    this.#firstCall = call
+    this.ready().catch(() => undefined)
+  }
+
   /** Takes the offered first cell (once). */
-  #takeFirstCall(): FirstCodeCall | undefined {
+  #takeFirstCall(): FirstCall | undefined {
     const call = this.#firstCall
     this.#firstCall = undefined
     return call

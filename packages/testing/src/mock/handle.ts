@@ -11,7 +11,7 @@ import {
 } from '@sandkeep/core/provider'
 import { miniInterpreter } from './interpreter.js'
 import type { MockPlatform } from './platform.js'
-import { carriedProbeOf, probeOf, runCarriedProbe, runProbe } from './probes.js'
+import { carriedProbeOf, probeOf, runCarriedCommand, runCarriedProbe, runProbe } from './probes.js'
 import { miniShell } from './shell.js'
 import type { MockOperation, MockSandbox } from './types.js'
 
@@ -31,7 +31,11 @@ function processOps(
   return {
     async runCommand(command, commandOptions) {
       const target = await op('runCommand', command)
-      const result = options.onCommand?.(command, target) ?? miniShell(command, target, commandOptions?.stdin)
+      const shell = (script: string) =>
+        options.onCommand?.(script, target) ?? miniShell(script, target, commandOptions?.stdin)
+      // A command whose first line tests the marker (fidelity-carried-command.ts): the rest is the user's.
+      const carried = carriedProbeOf(command, 'python:default')
+      const result = carried ? runCarriedCommand(carried, target, options, shell) : shell(command)
       if (result.stdout) commandOptions?.onStdout?.(result.stdout)
       if (result.stderr) commandOptions?.onStderr?.(result.stderr)
       return result

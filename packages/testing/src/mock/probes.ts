@@ -6,8 +6,10 @@
 import {
   CARRIED_KEPT_LINE,
   CARRIED_LOST_ERROR,
+  CARRIED_LOST_EXIT,
   CARRIED_PROBE_TAG,
   type CodeResult,
+  type CommandResult,
   MARKER_PATH,
   PROBE_CELL_TAG,
   SENTINEL_VARIABLE,
@@ -94,6 +96,24 @@ export function runCarriedProbe(
       stderr: '',
       error: { name: CARRIED_LOST_ERROR, value, traceback: `${CARRIED_LOST_ERROR}: ${value}` },
     }
+  }
+  const result = run(carried.rest)
+  return { ...result, stdout: `${CARRIED_KEPT_LINE}\n${result.stdout}` }
+}
+
+/**
+ * Runs a carried command's first line as the real one does: when the marker was kept, the kept line on stdout
+ * and `run(rest)` after it; otherwise the test's own exit, and nothing of the rest.
+ */
+export function runCarriedCommand(
+  carried: CarriedProbe,
+  sandbox: MockSandbox,
+  options: MockProviderOptions,
+  run: (command: string) => CommandResult,
+): CommandResult {
+  const answer = options.onProbe?.(carried.probe, sandbox) ?? answerFromState(carried.probe, sandbox)
+  if (answer.marker !== carried.expected.marker) {
+    return { exitCode: CARRIED_LOST_EXIT, stdout: '', stderr: `${CARRIED_LOST_ERROR}\n` }
   }
   const result = run(carried.rest)
   return { ...result, stdout: `${CARRIED_KEPT_LINE}\n${result.stdout}` }
