@@ -219,6 +219,7 @@ describe('package exports', () => {
       [
         'CARRIED_KEPT_LINE',
         'CARRIED_LOST_ERROR',
+        'CARRIED_LOST_EXIT',
         'CARRIED_PROBE_TAG',
         'MARKER_PATH',
         'PROBE_CELL_TAG',
