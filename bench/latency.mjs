@@ -154,7 +154,12 @@ function readFileTool(read) {
 /** The raw variants' tool by `firstTool`, timed. */
 function rawTools(firstTool, sandbox, onResult) {
   if (firstTool === 'file')
-    return { readFile: timed(readFileTool(async (path) => (await sandbox()).files.read(path)), onResult) }
+    return {
+      readFile: timed(
+        readFileTool(async (path) => (await sandbox()).files.read(path)),
+        onResult,
+      ),
+    }
   return firstTool === 'command'
     ? { runCommand: timed(rawRunCommand(sandbox), onResult) }
     : { runCode: timed(rawRunCode(sandbox), onResult) }
