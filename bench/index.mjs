@@ -7,8 +7,8 @@
 // --model-think-ms N (before the first tool call, default 1000), --step-think-ms N (before each later step,
 // default 300), --resume-ms LOW-HIGH (default 300-1000), --pause-ms LOW-HIGH (default 1000-4000),
 // --no-tool-turns N (turns whose model uses no tool, at the largest RTT, default 2), --seed N, --latency-modes
-// lazy,eager,auto (the sandkeep variants), --latency-tool code|command (the model's first tool: a runCode cell
-// or a runCommand, default code). The branching
+// lazy,eager,auto (the sandkeep variants), --latency-tool code|command|file (the model's first tool: a runCode
+// cell, a runCommand or a whole-file read, default code). The branching
 // bench: --branching-turns N (turns per variant, default 20), --rewinds N (rewinds per variant, default 8). The
 // checkpoints bench (local-e2b snapshots by content vs whole copies): --checkpoint-turns N (default 20). The
 // scale bench (paused conversations on one host): --scale-conversations N (default 200), --scale-in-flight N

@@ -29,10 +29,13 @@ import { quantile, redisReachable, table, tail } from './stats.mjs'
 const CODE = 'sum(range(10))'
 /** The shell's answer to the same question, for `firstTool: 'command'`. */
 const COMMAND = 'echo $((0+1+2+3+4+5+6+7+8+9))'
+/** The file that holds the answer, for `firstTool: 'file'` (written before the measured turns). */
+const FILE_PATH = '/home/user/answer.txt'
 /** The tool the model calls, and its input, by `firstTool`. */
 const TOOL_CALLS = {
   code: { toolName: 'runCode', input: { code: CODE } },
   command: { toolName: 'runCommand', input: { command: COMMAND } },
+  file: { toolName: 'readFile', input: { path: FILE_PATH } },
 }
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
@@ -139,8 +142,24 @@ function rawRunCommand(sandbox) {
   })
 }
 
+/** A `readFile` tool over `read(path)`: the raw variants' and sandkeep's, with the same name and input. */
+function readFileTool(read) {
+  return tool({
+    description: 'Read a text file in the sandbox.',
+    inputSchema: z.object({ path: z.string() }),
+    execute: async ({ path }) => ({ content: await read(path) }),
+  })
+}
+
 /** The raw variants' tool by `firstTool`, timed. */
 function rawTools(firstTool, sandbox, onResult) {
+  if (firstTool === 'file')
+    return {
+      readFile: timed(
+        readFileTool(async (path) => (await sandbox()).files.read(path)),
+        onResult,
+      ),
+    }
   return firstTool === 'command'
     ? { runCommand: timed(rawRunCommand(sandbox), onResult) }
     : { runCode: timed(rawRunCode(sandbox), onResult) }
@@ -210,7 +229,7 @@ export async function runLatency({
   modes = ['lazy', 'eager', 'auto'],
   log = console.log,
 } = {}) {
-  if (!TOOL_CALLS[firstTool]) throw new Error(`firstTool must be code or command, not ${firstTool}`)
+  if (!TOOL_CALLS[firstTool]) throw new Error(`firstTool must be code, command or file, not ${firstTool}`)
   const host = await startHostProcess({ pauseMode: 'memory' })
   const apiKey = host.opts.apiKey
   const admin = async (method, path, body) => {
@@ -233,7 +252,7 @@ export async function runLatency({
     closers.push(() => store.close())
     if (!withRedis) log(`(Redis not reachable at ${redisUrl}: sandkeep uses the memory store)`)
     const eagerSupported = supportsResumeOption()
-    const variants = await setUpVariants({ via, store, eagerSupported, modes, closers })
+    const variants = await setUpVariants({ via, store, eagerSupported, modes, closers, firstTool })
 
     const random = seededRandom(seed)
     const draw = ([low, high]) => Math.round(low + (high - low) * random())
@@ -354,11 +373,14 @@ function supportsResumeOption() {
   }
 }
 
-async function setUpVariants({ via, store, eagerSupported, modes: wanted, closers }) {
+async function setUpVariants({ via, store, eagerSupported, modes: wanted, closers, firstTool }) {
   const variants = []
+  // The file the `file` tool reads; the other tools' runs keep the setup they had.
+  const seedFile = (write) => (firstTool === 'file' ? write(FILE_PATH, '45') : undefined)
 
   const running = await Sandbox.create({ ...via, timeoutMs: 3_600_000, allowInternetAccess: false })
   closers.push(() => Sandbox.kill(running.sandboxId, via))
+  await seedFile((path, content) => running.files.write(path, content))
   variants.push({
     name: 'raw SDK, sandbox already running',
     pauses: false,
@@ -368,6 +390,7 @@ async function setUpVariants({ via, store, eagerSupported, modes: wanted, closer
 
   const paused = await Sandbox.create({ ...via, timeoutMs: 3_600_000, allowInternetAccess: false })
   await paused.runCode('state = 1')
+  await seedFile((path, content) => paused.files.write(path, content))
   await Sandbox.pause(paused.sandboxId, via)
   closers.push(() => Sandbox.kill(paused.sandboxId, via))
   variants.push({
@@ -400,6 +423,7 @@ async function setUpVariants({ via, store, eagerSupported, modes: wanted, closer
     // The first turn creates the sandbox and leaves something for the probes to compare.
     await sessions.withTurn(conversationId, async (turn) => {
       await turn.sandbox.runCode('state = 1')
+      await seedFile((path, content) => turn.sandbox.writeFile(path, content))
     })
     let sandboxId
     variants.push({
@@ -440,8 +464,14 @@ async function sandkeepTurnSample(options) {
   const onFinalStep = (at) => (marks.lastStep = at)
   const model = thinkingModel({ thinkMs, stepThinkMs, useTool, onFinalStep, firstTool })
   const name = TOOL_CALLS[firstTool].toolName
+  // The file tool is the session's whole-file read, as the raw SDK's `files.read` (sandkeep's own readFile
+  // tool asks the file's size first, with a command).
+  const base =
+    firstTool === 'file'
+      ? readFileTool(async (path) => (await turn.sandbox.readTextFile({ path })) ?? '')
+      : turn.tools[name]
   const tools = {
-    [name]: timed(turn.tools[name], (at) => {
+    [name]: timed(base, (at) => {
       marks.firstTool ||= at
     }),
   }

@@ -188,4 +188,57 @@ describe("a lazy turn's first code cell carries the resume's probes", () => {
       await manager.endSession(id, { tenant }).catch(() => false)
     }
   }, 120_000)
+
+  /** The first turn, with a file written too (for the read-first tests). */
+  async function firstTurnWithFile(manager: ReturnType<typeof sessions>, id: string): Promise<string> {
+    const sandboxId = await firstTurn(manager, id)
+    await manager.withTurn(id, (turn) => turn.sandbox.writeFile('/home/user/notes.txt', 'kept'), { tenant })
+    return sandboxId
+  }
+  const fileReads = (requests: readonly { path: string }[]) =>
+    requests.filter((r) => r.path.startsWith('/files') && r.path.includes('notes.txt'))
+
+  it('first call a file read, nothing lost: the read goes side by side with the probe cell', async () => {
+    const manager = sessions()
+    const id = conversation()
+    try {
+      await firstTurnWithFile(manager, id)
+      const turn = await manager.beginTurn(id, { tenant, lazy: true })
+      const from = log.requests.length
+      expect(await turn.sandbox.readFile('/home/user/notes.txt')).toBe('kept')
+      // The report is made by the time the answer is there (nothing was lost: no replay to wait for).
+      expect(turn.report).toMatchObject({ outcome: 'resumed', stateLost: false })
+      const before = log.requests.slice(from)
+      await turn.end()
+      const probe = before.find((r) => r.sandboxId !== undefined && r.path === '/execute')
+      const [read, ...again] = fileReads(before)
+      expect(probe && read).toBeTruthy()
+      expect(again).toHaveLength(0)
+      // Sent before the probe's answer came back (after it, they would be one after the other).
+      expect(read!.startedAt).toBeLessThan(probe!.endedAt)
+      expect(probe!.startedAt).toBeLessThan(read!.endedAt)
+    } finally {
+      await manager.endSession(id, { tenant }).catch(() => false)
+    }
+  }, 120_000)
+
+  it('first call a file read, memory lost: the answer stands (read once), the replay before the next cell', async () => {
+    const manager = sessions()
+    const id = conversation()
+    try {
+      const sandboxId = await firstTurnWithFile(manager, id)
+      await host.faults.dropMemory(sandboxId)
+      const turn = await manager.beginTurn(id, { tenant, lazy: true })
+      const from = log.requests.length
+      expect(await turn.sandbox.readFile('/home/user/notes.txt')).toBe('kept')
+      expect((await turn.sandbox.runCode('state + 1')).text).toBe('42')
+      await turn.end()
+      expect(fileReads(log.requests.slice(from))).toHaveLength(1)
+      expect(turn.report).toMatchObject({ outcome: 'resumed', stateLost: true, rehydratedSteps: 1 })
+      expect(turn.report!.survived).toMatchObject({ memory: false, filesystem: true })
+      expect(turn.report!.checks.find((c) => c.name === 'memory')?.status).toBe('repaired')
+    } finally {
+      await manager.endSession(id, { tenant }).catch(() => false)
+    }
+  }, 120_000)
 })

@@ -18,6 +18,12 @@ import type {
   WriteTextFileOptions,
 } from './types.js'
 
+/**
+ * Reads get the turn's handle before its resume is over: a lazy turn's first read goes beside the resume's
+ * probes (see @sandkeep/core's manager/assess.ts). Writes wait for the resume.
+ */
+const EARLY = true
+
 type FileOperations = Pick<
   SandboxSession,
   | 'readFile'
@@ -79,19 +85,24 @@ export function fileOperations(context: SessionContext): FileOperations {
     },
     stat: ({ path, abortSignal }: PathOptions) => {
       const resolved = resolvePath(path)
-      return operation(abortSignal, (handle, signal) => statPath(handle, resolved, signal))
+      // Its command may carry the resume's marker test (see @sandkeep/core's fidelity-carried-command.ts).
+      return operation(abortSignal, (handle, signal) => statPath(handle, resolved, signal), EARLY)
     },
     listDirectory: ({ path, abortSignal }: PathOptions) => {
       const resolved = resolvePath(path)
-      return operation(abortSignal, async (handle, signal): Promise<SandboxDirectoryEntry[] | null> => {
-        const entries = await orNullIfMissing(handle.listDir(resolved, { depth: 1, signal }))
-        return (
-          entries?.map((entry) => ({
-            name: entry.name,
-            type: entry.type === 'dir' ? 'directory' : entry.type,
-          })) ?? null
-        )
-      })
+      return operation(
+        abortSignal,
+        async (handle, signal): Promise<SandboxDirectoryEntry[] | null> => {
+          const entries = await orNullIfMissing(handle.listDir(resolved, { depth: 1, signal }))
+          return (
+            entries?.map((entry) => ({
+              name: entry.name,
+              type: entry.type === 'dir' ? 'directory' : entry.type,
+            })) ?? null
+          )
+        },
+        EARLY,
+      )
     },
     deleteFile: ({ path, abortSignal }: PathOptions) => {
       const resolved = resolvePath(path)
@@ -102,8 +113,10 @@ export function fileOperations(context: SessionContext): FileOperations {
       const depth = listOptions.depth ?? 1
       if (!Number.isInteger(depth) || depth < 1)
         return Promise.reject(invalid('listDir: depth must be an integer >= 1.'))
-      return operation(listOptions.abortSignal, (handle, signal) =>
-        orNullIfMissing<FileEntry[]>(handle.listDir(resolved, { depth, signal })),
+      return operation(
+        listOptions.abortSignal,
+        (handle, signal) => orNullIfMissing<FileEntry[]>(handle.listDir(resolved, { depth, signal })),
+        EARLY,
       )
     },
   }
@@ -115,14 +128,17 @@ function byteOperations({ operation, resolvePath }: SessionContext) {
     async read(path: string, abortSignal?: AbortSignal, maxBytes?: number): Promise<Uint8Array | null> {
       const resolved = resolvePath(path)
       const limit = checkMaxBytes(maxBytes)
-      return operation(abortSignal, (handle, signal) =>
-        orNullIfMissing(
-          handle.readFile(resolved, {
-            format: 'bytes',
-            signal,
-            ...(limit === undefined ? {} : { maxBytes: limit }),
-          }),
-        ),
+      return operation(
+        abortSignal,
+        (handle, signal) =>
+          orNullIfMissing(
+            handle.readFile(resolved, {
+              format: 'bytes',
+              signal,
+              ...(limit === undefined ? {} : { maxBytes: limit }),
+            }),
+          ),
+        EARLY,
       )
     },
     async write(path: string, data: Uint8Array | string, abortSignal?: AbortSignal): Promise<void> {

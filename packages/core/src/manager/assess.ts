@@ -75,6 +75,22 @@ interface OfferedCall<R, O> {
 export type FirstCall =
   | ({ kind: 'code'; code: string } & OfferedCall<CodeResult, RunCodeOptions>)
   | ({ kind: 'command'; command: string } & OfferedCall<CommandResult, RunCommandOptions>)
+  | FirstRead
+
+/**
+ * A file read offered as the turn's first call (readFile, listDir, exists): it goes alongside the probes, and
+ * its answer stands once they say the files were kept (carried-read.ts).
+ */
+export interface FirstRead {
+  kind: 'read'
+  /** Sends the read to the resumed sandbox. */
+  read(handle: SandboxHandle): Promise<unknown>
+  /**
+   * The read's answer (or a promise of it); undefined when the files were lost (the caller reads again).
+   * `replayFollows`: a journal replay comes next, which the answer does not wait for (the report does).
+   */
+  settle(result: Promise<unknown> | undefined, after?: { replayFollows: boolean }): void
+}
 
 /**
  * What the assessment leaves for the turn and its end. Returned, never thrown: when a step fails, `failure`
@@ -384,11 +400,21 @@ async function probeAndRehydrate(
   const { config } = scope.ctx
   const { takeFirstCall, notes } = input
   const manifest = record.manifest!
-  // Declared checks have probes of their own to send: the first cell carries the built-in ones only alone.
-  const plan = takeFirstCall && config.healthChecks.length === 0 ? carryPlan(manifest) : undefined
-  const carried = plan ? await carryProbes(handle, plan, takeFirstCall!) : undefined
-  const probed = carried ?? (await probeFidelity({ ...engineScope(scope, handle), manifest }))
-  const fidelity = await reviseMarkerLoss(handle, manifest, probed, scope.signal)
+  // Declared checks have probes of their own to send: the first call carries the built-in ones only alone.
+  const call = takeFirstCall && config.healthChecks.length === 0 ? await firstCall(takeFirstCall) : undefined
+  const read = call?.kind === 'read' ? sendAlongside(handle, call) : undefined
+  let fidelity: FidelityOutcome
+  try {
+    const carried = call && call.kind !== 'read' ? await carryOrDecline(handle, manifest, call) : undefined
+    const probed = carried ?? (await probeFidelity({ ...engineScope(scope, handle), manifest }))
+    fidelity = await reviseMarkerLoss(handle, manifest, probed, scope.signal)
+  } catch (error) {
+    read?.decide(false)
+    throw error
+  }
+  // Files kept (or not known lost: nothing repairs them): the read answered what the caller would read now.
+  const lost = fidelity.survived.memory === false || fidelity.survived.filesystem === false
+  read?.decide(fidelity.survived.filesystem !== false, lost && config.rehydrate === 'journal')
   // What the turn end need not write again: sentinels and the marker found intact, and the process
   // list (read now, or known empty: none was recorded for this very sandbox and none can appear alone).
   notes.noteProbed(
@@ -443,15 +469,8 @@ function repairedByReplay(check: HealthCheckResult, replayed: Replayed, repairMs
 async function carryProbes(
   handle: SandboxHandle,
   plan: CarryPlan,
-  takeFirstCall: NonNullable<AssessInput['takeFirstCall']>,
+  call: Exclude<FirstCall, FirstRead>,
 ): Promise<FidelityOutcome | undefined> {
-  // A call that began the resume offers its cell just after beginTurn returned: give it that moment.
-  let call = takeFirstCall()
-  if (!call) {
-    await new Promise((resolve) => setImmediate(resolve))
-    call = takeFirstCall()
-  }
-  if (!call) return undefined
   const started = performance.now()
   let verdict: CarriedVerdict
   if (call.kind === 'code') {
@@ -471,6 +490,50 @@ async function carryProbes(
     verdict = files === 'not-kept' ? files : await run.verdict
   }
   return verdict === 'kept' ? keptOutcome(plan, performance.now() - started) : undefined
+}
+
+/** {@link carryProbes} when one line can answer the manifest's probes; else the call runs after the resume. */
+function carryOrDecline(
+  handle: SandboxHandle,
+  manifest: TurnManifest,
+  call: Exclude<FirstCall, FirstRead>,
+): Promise<FidelityOutcome | undefined> {
+  const plan = carryPlan(manifest)
+  if (plan) return carryProbes(handle, plan, call)
+  call.settle(undefined)
+  return Promise.resolve(undefined)
+}
+
+/** The turn's first call, when one was offered. */
+async function firstCall(
+  takeFirstCall: NonNullable<AssessInput['takeFirstCall']>,
+): Promise<FirstCall | undefined> {
+  // A call that began the resume offers itself just after beginTurn returned: give it that moment.
+  const call = takeFirstCall()
+  if (call) return call
+  await new Promise((resolve) => setImmediate(resolve))
+  return takeFirstCall()
+}
+
+/**
+ * Sends the offered read now, beside the probes. `decide(true, …)` hands the caller its answer; `decide(false)`
+ * drops it (the files were lost, or the probes failed): the caller reads again once the resume is over, on
+ * the repaired sandbox. Only the first decision counts.
+ */
+function sendAlongside(
+  handle: SandboxHandle,
+  call: FirstRead,
+): { decide(kept: boolean, replayFollows?: boolean): void } {
+  const answer = call.read(handle)
+  answer.catch(() => {})
+  let decided = false
+  return {
+    decide(kept, replayFollows = false) {
+      if (decided) return
+      decided = true
+      call.settle(kept ? answer : undefined, { replayFollows })
+    },
+  }
 }
 
 async function runBootstrap(scope: TurnScope, handle: SandboxHandle, notes: AssessmentNotes): Promise<void> {

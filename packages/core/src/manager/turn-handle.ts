@@ -42,6 +42,11 @@ export interface HandleTurn {
     command: string,
     options: RunCommandOptions,
   ): Promise<CommandResult | undefined> | undefined
+  /**
+   * The same offer for a file read, sent beside the probes: its answer, undefined when the probes found the
+   * files lost (the read then runs again after the repair), or its error.
+   */
+  carryFirstRead<R>(read: (handle: SandboxHandle) => Promise<R>): Promise<R | undefined> | undefined
 }
 
 /** Adds the turn's abort signal to a call's own one. */
@@ -81,13 +86,17 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
       throw await explainFailure(turn, error, handle.id)
     }
   }
-  const readFile = async (path: string, options?: ReadFileOptions & { format?: 'text' | 'bytes' }) =>
-    use<string | Uint8Array>((handle) => {
-      const merged = withSignal(turn, options)
-      return merged.format === 'bytes'
+  // A file read that is the turn's first call goes beside the resume's probes (see HandleTurn.carryFirstRead).
+  const read = <T>(work: (handle: SandboxHandle) => Promise<T>): Promise<T> =>
+    carriedOr(turn, turn.carryFirstRead(work), () => use(work), { waitReport: false })
+  const readFile = async (path: string, options?: ReadFileOptions & { format?: 'text' | 'bytes' }) => {
+    const merged = withSignal(turn, options)
+    return read<string | Uint8Array>((handle) =>
+      merged.format === 'bytes'
         ? handle.readFile(path, { ...merged, format: 'bytes' })
-        : handle.readFile(path, { ...merged, format: 'text' })
-    })
+        : handle.readFile(path, { ...merged, format: 'text' }),
+    )
+  }
   return {
     get id() {
       turn.assertLive()
@@ -145,8 +154,11 @@ export function createTurnHandle(turn: HandleTurn): SandboxHandle {
         await handle.writeFile(path, data, withSignal(turn, options))
         turn.ledger.noteWrite(path, data)
       }),
-    listDir: (path, options) => use((handle) => handle.listDir(path, withSignal(turn, options))),
-    exists: (path) => use((handle) => handle.exists(path)),
+    listDir: (path, options) => {
+      const merged = withSignal(turn, options)
+      return read((handle) => handle.listDir(path, merged))
+    },
+    exists: (path) => read((handle) => handle.exists(path)),
     remove: (path) => use((handle) => handle.remove(path)),
   }
 }

@@ -105,6 +105,7 @@ export class TurnImpl implements Turn {
       ledger: this.#ledger,
       carryFirstCode: (code, options) => this.#carryFirstCode(code, options),
       carryFirstCommand: (command, options) => this.#carryFirstCommand(command, options),
+      carryFirstRead: (read) => this.#carryFirstRead(read),
     })
   }
 
@@ -134,8 +135,39 @@ export class TurnImpl implements Turn {
     return outcome.promise
   }
 
-  /** Whether the turn's next call may carry the probes. */
+  /**
+   * The first file read of such a turn (readFile, listDir, exists): sent beside the probes, whatever they
+   * compare, its answer kept when they find the files kept (assess.ts). Writes and removes are not offered:
+   * sent before the verdict, a write could be undone by the repair, or change what the journal replay finds
+   * and rebuilds, so they wait for the resume.
+   */
+  #carryFirstRead<R>(read: (handle: SandboxHandle) => Promise<R>): Promise<R | undefined> | undefined {
+    if (!this.#takesOffers()) return undefined
+    const outcome = Promise.withResolvers<R | undefined>()
+    this.#offer({
+      kind: 'read',
+      read,
+      settle: (answer, after) => {
+        // With no replay to come the report is made at once: the caller has it with the answer.
+        const reported = async () => {
+          const value = (await answer) as R
+          await this.ready().catch(() => undefined)
+          return value
+        }
+        outcome.resolve(answer && !after?.replayFollows ? reported() : (answer as Promise<R> | undefined))
+      },
+    })
+    return outcome.promise
+  }
+
+  /** Whether the turn's next call may carry the probes (a code cell or a command). */
   #carriable(): boolean {
+    const record = this.#start.acquired.record
+    return this.#takesOffers() && carryPlan(record!.manifest!) !== undefined
+  }
+
+  /** Whether the turn's resume may take its next call as the first one (see assess.ts). */
+  #takesOffers(): boolean {
     const { ctx } = this.#start
     if (this.#offered || this.#ledger.assessed || this.#ended || !ctx.config.fidelityProbes) return false
     // Only a turn whose resume waits for its first use, or is still under way.
@@ -143,9 +175,7 @@ export class TurnImpl implements Turn {
     // Only where the resume will probe a mapped sandbox with nothing but the built-in probes (a pending
     // restore starts a new sandbox): a call the resume cannot take would only wait for it.
     const record = this.#start.acquired.record
-    if (!record?.sandboxId || !record.manifest || record.restore || ctx.config.healthChecks.length > 0)
-      return false
-    return carryPlan(record.manifest) !== undefined
+    return !(!record?.sandboxId || !record.manifest || record.restore || ctx.config.healthChecks.length > 0)
   }
 
   /** Offers the call to the resume, which starts now if it has not. */
