@@ -2,7 +2,13 @@ import { sessionStoreConformance } from '@sandkeep/testing'
 import RedisMock from 'ioredis-mock'
 import { vi } from 'vitest'
 import { createRedisSessionStore } from '../src/index.js'
-import { corruptCheckpointsWith, corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
+import {
+  concurrentCases,
+  corruptCheckpointsWith,
+  corruptFieldWith,
+  corruptWith,
+  randomPrefix,
+} from './helpers.js'
 
 // Testing without a Redis server: the whole contract on ioredis-mock, so users can unit-test
 // with createRedisSessionStore({ redis: new RedisMock() }). Before: the store refused the mock (no
@@ -27,6 +33,7 @@ sessionStoreConformance(
     corruptField: corruptFieldWith(() => mock, prefix),
     corruptCheckpoints: corruptCheckpointsWith(() => mock, prefix),
     branching: true,
+    testApi: concurrentCases,
     leaseScale: 7,
   },
 )
