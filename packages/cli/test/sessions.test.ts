@@ -1,5 +1,6 @@
 // `sandkeep sessions` against real Redis (127.0.0.1:6379, a random prefix and tenant) and a real
 // `sandkeep host` child process: demo runs leave sessions behind (--keep-session), then list/show/end/gc.
+import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
@@ -7,9 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { assertBuilt, type Background, cleanEnv, runCli, startCli, waitFor } from './helpers.js'
 
 const prefix = `sk-cli-sessions-${process.pid}-${Date.now()}`
-let tenants = 0
 /** A tenant of each test's own, so the tests (side by side) never list each other's sessions. */
-const newTenant = () => `t${Date.now().toString(36)}${(tenants += 1)}`
+const newTenant = () => `t${Date.now().toString(36)}${randomUUID().slice(0, 6)}`
 const transcript = fileURLToPath(new URL('./fixtures/two-turns.json', import.meta.url))
 let host: Background
 let env: NodeJS.ProcessEnv

@@ -4,7 +4,12 @@ import { createMemorySessionStore } from '@sandkeep/core'
 import type { SessionStore } from '@sandkeep/core/store'
 import { describe, expect, test } from 'vitest'
 import type { StoreConformanceTestApi } from '../test-api.js'
-import { createStoreConformanceContext, LEASE_ATTEMPTS, sleep, type StoreConformanceContext } from './context.js'
+import {
+  createStoreConformanceContext,
+  LEASE_ATTEMPTS,
+  type StoreConformanceContext,
+  sleep,
+} from './context.js'
 
 /** A context on a recording runner: the bodies it registers, run by hand, and the stores it closed. */
 function recordingContext() {
