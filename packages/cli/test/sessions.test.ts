@@ -1,5 +1,6 @@
 // `sandkeep sessions` against real Redis (127.0.0.1:6379, a random prefix and tenant) and a real
 // `sandkeep host` child process: demo runs leave sessions behind (--keep-session), then list/show/end/gc.
+import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
@@ -7,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { assertBuilt, type Background, cleanEnv, runCli, startCli, waitFor } from './helpers.js'
 
 const prefix = `sk-cli-sessions-${process.pid}-${Date.now()}`
-const tenant = `t${Date.now().toString(36)}`
+/** A tenant of each test's own, so the tests (side by side) never list each other's sessions. */
+const newTenant = () => `t${Date.now().toString(36)}${randomUUID().slice(0, 6)}`
 const transcript = fileURLToPath(new URL('./fixtures/two-turns.json', import.meta.url))
 let host: Background
 let env: NodeJS.ProcessEnv
@@ -46,7 +48,7 @@ afterAll(async () => {
   redis.disconnect()
 })
 
-async function demo(conversation: string, file = transcript): Promise<void> {
+async function demo(tenant: string, conversation: string, file = transcript): Promise<void> {
   const result = await runCli(
     [
       'demo',
@@ -69,7 +71,7 @@ async function demo(conversation: string, file = transcript): Promise<void> {
   expect(result.stdout).toMatch(/sandboxes\s+E2B at http:\/\/127\.0\.0\.1:\d+/)
 }
 
-async function json<T>(args: string[]): Promise<T> {
+async function json<T>(tenant: string, args: string[]): Promise<T> {
   const result = await runCli([...args, '--tenant', tenant, '--json'], { env })
   expect(result.code, result.stderr).toBe(0)
   const lines = result.stdout.trim().split('\n')
@@ -84,12 +86,15 @@ interface Session {
   turnCount: number
 }
 
-describe('sandkeep sessions on Redis', () => {
+// The tests run side by side, each with its own tenant, conversations and CLI processes; most of their
+// time is CLI processes waiting on sandboxes.
+describe.concurrent('sandkeep sessions on Redis', () => {
   it('list, show, end and gc the sessions demo runs left behind', async () => {
-    await demo('kept-a')
-    await demo('kept-b')
+    const tenant = newTenant()
+    // Two conversations of their own: their demo runs go side by side.
+    await Promise.all([demo(tenant, 'kept-a'), demo(tenant, 'kept-b')])
 
-    const listed = await json<{ sessions: Session[]; cursor: string | null }>(['sessions', 'list'])
+    const listed = await json<{ sessions: Session[]; cursor: string | null }>(tenant, ['sessions', 'list'])
     expect(listed.sessions.map((session) => session.conversationId).sort()).toEqual(['kept-a', 'kept-b'])
     for (const session of listed.sessions) {
       expect(session.state).toBe('paused')
@@ -102,7 +107,7 @@ describe('sandkeep sessions on Redis', () => {
     )
     expect(table.stdout).toMatch(/kept-a\s+\S+\s+paused\s+2/)
 
-    const shown = await json<{ session: Session; journal: Array<{ step: { kind: string } }> }>([
+    const shown = await json<{ session: Session; journal: Array<{ step: { kind: string } }> }>(tenant, [
       'sessions',
       'show',
       'kept-a',
@@ -114,7 +119,7 @@ describe('sandkeep sessions on Redis', () => {
     expect(shownText.stdout).toContain('journal      2 steps')
 
     // Nothing to collect yet: both sandboxes are mapped.
-    const idle = await json<{ killedSandboxes: string[]; deletedSessions: unknown[] }>([
+    const idle = await json<{ killedSandboxes: string[]; deletedSessions: unknown[] }>(tenant, [
       'sessions',
       'gc',
       '--dry-run',
@@ -135,19 +140,19 @@ describe('sandkeep sessions on Redis', () => {
       deletedSessions: Array<{ conversationId: string }>
       killedSandboxes: string[]
     }
-    const kept = await json<Gc>(['sessions', 'gc'])
+    const kept = await json<Gc>(tenant, ['sessions', 'gc'])
     expect(kept.keptSessions.map((session) => session.conversationId)).toEqual(['kept-b'])
     expect(kept.deletedSessions).toEqual([])
-    expect((await json<{ sessions: Session[] }>(['sessions', 'list'])).sessions).toHaveLength(2)
+    expect((await json<{ sessions: Session[] }>(tenant, ['sessions', 'list'])).sessions).toHaveLength(2)
     const keptText = await runCli(['sessions', 'gc', '--tenant', tenant], { env })
     expect(keptText.stdout).toBe(
       `kill 0 orphaned sandboxes\nkeep 1 session whose sandbox is gone: ${tenant}/kept-b (the next turn recreates and replays the journal)\n`,
     )
-    const dry = await json<Gc>(['sessions', 'gc', '--dry-run', '--delete-sessions'])
+    const dry = await json<Gc>(tenant, ['sessions', 'gc', '--dry-run', '--delete-sessions'])
     expect(dry.dryRun).toBe(true)
     expect(dry.deletedSessions.map((session) => session.conversationId)).toEqual(['kept-b'])
-    expect((await json<{ sessions: Session[] }>(['sessions', 'list'])).sessions).toHaveLength(2)
-    const collected = await json<Gc>(['sessions', 'gc', '--delete-sessions'])
+    expect((await json<{ sessions: Session[] }>(tenant, ['sessions', 'list'])).sessions).toHaveLength(2)
+    const collected = await json<Gc>(tenant, ['sessions', 'gc', '--delete-sessions'])
     expect(collected.deletedSessions.map((session) => session.conversationId)).toEqual(['kept-b'])
     // a's sandbox is mapped, so it is never an orphan.
     expect(collected.killedSandboxes).toEqual([])
@@ -155,8 +160,13 @@ describe('sandkeep sessions on Redis', () => {
     expect(human.stdout).toBe('kill 0 orphaned sandboxes\ndelete 0 sessions whose sandbox is gone\n')
 
     // --forget drops a record without asking the platform.
-    await demo('kept-c')
-    const forgot = await json<{ ended: boolean; killed: boolean }>(['sessions', 'end', 'kept-c', '--forget'])
+    await demo(tenant, 'kept-c')
+    const forgot = await json<{ ended: boolean; killed: boolean }>(tenant, [
+      'sessions',
+      'end',
+      'kept-c',
+      '--forget',
+    ])
     expect(forgot).toMatchObject({ ended: true, killed: false })
 
     // End a: its sandbox is killed and the record is gone.
@@ -166,14 +176,15 @@ describe('sandkeep sessions on Redis', () => {
     const gone = await runCli(['sessions', 'show', 'kept-a', '--tenant', tenant], { env })
     expect(gone.code).toBe(1)
     expect(gone.stderr).toContain('no session "kept-a"')
-    expect((await json<{ sessions: Session[] }>(['sessions', 'list'])).sessions).toEqual([])
+    expect((await json<{ sessions: Session[] }>(tenant, ['sessions', 'list'])).sessions).toEqual([])
   }, 300_000)
 
   it('show draws the checkpoint tree; restore, rewind and fork work from it and refuse what they cannot do', async () => {
+    const tenant = newTenant()
     // The branching transcript leaves the main conversation's tree (turn 1; three turn 2s: the first answer,
     // its regenerate, the Kelvin edit; a turn 3 on the Kelvin branch, and one on the regenerated branch it
     // switched back to) and the fork.
-    await demo('branch-a', 'branching')
+    await demo(tenant, 'branch-a', 'branching')
     type Checkpoint = {
       id: string
       parentId: string | null
@@ -182,7 +193,7 @@ describe('sandkeep sessions on Redis', () => {
       journalLength: number
     }
     type Shown = { session: Session & { restore: unknown; head: string | null }; checkpoints: Checkpoint[] }
-    const shown = await json<Shown>(['sessions', 'show', 'branch-a'])
+    const shown = await json<Shown>(tenant, ['sessions', 'show', 'branch-a'])
     expect(shown.checkpoints.map((checkpoint) => checkpoint.turn).sort()).toEqual([1, 2, 2, 2, 3, 3])
     expect(shown.session.restore).toBeNull()
     const head = shown.checkpoints.find((checkpoint) => checkpoint.id === shown.session.head)!
@@ -210,7 +221,7 @@ describe('sandkeep sessions on Redis', () => {
     expect(restored.stdout).toBe(
       `restored branch-a to checkpoint ${first.id} (turn 2): its next turn starts from the snapshot ${first.snapshot!.snapshotId} (killed ${shown.session.sandboxId}; every other branch is kept)\n`,
     )
-    const after = await json<Shown>(['sessions', 'show', 'branch-a'])
+    const after = await json<Shown>(tenant, ['sessions', 'show', 'branch-a'])
     expect(after.session.head).toBe(first.id)
     expect(after.checkpoints).toHaveLength(6)
     const foreign = await runCli(
@@ -219,9 +230,9 @@ describe('sandkeep sessions on Redis', () => {
     )
     expect(foreign.code).toBe(1)
     expect(foreign.stderr).toMatch(/^sandkeep sessions restore: CHECKPOINT_NOT_FOUND: /)
-    expect((await json<Shown>(['sessions', 'show', 'branch-a'])).session.head).toBe(first.id)
+    expect((await json<Shown>(tenant, ['sessions', 'show', 'branch-a'])).session.head).toBe(first.id)
 
-    const rewound = await json<{ toTurn: number; source: string; droppedTurns: number[] }>([
+    const rewound = await json<{ toTurn: number; source: string; droppedTurns: number[] }>(tenant, [
       'sessions',
       'rewind',
       'branch-a',
@@ -229,8 +240,14 @@ describe('sandkeep sessions on Redis', () => {
       '1',
     ])
     expect(rewound).toMatchObject({ toTurn: 1, source: 'snapshot', droppedTurns: [] })
-    expect((await json<Shown>(['sessions', 'show', 'branch-a'])).checkpoints).toHaveLength(6)
-    const back = await json<{ toTurn: number }>(['sessions', 'restore', 'branch-a', '--checkpoint', first.id])
+    expect((await json<Shown>(tenant, ['sessions', 'show', 'branch-a'])).checkpoints).toHaveLength(6)
+    const back = await json<{ toTurn: number }>(tenant, [
+      'sessions',
+      'restore',
+      'branch-a',
+      '--checkpoint',
+      first.id,
+    ])
     expect(back.toTurn).toBe(2)
 
     const past = await runCli(['sessions', 'rewind', 'branch-a', '--to-turn', '3', '--tenant', tenant], {
@@ -246,14 +263,10 @@ describe('sandkeep sessions on Redis', () => {
       /^sandkeep sessions fork: SESSION_EXISTS: A session with this conversation id already exists/,
     )
 
-    const forked = await json<{ atTurn: number; source: string; record: { restore: { kind: string } } }>([
-      'sessions',
-      'fork',
-      'branch-a',
-      'branch-c',
-      '--at-turn',
-      '1',
-    ])
+    const forked = await json<{ atTurn: number; source: string; record: { restore: { kind: string } } }>(
+      tenant,
+      ['sessions', 'fork', 'branch-a', 'branch-c', '--at-turn', '1'],
+    )
     expect(forked).toMatchObject({ atTurn: 1, source: 'snapshot', record: { restore: { kind: 'forked' } } })
     const latest = await runCli(['sessions', 'fork', 'branch-a', 'branch-d', '--tenant', tenant], { env })
     expect(latest.stdout).toBe(
@@ -273,6 +286,7 @@ describe('sandkeep sessions on Redis', () => {
   }, 300_000)
 
   it('refuses bad ids before touching Redis, and reports an unreachable Redis as a failure', async () => {
+    const tenant = newTenant()
     const bad = await runCli(['sessions', 'show', 'x\ny', '--tenant', tenant], { env })
     expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/^sandkeep sessions show: conversationId contains a control character/)

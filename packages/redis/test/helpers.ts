@@ -1,10 +1,18 @@
 import { randomUUID } from 'node:crypto'
 import type { SessionKey, SessionStore } from '@sandkeep/core'
 import type { Redis } from 'ioredis'
+import { afterEach, describe, expect, test } from 'vitest'
 import { sessionKeys } from '../src/keys.js'
 
 /** The shared local Redis the integration tests use. */
 export const REDIS_URL = process.env.SANDKEEP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+/**
+ * The conformance kit's test functions with its cases side by side (the integration project runs four at a
+ * time, areas as well as cases): each case has its own stores and keys, and most of a case's time is a lease lapse or a TTL waited
+ * out, during which the others run.
+ */
+export const concurrentCases = { describe: describe.concurrent, test: test.concurrent, expect, afterEach }
 
 /** A prefix of its own for each test run, so runs never see each other's keys. */
 export function randomPrefix(): string {

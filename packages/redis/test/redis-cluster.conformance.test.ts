@@ -4,7 +4,13 @@ import { Cluster } from 'ioredis'
 import { Cluster as Cluster6 } from 'ioredis6'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore, sessionKeys } from '../src/index.js'
-import { corruptCheckpointsWith, corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
+import {
+  concurrentCases,
+  corruptCheckpointsWith,
+  corruptFieldWith,
+  corruptWith,
+  randomPrefix,
+} from './helpers.js'
 import { startRedisCluster, type TestCluster } from './redis-servers.js'
 
 // The whole contract against a real 3-master Redis Cluster started for this file, through a Cluster
@@ -41,6 +47,7 @@ sessionStoreConformance(
     corruptField: corruptFieldWith(() => client, prefix),
     corruptCheckpoints: corruptCheckpointsWith(() => client, prefix),
     branching: true,
+    testApi: concurrentCases,
   },
 )
 
@@ -58,6 +65,7 @@ sessionStoreConformance(
     corruptField: corruptFieldWith(() => client, prefix),
     corruptCheckpoints: corruptCheckpointsWith(() => client, prefix),
     branching: true,
+    testApi: concurrentCases,
   },
 )
 

@@ -2,7 +2,13 @@ import { sessionStoreConformance } from '@sandkeep/testing'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore, sessionKeys } from '../src/index.js'
-import { corruptCheckpointsWith, corruptFieldWith, corruptWith, randomPrefix } from './helpers.js'
+import {
+  concurrentCases,
+  corruptCheckpointsWith,
+  corruptFieldWith,
+  corruptWith,
+  randomPrefix,
+} from './helpers.js'
 import { SENTINEL_MASTER_NAME, startSentinel, type TestSentinel } from './redis-servers.js'
 
 // The whole contract through Redis Sentinel: the store's own client, made from a URL plus ioredis' Sentinel
@@ -41,6 +47,7 @@ sessionStoreConformance(
     corruptField: corruptFieldWith(() => raw, prefix),
     corruptCheckpoints: corruptCheckpointsWith(() => raw, prefix),
     branching: true,
+    testApi: concurrentCases,
   },
 )
 

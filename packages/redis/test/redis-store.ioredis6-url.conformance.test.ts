@@ -3,6 +3,7 @@ import { Redis } from 'ioredis'
 import { afterAll, expect, it, vi } from 'vitest'
 import { createRedisSessionStore } from '../src/index.js'
 import {
+  concurrentCases,
   corruptCheckpointsWith,
   corruptFieldWith,
   corruptWith,
@@ -46,5 +47,6 @@ sessionStoreConformance(
     corruptField: corruptFieldWith(() => raw, prefix),
     corruptCheckpoints: corruptCheckpointsWith(() => raw, prefix),
     branching: true,
+    testApi: concurrentCases,
   },
 )

@@ -4,6 +4,7 @@ import { Redis as Redis6, type RedisOptions as RedisOptions6 } from 'ioredis6'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createRedisSessionStore } from '../src/index.js'
 import {
+  concurrentCases,
   corruptCheckpointsWith,
   corruptFieldWith,
   corruptWith,
@@ -57,6 +58,7 @@ for (const [name, protocol] of settingsOf) {
       corruptField: corruptFieldWith(() => raw, prefix),
       corruptCheckpoints: corruptCheckpointsWith(() => raw, prefix),
       branching: true,
+      testApi: concurrentCases,
     },
   )
 }

@@ -21,8 +21,10 @@ function damageMemoryRecord(store: SessionStore, key: SessionKey, damage: (recor
   })
 }
 
+// The cases run side by side (each its own stores and keys): most of their time is lease lapses and TTLs
+// waited out in real time.
 sessionStoreConformance('memory', (settings) => createMemorySessionStore(settings), {
-  testApi: { describe, test, expect, afterEach },
+  testApi: { describe: describe.concurrent, test: test.concurrent, expect, afterEach },
   corruptRecord: (store, key) =>
     damageMemoryRecord(store, key, (record) => Object.assign(record, { turnCount: 'three, I think' })),
   corruptField: (store, key, field: CorruptibleRecordField, value) =>

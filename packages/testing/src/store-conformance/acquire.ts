@@ -45,7 +45,7 @@ const acquire = defineArea('acquire', ({ test, expect, open, createSession }) =>
   })
 })
 
-const renew = defineArea('renew', ({ test, expect, open, expectCode, leases }) => {
+const renew = defineArea('renew', ({ test, expect, open, expectCode, leases, withinLease }) => {
   test('extends a live lease and refuses a lapsed or unknown one', async () => {
     const store = await open()
     const key = newKey()
@@ -68,8 +68,10 @@ const renew = defineArea('renew', ({ test, expect, open, expectCode, leases }) =
   test('keeps a renewed holder counted past its first expiry', async () => {
     const store = await open()
     const key = newKey()
-    const a = await store.acquire(key, { holderId: 'a', leaseMs: 600 })
-    await store.renew(key, a.lease, { leaseMs: LEASE.long })
+    await withinLease(async () => {
+      const a = await store.acquire(key, { holderId: 'a', leaseMs: 600 })
+      await store.renew(key, a.lease, { leaseMs: LEASE.long })
+    }, 600)
     await sleep(leases.lapseWait)
     const b = await store.acquire(key, { holderId: 'b', leaseMs: LEASE.long })
     expect(b.holders).toBe(2)

@@ -45,7 +45,7 @@ async function sessionState(store: BranchingStore, key: SessionKey) {
 
 export const branchingConformance = defineArea(
   'branching (checkpoints, rewind, fork)',
-  ({ test, expect, open, createSession, expectCode, leases, options }) => {
+  ({ test, expect, open, createSession, expectCode, leases, options, withinLease }) => {
     /**
      * Runs `turns` turns on `key` mapped to `sandboxId` (the first one creates it), each recording one
      * journal step and releasing with a manifest and, unless `without` names the turn, a checkpoint.
@@ -520,8 +520,11 @@ export const branchingConformance = defineArea(
       const key = newKey()
       await runTurns(store, key, 1)
       for (let index = 0; index < 2; index += 1) {
-        await sleep(900)
-        const lease = await begin(store, key)
+        // Each turn must come within the 1.5 s TTL the previous release started.
+        const lease = await withinLease(async () => {
+          await sleep(900)
+          return begin(store, key)
+        }, 1_500)
         await store.release(key, lease, { turnEndedAt: Date.now() })
       }
       expect((await store.readCheckpoints(key)).map((checkpoint) => checkpoint.turn)).toEqual([1])

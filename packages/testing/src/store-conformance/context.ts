@@ -1,6 +1,8 @@
 // What every store conformance area shares: the settings and options types, the context an area runs in
 // (the runner's functions, a store factory whose stores are closed after each test) and small helpers.
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { randomUUID } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import { SandkeepError, type SandkeepErrorCode, type SessionKey } from '@sandkeep/core'
 import type { Lease, SessionRecord, SessionStore, TurnManifest } from '@sandkeep/core/store'
 import type { ConformanceExpect, StoreConformanceTestApi } from '../test-api.js'
@@ -91,8 +93,16 @@ export interface StoreConformanceContext {
   options: StoreConformanceOptions
   /** The lease lengths this run uses (ms): {@link LEASE}, the short ones stretched by `leaseScale`. */
   leases: { long: number; short: number; lapseWait: number }
-  /** Opens a fresh store; it is closed after the test. */
+  /** Opens a fresh store; it is closed after the test (after each attempt of it, see `withinLease`). */
   open(settings?: SessionStoreConformanceSettings): Promise<SessionStore>
+  /**
+   * Runs `calls`, the calls a test makes while a lease of `leaseMs` (default the short one) must still be
+   * live, the first of them the acquire. When they took `leaseMs` or longer, measured from before the
+   * acquire, the lease may have lapsed on the machine's slowness rather than the store's fault: the
+   * attempt is dropped (its stores closed) and the whole test runs again on fresh keys, up to
+   * {@link LEASE_ATTEMPTS} times. Calls that fail inside the lease fail the test.
+   */
+  withinLease<T>(calls: () => Promise<T>, leaseMs?: number): Promise<T>
   /** Expects `promise` to reject with a SandkeepError of `code`, and returns that error. */
   expectCode(promise: Promise<unknown>, code: SandkeepErrorCode): Promise<SandkeepError>
   /** Acquires and creates the sandbox mapping; returns the lease and the record. */
@@ -116,6 +126,57 @@ export function defineArea(
 
 /** Lease lengths, ms: one no test outlives, one that lapses, and a wait long enough for it to lapse. */
 export const LEASE = { long: 60_000, short: 300, lapseWait: 900 } as const
+
+/** How many times a test runs when its calls keep outliving the lease they needed (see `withinLease`). */
+export const LEASE_ATTEMPTS = 5
+
+/** An attempt's calls outlived the lease they needed: the machine's speed, so the test runs again. */
+class LeaseOutlived extends Error {
+  override name = 'LeaseOutlived'
+}
+
+/** The stores one attempt of one test opened, so that tests running side by side close only their own. */
+const attempts = new AsyncLocalStorage<SessionStore[]>()
+
+const closeAll = (stores: SessionStore[]) =>
+  Promise.allSettled(stores.splice(0).map((store) => store.close()))
+
+async function withinLease<T>(calls: () => Promise<T>, leaseMs: number): Promise<T> {
+  const started = performance.now()
+  let outcome: { value: T } | { error: unknown }
+  try {
+    outcome = { value: await calls() }
+  } catch (error) {
+    outcome = { error }
+  }
+  const took = performance.now() - started
+  if (took >= leaseMs) {
+    throw new LeaseOutlived(
+      `calls that needed a live ${leaseMs} ms lease took ${Math.round(took)} ms on ${LEASE_ATTEMPTS} ` +
+        'attempts: this machine is slower than the lease allows; raise the leaseScale option',
+    )
+  }
+  if ('error' in outcome) throw outcome.error
+  return outcome.value
+}
+
+/** `test` that runs each body in its own store scope, again (bounded) when its calls outlived a lease. */
+function attemptingTest(test: StoreConformanceTestApi['test']): StoreConformanceTestApi['test'] {
+  return (name, body) =>
+    test(name, async () => {
+      for (let attempt = 1; ; attempt += 1) {
+        const stores: SessionStore[] = []
+        try {
+          await attempts.run(stores, body)
+          return
+        } catch (error) {
+          if (!(error instanceof LeaseOutlived) || attempt >= LEASE_ATTEMPTS) throw error
+        } finally {
+          await closeAll(stores)
+        }
+      }
+    })
+}
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -172,14 +233,14 @@ export function createStoreConformanceContext(
   makeStore: MakeSessionStore,
   options: StoreConformanceOptions = {},
 ): StoreConformanceContext {
+  // Stores opened outside a test body (none of the areas does) are closed after each test.
   const opened: SessionStore[] = []
   api.afterEach(async () => {
-    const stores = opened.splice(0)
-    await Promise.allSettled(stores.map((store) => store.close()))
+    await closeAll(opened)
   })
   const open = async (settings: SessionStoreConformanceSettings = {}) => {
     const store = await makeStore(settings)
-    opened.push(store)
+    ;(attempts.getStore() ?? opened).push(store)
     return store
   }
   const createSession = async (store: SessionStore, key: SessionKey, sandboxId = `sbx-${randomUUID()}`) => {
@@ -192,11 +253,13 @@ export function createStoreConformanceContext(
     return { lease: acquired.lease, record }
   }
   const scale = options.leaseScale ?? 1
+  const short = LEASE.short * scale
   return {
-    api,
+    api: { ...api, test: attemptingTest(api.test) },
     options,
-    leases: { long: LEASE.long, short: LEASE.short * scale, lapseWait: LEASE.lapseWait * scale },
+    leases: { long: LEASE.long, short, lapseWait: LEASE.lapseWait * scale },
     open,
+    withinLease: (calls, leaseMs = short) => withinLease(calls, leaseMs),
     createSession,
     expectCode: (promise, code) => expectCode(api.expect, promise, code),
   }

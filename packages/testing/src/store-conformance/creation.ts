@@ -46,15 +46,19 @@ function concurrentCreation({ test, expect, open, expectCode }: AreaTools): void
 }
 
 /** The creation claim passes on when the creator lapses or gives up. */
-function claimHandOver({ test, expect, open, expectCode, leases }: AreaTools): void {
+function claimHandOver({ test, expect, open, expectCode, leases, withinLease }: AreaTools): void {
   test('hands the claim to a waiter when the creator lapses, and refuses the dead creator', async () => {
     const store = await open()
     const key = newKey()
-    const creator = await store.acquire(key, { holderId: 'creator', leaseMs: leases.short })
-    const waiter = await store.acquire(key, { holderId: 'waiter', leaseMs: LEASE.long })
+    // The waiter's acquire and first claim must see the creator still live.
+    const [creator, waiter, early] = await withinLease(async () => {
+      const first = await store.acquire(key, { holderId: 'creator', leaseMs: leases.short })
+      const second = await store.acquire(key, { holderId: 'waiter', leaseMs: LEASE.long })
+      return [first, second, await store.claimCreation(key, second.lease)] as const
+    })
     expect(creator.create).toBe(true)
     expect(waiter.create).toBe(false)
-    expect((await store.claimCreation(key, waiter.lease)).create).toBe(false)
+    expect(early.create).toBe(false)
     await sleep(leases.lapseWait)
     const claim = await store.claimCreation(key, waiter.lease)
     expect(claim).toEqual({ record: null, create: true })
@@ -83,8 +87,10 @@ function claimHandOver({ test, expect, open, expectCode, leases }: AreaTools): v
   test('grants the claim again to a new holder after the creator lapsed', async () => {
     const store = await open()
     const key = newKey()
-    await store.acquire(key, { holderId: 'creator', leaseMs: leases.short })
-    const blocked = await store.acquire(key, { holderId: 'early', leaseMs: leases.short })
+    const blocked = await withinLease(async () => {
+      await store.acquire(key, { holderId: 'creator', leaseMs: leases.short })
+      return store.acquire(key, { holderId: 'early', leaseMs: leases.short })
+    })
     expect(blocked.create).toBe(false)
     await sleep(leases.lapseWait)
     const next = await store.acquire(key, { holderId: 'next', leaseMs: LEASE.long })

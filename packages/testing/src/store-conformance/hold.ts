@@ -9,7 +9,7 @@ const holds = (store: SessionStore) => typeof store.releaseHold === 'function'
 /** Registers the hold area of the SessionStore conformance suite. */
 export const holdConformance = defineArea(
   'hold',
-  ({ test, expect, open, createSession, expectCode, leases }) => {
+  ({ test, expect, open, createSession, expectCode, leases, withinLease }) => {
     test('holdIfLast keeps the last holder: acquire refuses with SESSION_BUSY until releaseHold', async () => {
       const store = await open()
       const key = newKey()
@@ -63,10 +63,11 @@ export const holdConformance = defineArea(
       const key = newKey()
       const { lease: creator } = await createSession(store, key, 'sbx-1')
       await store.release(key, creator, { turnEndedAt: Date.now() })
-      const short = await store.acquire(key, { holderId: holder(), leaseMs: leases.short })
-      expect(
-        (await store.release(key, short.lease, { turnEndedAt: Date.now(), holdIfLast: true })).held,
-      ).toBe(true)
+      const held = await withinLease(async () => {
+        const short = await store.acquire(key, { holderId: holder(), leaseMs: leases.short })
+        return store.release(key, short.lease, { turnEndedAt: Date.now(), holdIfLast: true })
+      })
+      expect(held.held).toBe(true)
       await sleep(leases.lapseWait)
       const after = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
       expect(after.holders).toBe(1)

@@ -2,14 +2,18 @@
 import type { SessionKey } from '@sandkeep/core'
 import { defineArea, holder, LEASE, newKey, type StoreConformanceContext, sleep } from './context.js'
 
-const idleTtl = defineArea('ttl', ({ test, expect, open, createSession }) => {
+const idleTtl = defineArea('ttl', ({ test, expect, open, createSession, withinLease }) => {
   test('forgets a session idle past ttlMs', async () => {
     const store = await open({ ttlMs: 500 })
     const key = newKey()
     const { lease } = await createSession(store, key)
     await store.appendJournal(key, { kind: 'command', command: 'echo hi' })
-    await store.release(key, lease, { turnEndedAt: Date.now() })
-    expect((await store.get(key))?.conversationId).toBe(key.conversationId)
+    // The read must come within the 500 ms TTL the release started.
+    const kept = await withinLease(async () => {
+      await store.release(key, lease, { turnEndedAt: Date.now() })
+      return store.get(key)
+    }, 500)
+    expect(kept?.conversationId).toBe(key.conversationId)
     await sleep(1_500)
     expect(await store.get(key)).toBeNull()
     expect(await store.readJournal(key)).toEqual([])
@@ -22,10 +26,12 @@ const idleTtl = defineArea('ttl', ({ test, expect, open, createSession }) => {
   test('keeps a session at least as long as a lease it granted', async () => {
     const store = await open({ ttlMs: 300 })
     const key = newKey()
-    const first = await store.acquire(key, { holderId: 'long-turn', leaseMs: 5_000 })
+    const [first, second] = await withinLease(async () => {
+      const granted = await store.acquire(key, { holderId: 'long-turn', leaseMs: 5_000 })
+      await sleep(900)
+      return [granted, await store.acquire(key, { holderId: 'next', leaseMs: 5_000 })]
+    }, 5_000)
     expect(first.create).toBe(true)
-    await sleep(900)
-    const second = await store.acquire(key, { holderId: 'next', leaseMs: 5_000 })
     expect(second.holders).toBe(2)
     expect(second.create).toBe(false)
     expect(second.lease.fencingToken).toBeGreaterThan(first.lease.fencingToken)
@@ -38,8 +44,11 @@ const idleTtl = defineArea('ttl', ({ test, expect, open, createSession }) => {
     await store.appendJournal(key, { kind: 'command', command: 'pip install pandas' })
     await store.release(key, lease, { turnEndedAt: Date.now() })
     for (let index = 0; index < 5; index += 1) {
-      await sleep(400)
-      const turn = await store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
+      // Each turn must come within the 1.5 s TTL the previous release started.
+      const turn = await withinLease(async () => {
+        await sleep(400)
+        return store.acquire(key, { holderId: holder(), leaseMs: LEASE.long })
+      }, 1_500)
       expect(turn.record?.conversationId).toBe(key.conversationId)
       await store.release(key, turn.lease, { turnEndedAt: Date.now() })
     }
@@ -54,7 +63,7 @@ const idleTtl = defineArea('ttl', ({ test, expect, open, createSession }) => {
   })
 })
 
-const perCallTtl = defineArea('per-call TTL', ({ test, expect, open, expectCode, leases }) => {
+const perCallTtl = defineArea('per-call TTL', ({ test, expect, open, expectCode, leases, withinLease }) => {
   test('honours ttlMs on setSandbox, renew, setState and appendJournal, and falls back to the store default', async () => {
     const store = await open({ ttlMs: 1_500 })
     const long = { ttlMs: 60_000 }
@@ -71,7 +80,9 @@ const perCallTtl = defineArea('per-call TTL', ({ test, expect, open, expectCode,
       return begun.lease
     }
     await begin(viaSetSandbox, long)
-    await store.renew(viaRenew, await begin(viaRenew), { leaseMs: leases.short, ...long })
+    await withinLease(async () => {
+      await store.renew(viaRenew, await begin(viaRenew), { leaseMs: leases.short, ...long })
+    })
     await begin(viaState)
     await store.setState(viaState, 'paused', long)
     await begin(viaJournal)
