@@ -280,7 +280,7 @@ describe('corrupt records', () => {
     })
   }
 
-  it('checks a record a turn stamped in full again once anything else changed it', async () => {
+  it('checks the record in full on every turn, also once a turn wrote it', async () => {
     const store = open()
     const key = newKey()
     const keys = sessionKeys(prefix, key)
@@ -289,15 +289,16 @@ describe('corrupt records', () => {
     await store.release(key, begun.lease, { turnEndedAt: Date.now(), manifest: manifest('sbx-1') })
     const next = await store.acquire(key, { holderId: 'next', leaseMs: 60_000 })
     await store.release(key, next.lease, { turnEndedAt: Date.now(), manifest: manifest('sbx-1') })
-    // The turn's end stamped the values it wrote: the next load skips their checks...
-    expect(await raw.hget(keys.record, 'checked')).toMatch(/^[0-9a-f]{40}$/)
-    // ...until a value changes outside the scripts: a manifest that parses but has the wrong shape.
+    // A manifest changed outside the scripts that parses but has the wrong shape: refused before any write.
     await raw.hset(keys.record, 'manifest', '{"writtenAt":"yesterday","sandboxId":"sbx-1"}')
+    const before = await Promise.all([raw.dump(keys.record), raw.dump(keys.lease)])
     await expectCode(store.acquire(key, { holderId: 'third', leaseMs: 60_000 }), 'STORE_CORRUPT')
-    // A release bringing a manifest no check passes is written as before, unstamped: the next load refuses it.
+    expect(await Promise.all([raw.dump(keys.record), raw.dump(keys.lease)])).toEqual(before)
+    // Put right, the next turn begins; the record holds no field of the store's own bookkeeping.
     await raw.hset(keys.record, 'manifest', JSON.stringify(manifest('sbx-1')))
     const fourth = await store.acquire(key, { holderId: 'fourth', leaseMs: 60_000 })
     expect(fourth.record?.sandboxId).toBe('sbx-1')
+    expect(await raw.hexists(keys.record, 'checked')).toBe(0)
     expect(await store.delete(key)).toBe(true)
   })
 

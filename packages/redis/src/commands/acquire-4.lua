@@ -50,8 +50,7 @@ end
 if record then
   record[F_STARTED] = integer(now)
   record[F_UPDATED] = record[F_STARTED]
-  -- The values were checked (or found as a script stamped them): stamped with the new times, in one HSET.
-  stamp_fields(KEYS[1], record, { F_STARTED, F_UPDATED })
+  redis.call('HSET', KEYS[1], 'lastTurnStartedAt', record[F_STARTED], 'updatedAt', record[F_STARTED])
 end
 refresh_session(KEYS, has_journal, has_checkpoints, ttl)
 return { 'ok', record or {}, create, count, token, expires_at }

@@ -94,17 +94,9 @@ local function release_turn(keys)
       positions[#positions + 1] = F_PAUSED_AT
     end
     record[F_UPDATED] = integer(now)
-    -- Stamped (the next load skips the checks) only when what this call brought passes them too.
-    local manifest_written = ARGV[5] ~= '' and ARGV[5] ~= 'null' and record[F_MANIFEST] == ARGV[5]
-    local state = record[F_STATE]
-    if (not manifest_written or manifest_ok(ARGV[5])) and is_amount(record[F_ENDED])
-      and is_amount(record[F_RUNNING]) and is_amount(record[F_PAUSED_SECONDS])
-      and (not record[F_USED] or record[F_USED] == '0' or record[F_USED] == '1')
-      and (state == 'running' or state == 'paused' or state == 'killed' or state == 'unknown') then
-      stamp_fields(record_key, record, positions)
-    else
-      save_fields(record_key, record, positions)
-    end
+    -- The manifest is the client's, which checked it (core's checkReleaseInput) before sending; the next
+    -- load checks what is stored in full anyway.
+    save_fields(record_key, record, positions)
   end
   -- 0: no checkpoint asked for; 1: recorded (then the checkpoint and the ones pruned); 2: refused.
   local checkpoint_status, checkpoint, pruned = 0, {}, {}
