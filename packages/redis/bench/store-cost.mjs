@@ -17,7 +17,8 @@
 // STORE_COST_SECONDS (throughput phase, default 4).
 //
 // --scripts: also splits the scripts' time by script (the server's SLOWLOG, every top-level command logged
-// with its duration while the turns run; the SHA of each call named from the tree's own .lua files).
+// with its duration while the turns run, a script's own commands too; the SHA of each call named from the
+// tree's own .lua files).
 import { spawn } from 'node:child_process'
 import { createHash, randomUUID } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
@@ -126,24 +127,32 @@ function scriptNames(root) {
 /** Every top-level command logged from now on, with its duration (SLOWLOG), when --scripts asks. */
 async function startScriptLog(admin) {
   if (!values.scripts) return
-  await admin.config('SET', 'slowlog-max-len', String(SESSIONS * 6 + 100))
+  await admin.config('SET', 'slowlog-max-len', String(SESSIONS * 40))
   await admin.config('SET', 'slowlog-log-slower-than', '0')
   await admin.slowlog('RESET')
 }
 
-/** The logged EVALSHA calls as { script: { calls, usec } }; stops logging. */
+/** The logged EVALSHA calls as { script: { calls, usec, median } }; stops logging. */
 async function readScriptLog(admin, names) {
   if (!values.scripts) return undefined
   await admin.config('SET', 'slowlog-log-slower-than', '10000')
-  const entries = await admin.slowlog('GET', '-1')
+  const entries = await admin.slowlog('GET', String(SESSIONS * 40))
   await admin.slowlog('RESET')
   const byScript = {}
   for (const [, , usec, args] of entries) {
     if (String(args[0]).toLowerCase() !== 'evalsha') continue
     const name = names.get(String(args[1])) ?? String(args[1]).slice(0, 8)
-    byScript[name] ??= { calls: 0, usec: 0 }
+    byScript[name] ??= { calls: 0, usec: 0, each: [] }
     byScript[name].calls++
     byScript[name].usec += Number(usec)
+    byScript[name].each.push(Number(usec))
+  }
+  // The median call besides the mean: on a loaded machine a few calls descheduled mid-script weigh on the
+  // mean, not on the median.
+  for (const script of Object.values(byScript)) {
+    script.each.sort((a, b) => a - b)
+    script.median = script.each[Math.floor(script.each.length / 2)]
+    delete script.each
   }
   return byScript
 }
@@ -160,6 +169,10 @@ async function commandStats(admin) {
 
 /** The commands the bench's own reading adds (INFO, CONFIG, MEMORY, SCAN...), left out of a turn's cost. */
 const OWN = new Set([
+  'slowlog|get',
+  'slowlog|reset',
+  'slowlog',
+  'config|set',
   'info',
   'config|resetstat',
   'config',
@@ -364,7 +377,7 @@ async function main() {
   for (const r of results.filter((r) => r.scripts)) {
     console.log(
       `scripts per turn (SLOWLOG), ${r.tree}: ${Object.entries(r.scripts)
-        .map(([name, c]) => `${name} ${fmt(c.calls / SESSIONS, 2)} × ${fmt(c.usec / c.calls, 1)} µs`)
+        .map(([name, c]) => `${name} ${fmt(c.usec / c.calls, 1)} µs (median ${c.median}) over ${c.calls} calls`)
         .join(', ')}`,
     )
   }

@@ -169,19 +169,33 @@ local function restore_ok(text)
   return restore.fromConversationId == nil or is_text(restore.fromConversationId)
 end
 
+-- Position of `checked` in load_record's reading (not a FIELDS entry: never part of a reply): the SHA1 of a
+-- manifest text a check passed. It vouches for any manifest with that digest, whoever wrote it, so a stale
+-- one is harmless and nothing needs to clear it; a manifest written by anything else than a turn's end (or
+-- damaged) has another digest and is checked in full. Hashing a manifest costs a fifth of decoding and
+-- walking it (docs/benchmarks.md).
+local F_CHECKED = 21
+
+-- The digest `checked` holds for a manifest text; nil where the engine has no sha1hex (then every load checks
+-- the manifest in full).
+local function manifest_digest(text)
+  if redis.sha1hex then return redis.sha1hex(text) end
+  return nil
+end
+
 -- Reads and checks the record without writing anything, so a caller can refuse before any write.
--- Returns 'none'; or 'corrupt'; or 'ok' and the record's values in FIELDS order (false = null).
+-- Returns 'none'; or 'corrupt'; or 'ok', the record's values in FIELDS order (false = null) and, when the
+-- manifest was checked in full here, its digest for the caller to store in `checked` with its next write.
 -- `conversation_id` may be '' when the caller only knows the hash (listing).
--- Every load checks every value: on this engine a full check (manifest decode and walk included) costs
--- about what hashing the values to skip it would (a stamped SHA1 of them was tried, and measured no
--- cheaper; docs/benchmarks.md).
 local function load_record(key, tenant, conversation_id)
   -- Field names spelled out rather than unpack(FIELDS): this runs twice per turn.
   local record = redis.pcall('HMGET', key, 'schemaVersion', 'tenant', 'conversationId', 'sandboxId',
     'providerId', 'template', 'createdAt', 'updatedAt', 'lastTurnStartedAt', 'lastTurnEndedAt', 'turnCount',
     'runningSeconds', 'pausedSeconds', 'state', 'pausedAt', 'mappingToken', 'manifest', 'lastTurnUsedSandbox',
-    'restore', 'head')
+    'restore', 'head', 'checked')
   if record.err then return 'corrupt' end
+  local checked = record[F_CHECKED]
+  record[F_CHECKED] = nil
   if not record[F_SCHEMA] then
     if redis.call('EXISTS', key) == 0 then return 'none' end
     return 'corrupt'
@@ -207,15 +221,20 @@ local function load_record(key, tenant, conversation_id)
     or not printable_or_null(record[F_TEMPLATE], 256) then
     return 'corrupt'
   end
-  if record[F_MANIFEST] and not manifest_ok(record[F_MANIFEST]) then return 'corrupt' end
   if record[F_RESTORE] and not restore_ok(record[F_RESTORE]) then return 'corrupt' end
   -- The head: absent (a record from before checkpoint trees), '' (the root) or a checkpoint id.
   if record[F_HEAD] and record[F_HEAD] ~= '' and not is_checkpoint_id(record[F_HEAD]) then return 'corrupt' end
-  return 'ok', record
+  local manifest = record[F_MANIFEST]
+  if not manifest then return 'ok', record end
+  local digest = manifest_digest(manifest)
+  if digest and digest == checked then return 'ok', record end
+  if not manifest_ok(manifest) then return 'corrupt' end
+  return 'ok', record, digest
 end
 
--- Writes the record's values at the given FIELDS positions; a value of false is deleted (null).
-local function save_fields(key, record, positions)
+-- Writes the record's values at the given FIELDS positions; a value of false is deleted (null). With
+-- `digest`, also stores it in `checked` (same HSET).
+local function save_fields(key, record, positions, digest)
   local set, unset = {}, {}
   for i = 1, #positions do
     local position = positions[i]
@@ -226,6 +245,10 @@ local function save_fields(key, record, positions)
     else
       unset[#unset + 1] = FIELDS[position]
     end
+  end
+  if digest then
+    set[#set + 1] = 'checked'
+    set[#set + 1] = digest
   end
   if #set > 0 then redis.call('HSET', key, unpack(set)) end
   if #unset > 0 then redis.call('HDEL', key, unpack(unset)) end
