@@ -377,7 +377,9 @@ async function main() {
   for (const r of results.filter((r) => r.scripts)) {
     console.log(
       `scripts per turn (SLOWLOG), ${r.tree}: ${Object.entries(r.scripts)
-        .map(([name, c]) => `${name} ${fmt(c.usec / c.calls, 1)} µs (median ${c.median}) over ${c.calls} calls`)
+        .map(
+          ([name, c]) => `${name} ${fmt(c.usec / c.calls, 1)} µs (median ${c.median}) over ${c.calls} calls`,
+        )
         .join(', ')}`,
     )
   }
