@@ -14,7 +14,8 @@
 // before a change, `git worktree add /tmp/base <commit>`, `pnpm install`, `pnpm -F @sandkeep/core -F
 // @sandkeep/redis build`). Both trees then run in this process against the same server, alternating, twice
 // each, so that their figures are side by side. Environment: STORE_COST_SESSIONS (default 5000),
-// STORE_COST_SECONDS (throughput phase, default 4).
+// STORE_COST_SECONDS (throughput phase, default 4), STORE_COST_ROUNDS (rounds of each tree with a baseline,
+// default 2; with --scripts, the lowest median of each script over the rounds is printed last).
 //
 // --scripts: also splits the scripts' time by script (the server's SLOWLOG, every top-level command logged
 // with its duration while the turns run, a script's own commands too; the SHA of each call named from the
@@ -336,7 +337,7 @@ async function main() {
   const results = []
   try {
     // Alternating, twice each when there is a baseline, so neither gets the warmer half of the run.
-    const rounds = trees.length > 1 ? 2 : 1
+    const rounds = trees.length > 1 ? Number(process.env.STORE_COST_ROUNDS ?? 2) : 1
     for (let round = 0; round < rounds; round++) {
       for (const tree of round % 2 === 0 ? trees : [...trees].reverse()) {
         results.push(await measureTree(tree, server))
@@ -381,6 +382,21 @@ async function main() {
           ([name, c]) => `${name} ${fmt(c.usec / c.calls, 1)} µs (median ${c.median}) over ${c.calls} calls`,
         )
         .join(', ')}`,
+    )
+  }
+  // The quietest round of each script per tree: on a loaded machine the lowest median is the closest to the
+  // script's own cost.
+  for (const tree of trees) {
+    const best = {}
+    for (const r of results.filter((r) => r.tree === tree.name && r.scripts)) {
+      for (const [name, c] of Object.entries(r.scripts))
+        best[name] = Math.min(best[name] ?? Infinity, c.median)
+    }
+    const names = Object.keys(best)
+    if (names.length === 0) continue
+    const sum = names.reduce((total, name) => total + best[name], 0)
+    console.log(
+      `lowest median per script over the rounds, ${tree.name}: ${names.map((n) => `${n} ${best[n]} µs`).join(', ')} (sum ${sum} µs)`,
     )
   }
   if (values.json) console.log(JSON.stringify(results))
