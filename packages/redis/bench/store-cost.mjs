@@ -14,10 +14,15 @@
 // before a change, `git worktree add /tmp/base <commit>`, `pnpm install`, `pnpm -F @sandkeep/core -F
 // @sandkeep/redis build`). Both trees then run in this process against the same server, alternating, twice
 // each, so that their figures are side by side. Environment: STORE_COST_SESSIONS (default 5000),
-// STORE_COST_SECONDS (throughput phase, default 4).
+// STORE_COST_SECONDS (throughput phase, default 4), STORE_COST_ROUNDS (rounds of each tree with a baseline,
+// default 2; with --scripts, the lowest median of each script over the rounds is printed last).
+//
+// --scripts: also splits the scripts' time by script (the server's SLOWLOG, every top-level command logged
+// with its duration while the turns run, a script's own commands too; the SHA of each call named from the
+// tree's own .lua files).
 import { spawn } from 'node:child_process'
-import { randomUUID } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { createHash, randomUUID } from 'node:crypto'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { cpus, loadavg } from 'node:os'
 import { resolve } from 'node:path'
@@ -25,7 +30,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
 
-const { values } = parseArgs({ options: { baseline: { type: 'string' }, json: { type: 'boolean' } } })
+const { values } = parseArgs({
+  options: { baseline: { type: 'string' }, json: { type: 'boolean' }, scripts: { type: 'boolean' } },
+})
 const SESSIONS = Number(process.env.STORE_COST_SESSIONS ?? 5000)
 const SECONDS = Number(process.env.STORE_COST_SECONDS ?? 4)
 const IN_FLIGHT = 32
@@ -101,7 +108,54 @@ async function loadTree(root, name) {
     at(testing ? 'packages/testing/dist/mock-provider.js' : 'packages/core/dist/test/mock-provider.js'),
     at('packages/redis/dist/index.js'),
   ])
-  return { name, core, mock, redis }
+  return { name, core, mock, redis, scriptNames: scriptNames(root) }
+}
+
+/** SHA1 of each script as the loader inlines it (scripts.ts: `--- @include "name"`) → its file name. */
+function scriptNames(root) {
+  const directory = resolve(root, 'packages/redis/src/commands')
+  const names = new Map()
+  for (const file of readdirSync(directory).filter((f) => f.endsWith('.lua'))) {
+    const lua = readFileSync(resolve(directory, file), 'utf8').replace(
+      /^--- @include "([a-z-]+)"$/gm,
+      (_, name) => readFileSync(resolve(directory, 'includes', `${name}.lua`), 'utf8'),
+    )
+    names.set(createHash('sha1').update(lua).digest('hex'), file.slice(0, -4))
+  }
+  return names
+}
+
+/** Every top-level command logged from now on, with its duration (SLOWLOG), when --scripts asks. */
+async function startScriptLog(admin) {
+  if (!values.scripts) return
+  await admin.config('SET', 'slowlog-max-len', String(SESSIONS * 40))
+  await admin.config('SET', 'slowlog-log-slower-than', '0')
+  await admin.slowlog('RESET')
+}
+
+/** The logged EVALSHA calls as { script: { calls, usec, median } }; stops logging. */
+async function readScriptLog(admin, names) {
+  if (!values.scripts) return undefined
+  await admin.config('SET', 'slowlog-log-slower-than', '10000')
+  const entries = await admin.slowlog('GET', String(SESSIONS * 40))
+  await admin.slowlog('RESET')
+  const byScript = {}
+  for (const [, , usec, args] of entries) {
+    if (String(args[0]).toLowerCase() !== 'evalsha') continue
+    const name = names.get(String(args[1])) ?? String(args[1]).slice(0, 8)
+    byScript[name] ??= { calls: 0, usec: 0, each: [] }
+    byScript[name].calls++
+    byScript[name].usec += Number(usec)
+    byScript[name].each.push(Number(usec))
+  }
+  // The median call besides the mean: on a loaded machine a few calls descheduled mid-script weigh on the
+  // mean, not on the median.
+  for (const script of Object.values(byScript)) {
+    script.each.sort((a, b) => a - b)
+    script.median = script.each[Math.floor(script.each.length / 2)]
+    delete script.each
+  }
+  return byScript
 }
 
 /** `INFO commandstats` as { command: { calls, usec } }. */
@@ -116,6 +170,10 @@ async function commandStats(admin) {
 
 /** The commands the bench's own reading adds (INFO, CONFIG, MEMORY, SCAN...), left out of a turn's cost. */
 const OWN = new Set([
+  'slowlog|get',
+  'slowlog|reset',
+  'slowlog',
+  'config|set',
   'info',
   'config|resetstat',
   'config',
@@ -192,9 +250,11 @@ async function measureTree(tree, server) {
     // The server's cost of one resumed turn: every session once more, one turn at a time.
     await server.admin.config('RESETSTAT')
     sent.clear()
+    await startScriptLog(server.admin)
     const cpuBefore = await redisCpu(server.admin)
     for (let k = 0; k < SESSIONS; k++) await turn(k, 'x += 1')
     const cpu = (await redisCpu(server.admin)) - cpuBefore
+    const scripts = await readScriptLog(server.admin, tree.scriptNames)
     const stats = await commandStats(server.admin)
     // Two sums: every row (a script's commands counted in the script's time and again under their names,
     // as issue 35 first measured it), and the top level only (the commands the client sent, each at its
@@ -241,6 +301,7 @@ async function measureTree(tree, server) {
       redisProcessCpuUsecPerTurn: (cpu * 1e6) / SESSIONS,
       commandsPerTurn: calls / SESSIONS,
       perCommand,
+      scripts,
       turnsPerSecond,
       bytesPerSession,
       keysPerSession,
@@ -276,7 +337,7 @@ async function main() {
   const results = []
   try {
     // Alternating, twice each when there is a baseline, so neither gets the warmer half of the run.
-    const rounds = trees.length > 1 ? 2 : 1
+    const rounds = trees.length > 1 ? Number(process.env.STORE_COST_ROUNDS ?? 2) : 1
     for (let round = 0; round < rounds; round++) {
       for (const tree of round % 2 === 0 ? trees : [...trees].reverse()) {
         results.push(await measureTree(tree, server))
@@ -312,6 +373,30 @@ async function main() {
       `commands per turn, ${r.tree}: ${Object.entries(r.perCommand)
         .map(([name, c]) => `${name} ${fmt(c.perTurn, 2)} × ${fmt(c.usecPerCall, 1)} µs`)
         .join(', ')}`,
+    )
+  }
+  for (const r of results.filter((r) => r.scripts)) {
+    console.log(
+      `scripts per turn (SLOWLOG), ${r.tree}: ${Object.entries(r.scripts)
+        .map(
+          ([name, c]) => `${name} ${fmt(c.usec / c.calls, 1)} µs (median ${c.median}) over ${c.calls} calls`,
+        )
+        .join(', ')}`,
+    )
+  }
+  // The quietest round of each script per tree: on a loaded machine the lowest median is the closest to the
+  // script's own cost.
+  for (const tree of trees) {
+    const best = {}
+    for (const r of results.filter((r) => r.tree === tree.name && r.scripts)) {
+      for (const [name, c] of Object.entries(r.scripts))
+        best[name] = Math.min(best[name] ?? Infinity, c.median)
+    }
+    const names = Object.keys(best)
+    if (names.length === 0) continue
+    const sum = names.reduce((total, name) => total + best[name], 0)
+    console.log(
+      `lowest median per script over the rounds, ${tree.name}: ${names.map((n) => `${n} ${best[n]} µs`).join(', ')} (sum ${sum} µs)`,
     )
   }
   if (values.json) console.log(JSON.stringify(results))

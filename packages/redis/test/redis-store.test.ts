@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
@@ -280,24 +280,28 @@ describe('corrupt records', () => {
     })
   }
 
-  it('checks a record a turn stamped in full again once anything else changed it', async () => {
+  it('skips decoding a manifest whose digest a turn stored, and checks any other in full', async () => {
     const store = open()
     const key = newKey()
     const keys = sessionKeys(prefix, key)
     const begun = await store.acquire(key, { holderId: 'creator', leaseMs: 60_000 })
     await store.setSandbox(key, begun.lease, { sandboxId: 'sbx-1', expectedSandboxId: null, providerId: 'p' })
     await store.release(key, begun.lease, { turnEndedAt: Date.now(), manifest: manifest('sbx-1') })
-    const next = await store.acquire(key, { holderId: 'next', leaseMs: 60_000 })
-    await store.release(key, next.lease, { turnEndedAt: Date.now(), manifest: manifest('sbx-1') })
-    // The turn's end stamped the values it wrote: the next load skips their checks...
-    expect(await raw.hget(keys.record, 'checked')).toMatch(/^[0-9a-f]{40}$/)
-    // ...until a value changes outside the scripts: a manifest that parses but has the wrong shape.
+    // The turn's end stored the digest of the manifest it wrote (the client checked it before sending).
+    const sha1 = (text: string | null) => createHash('sha1').update(String(text)).digest('hex')
+    const written = await raw.hget(keys.record, 'manifest')
+    expect(await raw.hget(keys.record, 'checked')).toBe(sha1(written))
+    // A manifest changed outside the scripts that parses but has the wrong shape: refused before any write.
     await raw.hset(keys.record, 'manifest', '{"writtenAt":"yesterday","sandboxId":"sbx-1"}')
-    await expectCode(store.acquire(key, { holderId: 'third', leaseMs: 60_000 }), 'STORE_CORRUPT')
-    // A release bringing a manifest no check passes is written as before, unstamped: the next load refuses it.
-    await raw.hset(keys.record, 'manifest', JSON.stringify(manifest('sbx-1')))
-    const fourth = await store.acquire(key, { holderId: 'fourth', leaseMs: 60_000 })
-    expect(fourth.record?.sandboxId).toBe('sbx-1')
+    const before = await Promise.all([raw.hgetall(keys.record), raw.hgetall(keys.lease)])
+    await expectCode(store.acquire(key, { holderId: 'second', leaseMs: 60_000 }), 'STORE_CORRUPT')
+    expect(await Promise.all([raw.hgetall(keys.record), raw.hgetall(keys.lease)])).toEqual(before)
+    // One that passes the checks, written by anything else: checked in full, then its digest stored.
+    const other = JSON.stringify({ ...manifest('sbx-1'), writtenAt: 1 })
+    await raw.hset(keys.record, 'manifest', other)
+    const third = await store.acquire(key, { holderId: 'third', leaseMs: 60_000 })
+    expect(third.record?.sandboxId).toBe('sbx-1')
+    expect(await raw.hget(keys.record, 'checked')).toBe(sha1(other))
     expect(await store.delete(key)).toBe(true)
   })
 

@@ -19,7 +19,7 @@
 ]]
 --- @include "session"
 
-local status, record = load_record(KEYS[1], ARGV[1], ARGV[2])
+local status, record, digest = load_record(KEYS[1], ARGV[1], ARGV[2])
 if status == 'corrupt' then return { 'corrupt', 1 } end
 local holder_id, lease_ms, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 -- The session must outlive the lease it grants, even with a TTL shorter than the lease.
@@ -50,8 +50,13 @@ end
 if record then
   record[F_STARTED] = integer(now)
   record[F_UPDATED] = record[F_STARTED]
-  -- The values were checked (or found as a script stamped them): stamped with the new times, in one HSET.
-  stamp_fields(KEYS[1], record, { F_STARTED, F_UPDATED })
+  if digest then
+    -- The manifest was checked in full: the next load need only hash it.
+    redis.call('HSET', KEYS[1], 'lastTurnStartedAt', record[F_STARTED], 'updatedAt', record[F_STARTED],
+      'checked', digest)
+  else
+    redis.call('HSET', KEYS[1], 'lastTurnStartedAt', record[F_STARTED], 'updatedAt', record[F_STARTED])
+  end
 end
 refresh_session(KEYS, has_journal, has_checkpoints, ttl)
 return { 'ok', record or {}, create, count, token, expires_at }

@@ -9,9 +9,11 @@
 
   Returns 1 when the hold was ended, 0 when there was none of this holder's.
 ]]
-if redis.call('HGET', KEYS[1], 'hold') ~= ARGV[1] then return 0 end
 local field = 'h:' .. ARGV[1]
-local value = redis.call('HGET', KEYS[1], field)
+-- Both fields in one read: the hold's holder, and that holder's lease.
+local read = redis.call('HMGET', KEYS[1], 'hold', field)
+if read[1] ~= ARGV[1] then return 0 end
+local value = read[2]
 if value and string.match(value, '^%d+:(%d+):') == ARGV[2] then
   redis.call('HDEL', KEYS[1], 'hold', field)
 else

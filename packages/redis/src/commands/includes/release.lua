@@ -27,7 +27,7 @@ end
 -- documented in release-4.lua. Returns the script's reply table.
 local function release_turn(keys)
   local record_key, lease_key = keys[1], keys[2]
-  local status, record = load_record(record_key, ARGV[1], ARGV[2])
+  local status, record, loaded_digest = load_record(record_key, ARGV[1], ARGV[2])
   if status == 'corrupt' then return { 'corrupt', 1 } end
   local holder_id, token = ARGV[3], tonumber(ARGV[4])
   local plan, bad = plan_checkpoint(record, keys, token)
@@ -94,17 +94,16 @@ local function release_turn(keys)
       positions[#positions + 1] = F_PAUSED_AT
     end
     record[F_UPDATED] = integer(now)
-    -- Stamped (the next load skips the checks) only when what this call brought passes them too.
-    local manifest_written = ARGV[5] ~= '' and ARGV[5] ~= 'null' and record[F_MANIFEST] == ARGV[5]
-    local state = record[F_STATE]
-    if (not manifest_written or manifest_ok(ARGV[5])) and is_amount(record[F_ENDED])
-      and is_amount(record[F_RUNNING]) and is_amount(record[F_PAUSED_SECONDS])
-      and (not record[F_USED] or record[F_USED] == '0' or record[F_USED] == '1')
-      and (state == 'running' or state == 'paused' or state == 'killed' or state == 'unknown') then
-      stamp_fields(record_key, record, positions)
-    else
-      save_fields(record_key, record, positions)
+    -- A manifest from the caller was checked by the client (core's checkReleaseInput, the kit's
+    -- checkManifest) before it was sent: its digest vouches for it at the next load; so does the digest of
+    -- a kept one this load checked in full.
+    local digest = loaded_digest
+    if ARGV[5] ~= '' and record[F_MANIFEST] == ARGV[5] then
+      digest = manifest_digest(ARGV[5])
+    elseif not record[F_MANIFEST] then
+      digest = nil
     end
+    save_fields(record_key, record, positions, digest)
   end
   -- 0: no checkpoint asked for; 1: recorded (then the checkpoint and the ones pruned); 2: refused.
   local checkpoint_status, checkpoint, pruned = 0, {}, {}

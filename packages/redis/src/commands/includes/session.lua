@@ -46,8 +46,10 @@ end
 local function printable_or_null(value, max_bytes)
   if not value then return true end
   if #value == 0 or #value > max_bytes then return false end
-  if string.find(value, '%c') or string.find(value, '\194[\128-\159]')
-    or string.find(value, '\226\128[\168\169]') then
+  -- One scan for the common case (no control character, no lead byte of C1 or U+2028/9); the precise
+  -- tests only when one of those bytes is there.
+  if string.find(value, '[%c\194\226]') and (string.find(value, '%c') or string.find(value, '\194[\128-\159]')
+    or string.find(value, '\226\128[\168\169]')) then
     return false
   end
   return true
@@ -64,6 +66,8 @@ end
 -- '0x10' or ' 5', which the client refuses only after this script has written).
 local function is_amount(value)
   if type(value) ~= 'string' then return false end
+  -- Digits only (every time, and seconds a turn has not yet counted): one scan.
+  if string.find(value, '^%d+$') then return tonumber(value) ~= math.huge end
   local rest = string.match(value, '^%d+(.*)$')
   if rest and string.sub(rest, 1, 1) == '.' then rest = string.match(rest, '^%.%d+(.*)$') end
   if not rest or (rest ~= '' and not string.match(rest, '^[eE][+-]?%d+$')) then return false end
@@ -165,31 +169,24 @@ local function restore_ok(text)
   return restore.fromConversationId == nil or is_text(restore.fromConversationId)
 end
 
--- Reads and checks the record without writing anything, so a caller can refuse before any write.
--- Returns 'none'; or 'corrupt'; or 'ok' and the record's values in FIELDS order (false = null).
--- `conversation_id` may be '' when the caller only knows the hash (listing).
--- Position of `checked` in load_record's reading: the digest of the record's values as a script last
--- checked or wrote them (not a FIELDS entry: never part of a reply).
+-- Position of `checked` in load_record's reading (not a FIELDS entry: never part of a reply): the SHA1 of a
+-- manifest text a check passed. It vouches for any manifest with that digest, whoever wrote it, so a stale
+-- one is harmless and nothing needs to clear it; a manifest written by anything else than a turn's end (or
+-- damaged) has another digest and is checked in full. Hashing a manifest costs a fifth of decoding and
+-- walking it (docs/benchmarks.md).
 local F_CHECKED = 21
 
--- A digest of the record's values in FIELDS order (each length-prefixed, '-' for null): what `checked`
--- holds once a script has checked them. nil where the engine has no sha1hex (the checks then always run).
-local function record_digest(record)
-  if not redis.sha1hex then return nil end
-  local parts = {}
-  for i = 1, #FIELDS do
-    local value = record[i]
-    if value then parts[i] = #value .. ':' .. value else parts[i] = '-' end
-  end
-  return redis.sha1hex(table.concat(parts, ','))
+-- The digest `checked` holds for a manifest text; nil where the engine has no sha1hex (then every load checks
+-- the manifest in full).
+local function manifest_digest(text)
+  if redis.sha1hex then return redis.sha1hex(text) end
+  return nil
 end
 
 -- Reads and checks the record without writing anything, so a caller can refuse before any write.
--- Returns 'none'; or 'corrupt'; or 'ok' and the record's values in FIELDS order (false = null).
+-- Returns 'none'; or 'corrupt'; or 'ok', the record's values in FIELDS order (false = null) and, when the
+-- manifest was checked in full here, its digest for the caller to store in `checked` with its next write.
 -- `conversation_id` may be '' when the caller only knows the hash (listing).
--- The checks of the values (the manifest's JSON among them) run only when the values differ from the ones a
--- script last checked or wrote (`checked`): a record changed by anything else, or by a script that does not
--- stamp it, is checked in full again. A turn's begin and end stamp what they write (stamp_fields).
 local function load_record(key, tenant, conversation_id)
   -- Field names spelled out rather than unpack(FIELDS): this runs twice per turn.
   local record = redis.pcall('HMGET', key, 'schemaVersion', 'tenant', 'conversationId', 'sandboxId',
@@ -207,7 +204,6 @@ local function load_record(key, tenant, conversation_id)
     or (conversation_id ~= '' and record[F_CONVERSATION] ~= conversation_id) then
     return 'corrupt'
   end
-  if checked and checked == record_digest(record) then return 'ok', record end
   local state = record[F_STATE]
   if (state ~= 'running' and state ~= 'paused' and state ~= 'killed' and state ~= 'unknown')
     or not is_amount(record[F_CREATED]) or not is_amount(record[F_UPDATED]) or not is_count(record[F_TURNS])
@@ -225,14 +221,19 @@ local function load_record(key, tenant, conversation_id)
     or not printable_or_null(record[F_TEMPLATE], 256) then
     return 'corrupt'
   end
-  if record[F_MANIFEST] and not manifest_ok(record[F_MANIFEST]) then return 'corrupt' end
   if record[F_RESTORE] and not restore_ok(record[F_RESTORE]) then return 'corrupt' end
   -- The head: absent (a record from before checkpoint trees), '' (the root) or a checkpoint id.
   if record[F_HEAD] and record[F_HEAD] ~= '' and not is_checkpoint_id(record[F_HEAD]) then return 'corrupt' end
-  return 'ok', record
+  local manifest = record[F_MANIFEST]
+  if not manifest then return 'ok', record end
+  local digest = manifest_digest(manifest)
+  if digest and digest == checked then return 'ok', record end
+  if not manifest_ok(manifest) then return 'corrupt' end
+  return 'ok', record, digest
 end
 
--- Writes the record's values at the given FIELDS positions; a value of false is deleted (null).
+-- Writes the record's values at the given FIELDS positions; a value of false is deleted (null). With
+-- `digest`, also stores it in `checked` (same HSET).
 local function save_fields(key, record, positions, digest)
   local set, unset = {}, {}
   for i = 1, #positions do
@@ -251,14 +252,6 @@ local function save_fields(key, record, positions, digest)
   end
   if #set > 0 then redis.call('HSET', key, unpack(set)) end
   if #unset > 0 then redis.call('HDEL', key, unpack(unset)) end
-end
-
--- save_fields for a script whose `record` holds every value of the stored record (loaded by load_record, then
--- changed only at `positions`): also stamps `checked` (same command), so the next load need not check the
--- values again. Only values a check would pass may be stamped: ones load_record checked, or ones the caller
--- made or checked itself.
-local function stamp_fields(key, record, positions)
-  save_fields(key, record, positions, record_digest(record))
 end
 
 -- Reads the lease hash; deletes lapsed holders, and the claim when its holder lapsed.
