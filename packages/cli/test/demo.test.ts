@@ -158,13 +158,17 @@ describe.concurrent('sandkeep demo --pause-mode', () => {
     // A server the platform restarted may exit at once (here its script was wiped with the files): the port
     // check stops waiting when it is gone instead of sitting out a fixed 3 s grace. The message says which
     // happened (a grace sat out reads "… ms after a restart"), so no bound on healthMs is needed, nor one a
-    // loaded machine could break.
+    // loaded machine could break. Which early stop it was depends on the order of two events, not on what
+    // sandkeep did: the check finds the restarted server already exited, or probes the port before its exit
+    // is seen and finds it closed (nothing listens: its script was wiped). Either way it was repaired at once.
     for (const turn of [4, 5]) {
       const report = turnEnd(run.lines, turn).report as Report & {
         checks: Array<{ name: string; message?: string }>
       }
       const server = report.checks.find((entry) => entry.name === 'totals-server')
-      expect(server?.message).toMatch(/the processes restarted on resume exited; repaired/)
+      expect(server?.message).toMatch(
+        /(the processes restarted on resume exited|port 8000 \/health does not answer \(closed\)); repaired/,
+      )
       expect(server?.message).not.toMatch(/ms after a restart/)
     }
   })

@@ -320,6 +320,12 @@ export class HostFaults implements LocalE2BFaults {
     this.#events.record('fault-inject', undefined, { fault: 'restart' })
     const started = performance.now()
     this.#options.dropConnections()
+    // A restarted host is gone for a moment: its peers see their connections closed before it answers again.
+    // Two turns of the event loop (each with its I/O poll) let a client in this process read the close, so
+    // its next request opens a new connection instead of writing to a dropped one (EPIPE), whatever the
+    // machine's speed; a restart whose teardown never waits on I/O gave the client no such turn.
+    await nextLoopTurn()
+    await nextLoopTurn()
     await this.#options.lifecycle.restartAll('host-restart')
     this.#idChanges.clear()
     this.#events.record('host-restart', undefined, {
@@ -339,4 +345,9 @@ export class HostFaults implements LocalE2BFaults {
       ...(newId ? { newSandboxId: newId } : {}),
     })
   }
+}
+
+/** Resolves after the event loop's next check phase, so one I/O poll has run in between. */
+function nextLoopTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
 }
