@@ -86,7 +86,12 @@ async function endTurn(scope: TurnScope, input: TurnEndInput): Promise<TurnEndRe
   // Nothing since the resume could change the process list: record the one it read instead of listing
   // again, on condition that no other turn (which may have started processes) ended meanwhile.
   const processesAtResume = input.processesMayHaveChanged ? undefined : input.processesAtResume
-  const manifest = await writeTurnManifest(scope, input, processesAtResume, fail)
+  const manifest = await writeTurnManifest(
+    scope,
+    input,
+    { signal: new AbortController().signal, processes: processesAtResume },
+    fail,
+  )
   const taken = ctx.config.checkpoints
     ? await ctx.telemetry.tracer.phase(
         'sandkeep.checkpoint',
@@ -172,25 +177,29 @@ async function dropReleasedSnapshots(
   if (released.length > 0) await deleteReleasedSnapshots(scope.ctx, scope.key, released)
 }
 
-/** The manifest for the next turn's probes (with fidelity probes on and a sandbox in hand). */
-async function writeTurnManifest(
+/**
+ * The manifest for the next probes of the sandbox (with fidelity probes on and a sandbox in hand), from what
+ * the turn noted: written by the turn end, and by a mid-turn checkpoint for the sandbox as it is at the call.
+ * `handle` defaults to the assessed one; `processes` is a process list still known to be current. A failure
+ * goes to `fail` (phase `manifest`) and gives `undefined`.
+ */
+export async function writeTurnManifest(
   scope: TurnScope,
-  input: TurnEndInput,
-  processesAtResume: readonly ProcessInfo[] | undefined,
+  noted: Pick<TurnEntries, 'assessed' | 'contexts' | 'verified' | 'written'>,
+  at: { handle?: SandboxHandle; signal: AbortSignal; processes?: readonly ProcessInfo[] | undefined },
   fail: Fail,
 ): Promise<TurnManifest | undefined> {
-  const { assessed } = input
+  const { assessed } = noted
   if (!assessed || !scope.ctx.config.fidelityProbes) return undefined
   try {
-    const signal = new AbortController().signal
     return await writeManifest(
-      assessed.handle,
-      input.contexts,
+      at.handle ?? assessed.handle,
+      noted.contexts,
       assessed.manifestBase,
-      input.verified,
-      signal,
-      processesAtResume,
-      input.written,
+      noted.verified,
+      at.signal,
+      at.processes,
+      noted.written,
     )
   } catch (cause) {
     fail('manifest', cause)

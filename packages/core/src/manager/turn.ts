@@ -1,5 +1,4 @@
 import { carryPlan } from '../assessment/fidelity-carried.js'
-import { writeManifest } from '../assessment/fidelity-manifest.js'
 import { validateJournalStep } from '../assessment/rehydrate.js'
 import type { JournalStep } from '../contract/journal.js'
 import type { ResumeReport, TurnEndReport } from '../contract/report.js'
@@ -24,7 +23,7 @@ import { createResumeAttempt } from './resume-attempt.js'
 import { climbLadder, startingPoint } from './resume-ladder.js'
 import { storeClock, type TurnScope } from './scope.js'
 import type { LastTurn } from './session-state.js'
-import { finishTurn } from './turn-end.js'
+import { finishTurn, writeTurnManifest } from './turn-end.js'
 import { createTurnHandle, watchProcessCalls } from './turn-handle.js'
 import { TurnLedger } from './turn-ledger.js'
 
@@ -215,23 +214,13 @@ export class TurnImpl implements Turn {
    */
   async #manifestNow(handle: SandboxHandle): Promise<TurnManifest | null> {
     const { ctx, key } = this.#start
-    const noted = this.#ledger.read()
-    const assessed = noted.assessed
-    if (!assessed || !ctx.config.fidelityProbes) return null
-    try {
-      return await writeManifest(
-        handle,
-        noted.contexts,
-        assessed.manifestBase,
-        noted.verified,
-        this.#keeper.signal,
-        undefined,
-        noted.written,
-      )
-    } catch (cause) {
-      ctx.emitError('manifest', cause, key)
-      return null
-    }
+    const manifest = await writeTurnManifest(
+      this.#scope,
+      this.#ledger.read(),
+      { handle, signal: this.#keeper.signal },
+      (phase, cause) => ctx.emitError(phase, cause, key),
+    )
+    return manifest ?? null
   }
 
   get endReport(): TurnEndReport | undefined {
